@@ -1,0 +1,147 @@
+/*
+ * xccl: collective communication for GPU servers, with an NCCL-style C API.
+ *
+ * This header is C99-clean and needs no GPU header: a stream is an opaque pointer, so a
+ * cudaStream_t or hipStream_t passes straight in (on the host platform it may be NULL).
+ * Result codes and data types are numbered as NCCL's, so values can be cast across.
+ */
+#ifndef XCCL_H_
+#define XCCL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XCCL_MAJOR 0
+#define XCCL_MINOR 1
+#define XCCL_PATCH 0
+#define XCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define XCCL_VERSION_CODE XCCL_VERSION(XCCL_MAJOR, XCCL_MINOR, XCCL_PATCH)
+
+/* Opaque communicator handle. A destroyed handle stays recognisable: using it again returns
+ * xcclInvalidArgument instead of touching freed memory. */
+typedef struct xcclComm* xcclComm_t;
+#define XCCL_COMM_NULL NULL
+
+/* Opaque stream handle: cudaStream_t / hipStream_t, or NULL on the host platform. */
+typedef void* xcclStream_t;
+
+#define XCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[XCCL_UNIQUE_ID_BYTES];
+} xcclUniqueId;
+
+/* Numbered as ncclResult_t for 0..7; xcclTimeout is xccl's own: a wait passed its deadline. */
+typedef enum {
+  xcclSuccess = 0,
+  xcclUnhandledDeviceError = 1, /* a CUDA/HIP runtime call failed */
+  xcclSystemError = 2,          /* an OS call failed (socket, shm, thread) */
+  xcclInternalError = 3,        /* a bug in xccl */
+  xcclInvalidArgument = 4,      /* a bad pointer, count, type, rank ... */
+  xcclInvalidUsage = 5,         /* a call that is wrong in this state (reused id, ...) */
+  xcclRemoteError = 6,          /* a peer failed or died */
+  xcclInProgress = 7,           /* a non-blocking operation has not finished */
+  xcclTimeout = 8,              /* a wait passed XCCL_TIMEOUT_MS */
+  xcclNumResults = 9
+} xcclResult_t;
+
+/* Numbered as ncclDataType_t. */
+typedef enum {
+  xcclInt8 = 0,
+  xcclChar = 0,
+  xcclUint8 = 1,
+  xcclInt32 = 2,
+  xcclInt = 2,
+  xcclUint32 = 3,
+  xcclInt64 = 4,
+  xcclUint64 = 5,
+  xcclFloat16 = 6,
+  xcclHalf = 6,
+  xcclFloat32 = 7,
+  xcclFloat = 7,
+  xcclFloat64 = 8,
+  xcclDouble = 8,
+  xcclBfloat16 = 9,
+  xcclFloat8e4m3 = 10,
+  xcclFloat8e5m2 = 11,
+  xcclNumTypes = 12
+} xcclDataType_t;
+
+/* Communicator configuration. Always start from XCCL_CONFIG_INITIALIZER: size, magic and
+ * version let a library accept callers built against older headers (fewer fields: the rest
+ * take defaults) and newer ones (unknown trailing fields are ignored). */
+#define XCCL_CONFIG_MAGIC 0x7863636cu /* "xccl" */
+#define XCCL_CONFIG_UNDEF_INT INT32_MIN
+#define XCCL_CONFIG_UNDEF_PTR NULL
+typedef struct xcclConfig_v100 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;          /* 1 (default): init returns when ready. 0 is accepted, acts as 1. */
+  int timeoutMs;         /* deadline of every wait; default XCCL_TIMEOUT_MS */
+  const char* commName;  /* shown in logs */
+} xcclConfig_t;
+
+#define XCCL_CONFIG_INITIALIZER                                                        \
+  {                                                                                    \
+    sizeof(xcclConfig_t), XCCL_CONFIG_MAGIC, XCCL_VERSION_CODE, XCCL_CONFIG_UNDEF_INT, \
+        XCCL_CONFIG_UNDEF_INT, XCCL_CONFIG_UNDEF_PTR                                   \
+  }
+
+/* Library version as XCCL_VERSION_CODE. */
+xcclResult_t xcclGetVersion(int* version);
+
+/* Makes a unique id in the calling process (the rendezvous root runs here, in a thread, until
+ * every rank has joined). With XCCL_COMM_ID=host:port set, the id names that address and
+ * rank 0 serves the rendezvous instead. An id initialises one communicator only. */
+xcclResult_t xcclGetUniqueId(xcclUniqueId* uniqueId);
+
+/* Collective over nranks callers sharing one id. Blocks until all ranks have joined, or until
+ * the deadline (xcclTimeout naming the missing ranks). */
+xcclResult_t xcclCommInitRank(xcclComm_t* comm, int nranks, xcclUniqueId commId, int rank);
+xcclResult_t xcclCommInitRankConfig(xcclComm_t* comm, int nranks, xcclUniqueId commId, int rank,
+                                    xcclConfig_t* config);
+
+/* ndev ranks in this process, rank i on devlist[i] (NULL: device 0 for all on GPU platforms).
+ * Devices may repeat: several ranks may share one GPU. */
+xcclResult_t xcclCommInitAll(xcclComm_t* comms, int ndev, const int* devlist);
+
+/* Finalize waits for this rank's outstanding work; Destroy frees. Abort frees without waiting,
+ * also when peers are gone. After Destroy/Abort the handle must not be used (a call with it
+ * returns xcclInvalidArgument). */
+xcclResult_t xcclCommFinalize(xcclComm_t comm);
+xcclResult_t xcclCommDestroy(xcclComm_t comm);
+xcclResult_t xcclCommAbort(xcclComm_t comm);
+
+/* The first asynchronous failure of this communicator (a dead peer, a missed deadline), or
+ * xcclSuccess. Once an error is recorded, collectives on this communicator return it. */
+xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* asyncError);
+
+xcclResult_t xcclCommCount(const xcclComm_t comm, int* count);
+xcclResult_t xcclCommUserRank(const xcclComm_t comm, int* rank);
+xcclResult_t xcclCommDevice(const xcclComm_t comm, int* device);
+/* Number of DMA queues this rank opened (one per peer on its node). */
+xcclResult_t xcclCommQueueCount(const xcclComm_t comm, int* count);
+
+const char* xcclGetErrorString(xcclResult_t result);
+/* Text of the last failure on this communicator (or, for comm NULL, of this thread's last
+ * failed call). Never NULL. */
+const char* xcclGetLastError(xcclComm_t comm);
+
+/* NCCL semantics: recvbuff holds nranks blocks of sendcount elements, block r from rank r.
+ * In place when sendbuff == recvbuff + rank * sendcount * size. On the host platform the call
+ * returns when this rank's recvbuff is complete. */
+xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream);
+
+/* Returns (host) or completes on the stream (GPU) once every rank has entered it. */
+xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* XCCL_H_ */

@@ -1,0 +1,31 @@
+// Every C entry point runs its body through GuardedCall: the thread's last error is cleared on
+// entry, C++ exceptions never cross the C boundary, and a failure's message is kept on the
+// communicator for xcclGetLastError(comm).
+#pragma once
+
+#include <exception>
+#include <new>
+
+#include "core/comm_handle.h"
+#include "core/error.h"
+
+namespace xccl {
+
+template <typename Body>
+xcclResult_t GuardedCall(const char* op, xcclComm_t comm_for_error, Body&& body) {
+  ClearThreadLastError();
+  xcclResult_t result;
+  try {
+    result = body();
+  } catch (const std::bad_alloc&) {
+    result = Fail(xcclSystemError, "%s: out of host memory", op);
+  } catch (const std::exception& e) {
+    result = Fail(xcclInternalError, "%s: unexpected exception: %s", op, e.what());
+  } catch (...) {
+    result = Fail(xcclInternalError, "%s: unexpected exception", op);
+  }
+  if (result != xcclSuccess) RememberLastError(comm_for_error);
+  return result;
+}
+
+}  // namespace xccl

@@ -1,0 +1,132 @@
+// Communicator life cycle of the C API: unique id, init (one rank, or several in this process),
+// finalize, destroy, abort.
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/api_guard.h"
+#include "core/comm_handle.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/params.h"
+#include "transport/bootstrap.h"
+#include "transport/unique_id.h"
+
+namespace xccl {
+
+namespace {
+
+xcclResult_t InitOneRank(xcclComm_t* comm, int nranks, const xcclUniqueId& id, int rank,
+                         int device, const xcclConfig_t* config, const char* op) {
+  LogParamsOnce();
+  if (comm == nullptr) return Fail(xcclInvalidArgument, "%s: comm (output) is NULL", op);
+  *comm = nullptr;
+  if (nranks < 1) return Fail(xcclInvalidArgument, "%s: nranks %d must be >= 1", op, nranks);
+  if (rank < 0 || rank >= nranks)
+    return Fail(xcclInvalidArgument, "%s: rank %d is outside [0, %d)", op, rank, nranks);
+  UniqueIdContents contents;
+  XCCL_TRY(DecodeUniqueId(id, &contents));
+  CommConfig resolved;
+  XCCL_TRY(ResolveConfig(config, GetParams(), &resolved));
+  std::unique_ptr<Communicator> impl;
+  XCCL_TRY(Communicator::Create(id, nranks, rank, device, resolved, &impl));
+  auto handle = new xcclComm();
+  handle->impl = std::move(impl);
+  *comm = handle;
+  return xcclSuccess;
+}
+
+// Destroy and abort both end in this: the communicator goes, the handle stays marked dead.
+xcclResult_t ReleaseComm(xcclComm_t comm, const char* op, bool abort) {
+  Communicator* impl = nullptr;
+  XCCL_TRY(ResolveComm(comm, op, &impl));
+  if (abort) impl->Abort();
+  comm->magic = xcclComm::kDead;
+  comm->impl.reset();
+  return xcclSuccess;
+}
+
+}  // namespace
+}  // namespace xccl
+
+using namespace xccl;
+
+extern "C" {
+
+xcclResult_t xcclGetUniqueId(xcclUniqueId* unique_id) {
+  return GuardedCall("xcclGetUniqueId", nullptr, [&]() -> xcclResult_t {
+    LogParamsOnce();
+    if (unique_id == nullptr) return Fail(xcclInvalidArgument, "xcclGetUniqueId: id is NULL");
+    return Bootstrap::CreateUniqueId(unique_id);
+  });
+}
+
+xcclResult_t xcclCommInitRank(xcclComm_t* comm, int nranks, xcclUniqueId id, int rank) {
+  return GuardedCall("xcclCommInitRank", nullptr, [&] {
+    return InitOneRank(comm, nranks, id, rank, 0, nullptr, "xcclCommInitRank");
+  });
+}
+
+xcclResult_t xcclCommInitRankConfig(xcclComm_t* comm, int nranks, xcclUniqueId id, int rank,
+                                    xcclConfig_t* config) {
+  return GuardedCall("xcclCommInitRankConfig", nullptr, [&] {
+    return InitOneRank(comm, nranks, id, rank, 0, config, "xcclCommInitRankConfig");
+  });
+}
+
+xcclResult_t xcclCommInitAll(xcclComm_t* comms, int ndev, const int* devlist) {
+  return GuardedCall("xcclCommInitAll", nullptr, [&]() -> xcclResult_t {
+    if (comms == nullptr) return Fail(xcclInvalidArgument, "xcclCommInitAll: comms is NULL");
+    if (ndev < 1) return Fail(xcclInvalidArgument, "xcclCommInitAll: ndev %d must be >= 1", ndev);
+    for (int i = 0; i < ndev; ++i) {
+      comms[i] = nullptr;
+      if (devlist != nullptr && devlist[i] < 0)
+        return Fail(xcclInvalidArgument, "xcclCommInitAll: devlist[%d] = %d", i, devlist[i]);
+    }
+    xcclUniqueId id;
+    XCCL_TRY(xcclGetUniqueId(&id));
+    // Each rank joins the rendezvous from a thread of its own, as separate processes would.
+    std::vector<xcclResult_t> results(ndev, xcclSuccess);
+    std::vector<std::string> messages(ndev);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < ndev; ++i) {
+      threads.emplace_back([&, i] {
+        results[i] = InitOneRank(&comms[i], ndev, id, i, devlist ? devlist[i] : 0, nullptr,
+                                 "xcclCommInitAll");
+        messages[i] = ThreadLastError();
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    for (int i = 0; i < ndev; ++i) {
+      if (results[i] == xcclSuccess) continue;
+      for (int j = 0; j < ndev; ++j)
+        if (comms[j] != nullptr) ReleaseComm(comms[j], "xcclCommInitAll", /*abort=*/true);
+      for (int j = 0; j < ndev; ++j) comms[j] = nullptr;
+      return Fail(results[i], "xcclCommInitAll: rank %d: %s", i, messages[i].c_str());
+    }
+    if (ndev > 1) XCCL_INFO(kLogInit, "xcclCommInitAll: %d ranks in this process", ndev);
+    return xcclSuccess;
+  });
+}
+
+xcclResult_t xcclCommFinalize(xcclComm_t comm) {
+  // Calls complete before they return on the host platform, so nothing is outstanding.
+  return GuardedCall("xcclCommFinalize", comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    return ResolveComm(comm, "xcclCommFinalize", &impl);
+  });
+}
+
+xcclResult_t xcclCommDestroy(xcclComm_t comm) {
+  return GuardedCall("xcclCommDestroy", comm,
+                     [&] { return ReleaseComm(comm, "xcclCommDestroy", /*abort=*/false); });
+}
+
+xcclResult_t xcclCommAbort(xcclComm_t comm) {
+  return GuardedCall("xcclCommAbort", comm,
+                     [&] { return ReleaseComm(comm, "xcclCommAbort", /*abort=*/true); });
+}
+
+}  // extern "C"

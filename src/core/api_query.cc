@@ -1,0 +1,109 @@
+// Queries and error reporting of the C API.
+#include <string>
+
+#include "core/api_guard.h"
+#include "core/comm_handle.h"
+#include "core/error.h"
+
+namespace xccl {
+
+xcclResult_t ResolveComm(xcclComm_t comm, const char* op, Communicator** out) {
+  if (comm == nullptr) return Fail(xcclInvalidArgument, "%s: comm is NULL", op);
+  if (comm->magic == xcclComm::kDead)
+    return Fail(xcclInvalidArgument, "%s: comm %p was destroyed or aborted", op, (void*)comm);
+  if (comm->magic != xcclComm::kLive || !comm->impl)
+    return Fail(xcclInvalidArgument, "%s: %p is not an xccl communicator", op, (void*)comm);
+  *out = comm->impl.get();
+  return xcclSuccess;
+}
+
+void RememberLastError(xcclComm_t comm) {
+  if (comm == nullptr || (comm->magic != xcclComm::kLive && comm->magic != xcclComm::kDead))
+    return;
+  std::lock_guard<std::mutex> lock(comm->last_error_mutex);
+  comm->last_error = ThreadLastError();
+}
+
+namespace {
+
+template <typename Getter>
+xcclResult_t QueryInt(const char* op, xcclComm_t comm, int* out, Getter getter) {
+  return GuardedCall(op, comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, op, &impl));
+    if (out == nullptr) return Fail(xcclInvalidArgument, "%s: output pointer is NULL", op);
+    *out = getter(impl);
+    return xcclSuccess;
+  });
+}
+
+}  // namespace
+}  // namespace xccl
+
+using namespace xccl;
+
+extern "C" {
+
+xcclResult_t xcclGetVersion(int* version) {
+  return GuardedCall("xcclGetVersion", nullptr, [&]() -> xcclResult_t {
+    if (version == nullptr) return Fail(xcclInvalidArgument, "xcclGetVersion: version is NULL");
+    *version = XCCL_VERSION_CODE;
+    return xcclSuccess;
+  });
+}
+
+xcclResult_t xcclCommCount(const xcclComm_t comm, int* count) {
+  return QueryInt("xcclCommCount", comm, count, [](Communicator* c) { return c->nranks(); });
+}
+
+xcclResult_t xcclCommUserRank(const xcclComm_t comm, int* rank) {
+  return QueryInt("xcclCommUserRank", comm, rank, [](Communicator* c) { return c->rank(); });
+}
+
+xcclResult_t xcclCommDevice(const xcclComm_t comm, int* device) {
+  return QueryInt("xcclCommDevice", comm, device, [](Communicator* c) { return c->device(); });
+}
+
+xcclResult_t xcclCommQueueCount(const xcclComm_t comm, int* count) {
+  return QueryInt("xcclCommQueueCount", comm, count,
+                  [](Communicator* c) { return c->platform()->queue_count(); });
+}
+
+xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* async_error) {
+  return GuardedCall("xcclCommGetAsyncError", comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, "xcclCommGetAsyncError", &impl));
+    if (async_error == nullptr)
+      return Fail(xcclInvalidArgument, "xcclCommGetAsyncError: asyncError is NULL");
+    *async_error = impl->async_error();
+    return xcclSuccess;
+  });
+}
+
+const char* xcclGetErrorString(xcclResult_t result) {
+  switch (result) {
+    case xcclSuccess: return "no error";
+    case xcclUnhandledDeviceError: return "unhandled device (CUDA/HIP) error";
+    case xcclSystemError: return "unhandled system error (socket, shared memory, thread)";
+    case xcclInternalError: return "internal error - please report this issue";
+    case xcclInvalidArgument: return "invalid argument";
+    case xcclInvalidUsage: return "invalid usage";
+    case xcclRemoteError: return "remote process exited or there was a network error";
+    case xcclInProgress: return "operation in progress";
+    case xcclTimeout: return "a wait passed its deadline (XCCL_TIMEOUT_MS)";
+    default: return "unknown result code";
+  }
+}
+
+const char* xcclGetLastError(xcclComm_t comm) {
+  if (comm != nullptr && (comm->magic == xcclComm::kLive || comm->magic == xcclComm::kDead)) {
+    // The string lives as long as the handle (forever) and changes only on a later failure.
+    thread_local std::string copy;
+    std::lock_guard<std::mutex> lock(comm->last_error_mutex);
+    copy = comm->last_error;
+    return copy.c_str();
+  }
+  return ThreadLastError().c_str();
+}
+
+}  // extern "C"

@@ -1,0 +1,59 @@
+#include "core/communicator.h"
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/params.h"
+
+namespace xccl {
+
+xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, int device,
+                                  const CommConfig& config, std::unique_ptr<Communicator>* out) {
+  std::unique_ptr<Communicator> comm(new Communicator());
+  comm->config_ = config;
+  comm->device_ = device;
+  comm->epoch_ = GetParams().epoch_base;
+  XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_));
+  XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, &comm->topology_));
+  XCCL_TRY(CreatePlatform(comm->bootstrap_.get(), comm->topology_, config.timeout_ms,
+                          &comm->platform_));
+  XCCL_INFO(kLogInit, "comm %s rank %d nranks %d device %d platform %s queues %d - Init COMPLETE",
+            config.name.empty() ? "-" : config.name.c_str(), rank, nranks, device,
+            comm->platform_->name(), comm->platform_->queue_count());
+  *out = std::move(comm);
+  return xcclSuccess;
+}
+
+Communicator::~Communicator() = default;
+
+xcclResult_t Communicator::RecordFailure(const char* op, const PlatformFailure& failure) {
+  std::string message = std::string(op) + " on rank " + std::to_string(rank()) + ": " +
+                        failure.message;
+  {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (failure_result_ == xcclSuccess) {
+      failure_result_ = failure.result;
+      failure_message_ = message;
+    }
+  }
+  if (platform_) platform_->Abort(failure.peer >= 0 ? failure.peer : rank());
+  return Fail(failure.result, "%s", message.c_str());
+}
+
+xcclResult_t Communicator::CheckHealthy(const char* op) {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (failure_result_ == xcclSuccess) return xcclSuccess;
+  return Fail(failure_result_, "%s: the communicator failed earlier (%s); destroy or abort it",
+              op, failure_message_.c_str());
+}
+
+xcclResult_t Communicator::async_error() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_result_;
+}
+
+void Communicator::Abort() {
+  if (platform_) platform_->Abort(rank());
+  if (bootstrap_) bootstrap_->Abort();
+}
+
+}  // namespace xccl

@@ -1,0 +1,60 @@
+// One rank's communicator: its bootstrap, what it knows of every rank, its platform (control
+// windows and DMA queues), its epoch, and the first failure it met.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/config.h"
+#include "core/topology.h"
+#include "platform/platform.h"
+#include "transport/bootstrap.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class Communicator {
+ public:
+  // Collective over the `nranks` callers of `id`.
+  static xcclResult_t Create(const xcclUniqueId& id, int nranks, int rank, int device,
+                             const CommConfig& config, std::unique_ptr<Communicator>* out);
+  ~Communicator();
+
+  int rank() const { return topology_.rank; }
+  int nranks() const { return topology_.nranks; }
+  int device() const { return device_; }
+  int64_t timeout_ms() const { return config_.timeout_ms; }
+  const Topology& topology() const { return topology_; }
+  Platform* platform() const { return platform_.get(); }
+
+  // The epoch of the next operation. Every rank calls the same sequence of operations, so
+  // every rank agrees on each operation's epoch without exchanging it.
+  uint32_t NextEpoch() { return ++epoch_; }
+
+  // Records the first failure (later calls return it at once), tells the peers, and returns
+  // the failure's code with its message as the thread's last error.
+  xcclResult_t RecordFailure(const char* op, const PlatformFailure& failure);
+  // xcclSuccess, or the recorded failure with its message re-raised.
+  xcclResult_t CheckHealthy(const char* op);
+  xcclResult_t async_error() const;
+
+  // Stops queued work without waiting for peers (xcclCommAbort).
+  void Abort();
+
+ private:
+  Communicator() = default;
+
+  CommConfig config_;
+  int device_ = 0;
+  std::unique_ptr<Bootstrap> bootstrap_;
+  Topology topology_;
+  std::unique_ptr<Platform> platform_;
+  uint32_t epoch_ = 0;
+  mutable std::mutex failure_mutex_;
+  xcclResult_t failure_result_ = xcclSuccess;
+  std::string failure_message_;
+};
+
+}  // namespace xccl

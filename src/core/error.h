@@ -1,0 +1,25 @@
+// Failure reporting inside xccl: every failing path calls Fail(), which records a message for
+// xcclGetLastError and logs it at WARN, and returns the result code to propagate.
+#pragma once
+
+#include <string>
+
+#include "xccl.h"
+
+namespace xccl {
+
+// Records `message` (printf-style) as this thread's last error, logs it, returns `result`.
+xcclResult_t Fail(xcclResult_t result, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// This thread's last recorded failure message ("" if none).
+const std::string& ThreadLastError();
+void ClearThreadLastError();
+
+}  // namespace xccl
+
+// Propagates a non-success xcclResult_t to the caller, keeping the message already recorded.
+#define XCCL_TRY(expr)                                    \
+  do {                                                    \
+    xcclResult_t xccl_try_result_ = (expr);               \
+    if (xccl_try_result_ != xcclSuccess) return xccl_try_result_; \
+  } while (0)

@@ -1,0 +1,116 @@
+#include "core/params.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/logging.h"
+
+namespace xccl {
+
+namespace {
+
+bool ParseInt64(const char* text, int64_t min, int64_t max, int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  long long value = strtoll(text, &end, 0);
+  if (errno != 0 || end == text || *end != '\0' || value < min || value > max) return false;
+  *out = value;
+  return true;
+}
+
+// One row per parameter: its name, what it does, and how it lands in Params.
+struct ParamSpec {
+  const char* name;
+  const char* help;
+  // Parses `text` into `params`; false if malformed.
+  bool (*parse)(const char* text, Params* params);
+  // Prints the current value.
+  std::string (*show)(const Params& params);
+};
+
+const std::vector<ParamSpec>& Specs() {
+  static const std::vector<ParamSpec> specs = {
+      {"XCCL_DEBUG", "log level: WARN, INFO or TRACE",
+       [](const char* t, Params* p) { p->debug = t; return true; },
+       [](const Params& p) { return p.debug; }},
+      {"XCCL_DEBUG_SUBSYS", "subsystems logged: INIT,COLL,BOOTSTRAP,PLATFORM,ENV,ALL (^ negates)",
+       [](const char* t, Params* p) { p->debug_subsys = t; return true; },
+       [](const Params& p) { return p.debug_subsys; }},
+      {"XCCL_DEBUG_FILE", "log file (%h host, %p pid); default stderr",
+       [](const char* t, Params* p) { p->debug_file = t; return true; },
+       [](const Params& p) { return p.debug_file; }},
+      {"XCCL_TIMEOUT_MS", "deadline of every wait, in milliseconds (>= 1)",
+       [](const char* t, Params* p) { return ParseInt64(t, 1, INT64_MAX / 1000000, &p->timeout_ms); },
+       [](const Params& p) { return std::to_string(p.timeout_ms); }},
+      {"XCCL_COMM_ID", "host:port of the rendezvous, served by rank 0",
+       [](const char* t, Params* p) { p->comm_id = t; return true; },
+       [](const Params& p) { return p.comm_id; }},
+      {"XCCL_SOCKET_IFNAME", "interfaces for bootstrap sockets (prefix list, ^ excludes, = exact)",
+       [](const char* t, Params* p) { p->socket_ifname = t; return true; },
+       [](const Params& p) { return p.socket_ifname; }},
+      {"XCCL_ALLGATHER_ALGO", "force the all_gather engine: dma or kernel",
+       [](const char* t, Params* p) {
+         std::string v = t;
+         if (v != "" && v != "dma" && v != "kernel") return false;
+         p->allgather_algo = v;
+         return true;
+       },
+       [](const Params& p) { return p.allgather_algo; }},
+      {"XCCL_EPOCH_BASE", "first value of every signal and epoch (tests preset 0xFFFFFFFE)",
+       [](const char* t, Params* p) {
+         int64_t v;
+         if (!ParseInt64(t, 0, UINT32_MAX, &v)) return false;
+         p->epoch_base = static_cast<uint32_t>(v);
+         return true;
+       },
+       [](const Params& p) { return std::to_string(p.epoch_base); }},
+      {"XCCL_SPIN_COUNT", "polls of a flag before a waiter yields the CPU (>= 0)",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, INT32_MAX, &p->spin_count); },
+       [](const Params& p) { return std::to_string(p.spin_count); }},
+  };
+  return specs;
+}
+
+}  // namespace
+
+Params ParseParams(const std::function<const char*(const char*)>& lookup, std::string* errors) {
+  Params params;
+  for (const ParamSpec& spec : Specs()) {
+    const char* text = lookup(spec.name);
+    if (text == nullptr) continue;
+    Params candidate = params;
+    if (spec.parse(text, &candidate)) {
+      params = candidate;
+    } else if (errors != nullptr) {
+      *errors += std::string(spec.name) + "='" + text + "' is malformed; using the default\n";
+    }
+  }
+  return params;
+}
+
+const Params& GetParams() {
+  static Params params;
+  static std::string errors;
+  static std::once_flag once;
+  std::call_once(once, [] { params = ParseParams([](const char* n) { return getenv(n); }, &errors); });
+  return params;
+}
+
+void LogParamsOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const Params& params = GetParams();
+    std::string errors;
+    ParseParams([](const char* n) { return getenv(n); }, &errors);
+    if (!errors.empty()) XCCL_WARN(kLogEnv, "%s", errors.c_str());
+    for (const ParamSpec& spec : Specs()) {
+      XCCL_INFO(kLogEnv, "%s=%s%s (%s)", spec.name, spec.show(params).c_str(),
+                getenv(spec.name) ? "" : " [default]", spec.help);
+    }
+  });
+}
+
+}  // namespace xccl

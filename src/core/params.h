@@ -1,0 +1,33 @@
+// Every XCCL_* environment parameter, read in one place (params.cc) and listed at INFO.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace xccl {
+
+struct Params {
+  std::string debug;             // XCCL_DEBUG
+  std::string debug_subsys;      // XCCL_DEBUG_SUBSYS
+  std::string debug_file;        // XCCL_DEBUG_FILE
+  int64_t timeout_ms = 300000;   // XCCL_TIMEOUT_MS: deadline of every wait
+  std::string comm_id;           // XCCL_COMM_ID=host:port, the rendezvous address
+  std::string socket_ifname;     // XCCL_SOCKET_IFNAME: interface(s) to bind/advertise
+  std::string allgather_algo;    // XCCL_ALLGATHER_ALGO=dma|kernel ("" = by size)
+  uint32_t epoch_base = 0;       // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
+  int64_t spin_count = 2000;     // XCCL_SPIN_COUNT: polls before a waiter starts yielding
+};
+
+// Pure parser, for tests: reads every parameter through `lookup` (returns nullptr if unset).
+// On a malformed value it keeps the default and appends a line to `*errors` if given.
+Params ParseParams(const std::function<const char*(const char*)>& lookup,
+                   std::string* errors = nullptr);
+
+// The process's parameters, parsed from the environment once (thread-safe).
+const Params& GetParams();
+
+// Logs every parameter and its value at INFO once per process.
+void LogParamsOnce();
+
+}  // namespace xccl

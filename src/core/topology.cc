@@ -1,0 +1,79 @@
+#include "core/topology.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "core/logging.h"
+#include "transport/bootstrap.h"
+
+namespace xccl {
+
+namespace {
+
+uint64_t Fnv1a(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  return hash;
+}
+
+// One random token per process, so that ranks in one process recognise each other.
+uint64_t ProcessToken() {
+  static const uint64_t token = [] {
+    uint64_t value = 0;
+    if (getrandom(&value, sizeof(value), 0) != sizeof(value)) value = getpid() * 2654435761ull;
+    return value | 1;
+  }();
+  return token;
+}
+
+}  // namespace
+
+RankInfo DescribeThisRank(int device) {
+  RankInfo info;
+  memset(&info, 0, sizeof(info));
+  gethostname(info.hostname, sizeof(info.hostname) - 1);
+  std::string boot_id;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
+  info.host_hash = Fnv1a(std::string(info.hostname) + "/" + boot_id);
+  info.pid = getpid();
+  info.device = device;
+  info.process_token = ProcessToken();
+  return info;
+}
+
+void GroupNodes(Topology* topology) {
+  std::map<uint64_t, int> node_by_hash;
+  topology->node_of_rank.assign(topology->nranks, 0);
+  for (int r = 0; r < topology->nranks; ++r) {
+    auto inserted = node_by_hash.emplace(topology->ranks[r].host_hash, (int)node_by_hash.size());
+    topology->node_of_rank[r] = inserted.first->second;
+  }
+  topology->node_count = static_cast<int>(node_by_hash.size());
+  topology->local_ranks.clear();
+  for (int r = 0; r < topology->nranks; ++r)
+    if (topology->node_of_rank[r] == topology->node_of_rank[topology->rank])
+      topology->local_ranks.push_back(r);
+}
+
+xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, Topology* out) {
+  out->rank = bootstrap->rank();
+  out->nranks = bootstrap->nranks();
+  out->ranks.assign(out->nranks, RankInfo{});
+  out->ranks[out->rank] = DescribeThisRank(device);
+  xcclResult_t result = bootstrap->AllGather(out->ranks.data(), sizeof(RankInfo));
+  if (result != xcclSuccess) return result;
+  GroupNodes(out);
+  for (int r = 0; r < out->nranks; ++r) {
+    XCCL_TRACE(kLogInit, "rank %d: host %s pid %d device %d node %d", r, out->ranks[r].hostname,
+               out->ranks[r].pid, out->ranks[r].device, out->node_of_rank[r]);
+  }
+  return xcclSuccess;
+}
+
+}  // namespace xccl

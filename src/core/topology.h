@@ -1,0 +1,43 @@
+// Who every rank is (host, process, device) and which ranks share a node, learned at init by
+// an all-gather of RankInfo over the bootstrap.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "xccl.h"
+
+namespace xccl {
+
+class Bootstrap;
+
+struct RankInfo {
+  char hostname[64];
+  uint64_t host_hash;  // hostname + boot id: equal exactly for ranks on one node
+  int32_t pid;
+  int32_t device;
+  uint64_t process_token;  // random per process: tells threads of one process apart from
+                           // processes that reuse a pid in another namespace
+};
+
+struct Topology {
+  int rank = 0;
+  int nranks = 0;
+  std::vector<RankInfo> ranks;
+  std::vector<int> node_of_rank;  // node index per rank, 0-based in order of first rank
+  int node_count = 0;
+  std::vector<int> local_ranks;  // ranks on this rank's node, ascending
+
+  bool SameProcess(int peer) const {
+    return ranks[peer].process_token == ranks[rank].process_token;
+  }
+};
+
+RankInfo DescribeThisRank(int device);
+// Groups ranks into nodes by host_hash; pure, for tests.
+void GroupNodes(Topology* topology);
+xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, Topology* out);
+
+}  // namespace xccl

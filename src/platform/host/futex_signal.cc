@@ -1,0 +1,73 @@
+#include "platform/host/futex_signal.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "core/epoch.h"
+#include "core/params.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr int64_t kCheckIntervalNs = 5 * 1000 * 1000;
+
+void FutexWake(uint32_t* slot) {
+  syscall(SYS_futex, slot, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void FutexWait(const uint32_t* slot, uint32_t seen, int64_t ns) {
+  timespec timeout{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  syscall(SYS_futex, slot, FUTEX_WAIT, seen, &timeout, nullptr, 0);
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+void SignalStore(uint32_t* slot, uint32_t value) {
+  __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+  FutexWake(slot);
+}
+
+uint32_t SignalLoad(const uint32_t* slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }
+
+xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, int peer, const char* what,
+                        const Deadline& deadline,
+                        const std::function<xcclResult_t(PlatformFailure*)>& check,
+                        PlatformFailure* failure) {
+  const int64_t spins = GetParams().spin_count;
+  for (int64_t i = 0; i < spins; ++i) {
+    if (EpochReached(SignalLoad(slot), target)) return xcclSuccess;
+    CpuRelax();
+  }
+  while (true) {
+    uint32_t seen = SignalLoad(slot);
+    if (EpochReached(seen, target)) return xcclSuccess;
+    xcclResult_t checked = check(failure);
+    if (checked != xcclSuccess) return checked;
+    if (deadline.Expired()) {
+      failure->result = xcclTimeout;
+      failure->peer = peer;
+      failure->message = std::string("timed out after ") + std::to_string(deadline.timeout_ms()) +
+                         " ms waiting for rank " + std::to_string(peer) + " (" + what +
+                         ": have " + std::to_string(seen) + ", want " + std::to_string(target) +
+                         ")";
+      return xcclTimeout;
+    }
+    FutexWait(slot, seen, kCheckIntervalNs);
+  }
+}
+
+}  // namespace xccl

@@ -1,0 +1,26 @@
+// Signals in shared memory on the host platform: a release store followed by a futex wake, and
+// a wait that polls briefly, then sleeps in the kernel on the word itself (the futex key of a
+// shared mapping is its file and offset, so it works across processes and across two mappings
+// in one process). Sleeping matters: ranks and their queues far outnumber the cores of a CI box.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "core/deadline.h"
+#include "platform/platform.h"
+
+namespace xccl {
+
+void SignalStore(uint32_t* slot, uint32_t value);
+uint32_t SignalLoad(const uint32_t* slot);
+
+// Waits until *slot reaches `target` (wrap-safe). Every few milliseconds, and before giving up,
+// calls `check`, which returns non-success (and fills `failure`) to stop waiting. At the deadline
+// returns xcclTimeout with a message naming `peer`.
+xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, int peer, const char* what,
+                        const Deadline& deadline,
+                        const std::function<xcclResult_t(PlatformFailure*)>& check,
+                        PlatformFailure* failure);
+
+}  // namespace xccl

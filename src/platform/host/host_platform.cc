@@ -1,0 +1,230 @@
+// The host platform: ranks are processes or threads of one node, "device memory" is ordinary
+// memory, the control windows are shared memory, and each DMA queue is a worker thread that
+// copies with memcpy (same process) or process_vm_writev (another process).
+#include <sys/random.h>
+
+#include <atomic>
+#include <mutex>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/epoch.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/params.h"
+#include "core/topology.h"
+#include "platform/host/dma_queue.h"
+#include "platform/host/futex_signal.h"
+#include "platform/host/peer_copy.h"
+#include "platform/host/peer_liveness.h"
+#include "platform/host/shm_window.h"
+#include "platform/platform.h"
+#include "transport/bootstrap.h"
+
+namespace xccl {
+
+namespace {
+
+// Known bytes at a known address of every process, read by peers once to prove that
+// cross-process copies work before the first collective depends on them.
+struct CopyProbe {
+  uint64_t address;
+  uint8_t bytes[16];
+};
+uint8_t g_probe_bytes[16];
+
+class HostPlatform final : public Platform {
+ public:
+  HostPlatform(const Topology& topology, int64_t timeout_ms)
+      : topology_(topology), timeout_ms_(timeout_ms) {}
+
+  xcclResult_t Init(Bootstrap* bootstrap) {
+    const int nranks = topology_.nranks;
+    if (topology_.node_count != 1) {
+      return Fail(xcclInvalidUsage,
+                  "the host platform runs every rank on one node, but these %d ranks span %d "
+                  "nodes",
+                  nranks, topology_.node_count);
+    }
+    RemoveStaleShmObjects();
+    XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks), &InitSlots, this));
+    XCCL_TRY(ProbePeers(bootstrap));
+    queues_.resize(nranks);
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peer == topology_.rank) continue;
+      queues_[peer] = std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + ">" +
+                                                 std::to_string(peer));
+    }
+    return xcclSuccess;
+  }
+
+  const char* name() const override { return "host"; }
+  int queue_count() const override { return topology_.nranks - 1; }
+
+  void PublishRecvBuffer(uint32_t epoch, void* recv) override {
+    uint32_t* mine = windows_.slots(topology_.rank);
+    uint64_t address = reinterpret_cast<uintptr_t>(recv);
+    __atomic_store_n(&mine[ControlLayout::kRecvAddrLo], static_cast<uint32_t>(address),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&mine[ControlLayout::kRecvAddrHi], static_cast<uint32_t>(address >> 32),
+                     __ATOMIC_RELAXED);
+    SignalStore(&mine[ControlLayout::kReadyEpoch], epoch);
+  }
+
+  void LocalCopy(void* dst, const void* src, size_t bytes) override { memmove(dst, src, bytes); }
+
+  void EnqueuePut(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
+                  int signal_slot) override {
+    queues_[peer]->Enqueue([=](PlatformFailure* failure) -> xcclResult_t {
+      uint32_t* theirs = windows_.slots(peer);
+      Deadline deadline(timeout_ms_);
+      XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], epoch, peer,
+                          "its receive buffer", deadline, Watcher(peer), failure));
+      uint64_t address = uint64_t(SignalLoad(&theirs[ControlLayout::kRecvAddrHi])) << 32 |
+                         SignalLoad(&theirs[ControlLayout::kRecvAddrLo]);
+      char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
+      if (bytes > 0) {
+        if (topology_.SameProcess(peer)) {
+          memcpy(dst, src, bytes);
+        } else {
+          XCCL_TRY(CopyToProcess(topology_.ranks[peer].pid, peer, dst, src, bytes, failure));
+        }
+      }
+      Signal(peer, signal_slot, epoch);
+      return xcclSuccess;
+    });
+  }
+
+  void Signal(int peer, int slot, uint32_t value) override {
+    SignalStore(&windows_.slots(peer)[slot], value);
+  }
+
+  xcclResult_t WaitLocal(int slot, uint32_t epoch, int peer, const Deadline& deadline,
+                         PlatformFailure* failure) override {
+    const char* what = slot >= ControlLayout::BarrierFrom(0, topology_.nranks) ? "barrier"
+                                                                                : "its data";
+    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, peer, what, deadline,
+                      Watcher(peer), failure);
+  }
+
+  xcclResult_t DrainQueues(const Deadline& deadline, PlatformFailure* failure) override {
+    xcclResult_t first = xcclSuccess;
+    for (auto& queue : queues_) {
+      if (!queue) continue;
+      PlatformFailure one;
+      xcclResult_t result = queue->Drain(deadline, &one);
+      if (result != xcclSuccess && first == xcclSuccess) {
+        first = result;
+        *failure = one;
+      }
+    }
+    return first;
+  }
+
+  void Abort(int failed_peer) override {
+    aborted_.store(true);
+    uint32_t* mine = windows_.slots(topology_.rank);
+    uint32_t expected = 0;
+    __atomic_compare_exchange_n(&mine[ControlLayout::kAbort], &expected,
+                                static_cast<uint32_t>(failed_peer + 1), false, __ATOMIC_RELEASE,
+                                __ATOMIC_RELAXED);
+  }
+
+ private:
+  static void InitSlots(uint32_t* slots, size_t count, void* /*self*/) {
+    const uint32_t base = GetParams().epoch_base;
+    for (size_t i = 0; i < count; ++i) slots[i] = base;
+    slots[ControlLayout::kRecvAddrLo] = slots[ControlLayout::kRecvAddrHi] = 0;
+    slots[ControlLayout::kAbort] = 0;
+  }
+
+  // The checks a waiter makes every few milliseconds: this rank aborted, the awaited peer's
+  // process died, or any peer announced a failure.
+  std::function<xcclResult_t(PlatformFailure*)> Watcher(int peer) {
+    return [this, peer](PlatformFailure* failure) -> xcclResult_t {
+      if (aborted_.load(std::memory_order_relaxed)) {
+        failure->result = xcclRemoteError;
+        failure->peer = peer;
+        failure->message = "communicator aborted while waiting for rank " + std::to_string(peer);
+        return failure->result;
+      }
+      if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
+        failure->result = xcclRemoteError;
+        failure->peer = peer;
+        failure->message = "rank " + std::to_string(peer) + " (pid " +
+                           std::to_string(topology_.ranks[peer].pid) + " on " +
+                           topology_.ranks[peer].hostname + ") died";
+        return failure->result;
+      }
+      for (int r = 0; r < topology_.nranks; ++r) {
+        uint32_t flag = SignalLoad(&windows_.slots(r)[ControlLayout::kAbort]);
+        if (r != topology_.rank && flag != 0) {
+          failure->result = xcclRemoteError;
+          failure->peer = static_cast<int>(flag) - 1;
+          failure->message = "rank " + std::to_string(r) + " reported that rank " +
+                             std::to_string(flag - 1) + " failed";
+          return failure->result;
+        }
+      }
+      return xcclSuccess;
+    };
+  }
+
+  xcclResult_t ProbePeers(Bootstrap* bootstrap) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      AllowCrossProcessCopies();
+      if (getrandom(g_probe_bytes, sizeof(g_probe_bytes), 0) != sizeof(g_probe_bytes))
+        memset(g_probe_bytes, 0x5a, sizeof(g_probe_bytes));
+    });
+    std::vector<CopyProbe> probes(topology_.nranks);
+    probes[topology_.rank].address = reinterpret_cast<uintptr_t>(g_probe_bytes);
+    memcpy(probes[topology_.rank].bytes, g_probe_bytes, sizeof(g_probe_bytes));
+    // Everyone has run AllowCrossProcessCopies before anyone probes: the all-gather orders it.
+    XCCL_TRY(bootstrap->AllGather(probes.data(), sizeof(CopyProbe)));
+    std::vector<int32_t> ok(topology_.nranks, 1);
+    std::string why;
+    for (int peer = 0; peer < topology_.nranks; ++peer) {
+      if (topology_.SameProcess(peer)) continue;
+      PlatformFailure failure;
+      if (ProbeCrossProcessCopy(topology_.ranks[peer].pid, peer,
+                                reinterpret_cast<void*>(probes[peer].address), probes[peer].bytes,
+                                sizeof(probes[peer].bytes), &failure) != xcclSuccess) {
+        ok[topology_.rank] = 0;
+        why = failure.message;
+      }
+    }
+    std::vector<int32_t> verdicts(topology_.nranks, 0);
+    verdicts[topology_.rank] = ok[topology_.rank];
+    XCCL_TRY(bootstrap->AllGather(verdicts.data(), sizeof(int32_t)));
+    for (int r = 0; r < topology_.nranks; ++r) {
+      if (!verdicts[r]) {
+        return Fail(xcclSystemError, "rank %d cannot copy into its peers' memory%s%s", r,
+                    why.empty() ? "" : ": ", why.c_str());
+      }
+    }
+    return xcclSuccess;
+  }
+
+  Topology topology_;
+  int64_t timeout_ms_;
+  ShmWindows windows_;
+  std::vector<std::unique_ptr<DmaQueue>> queues_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
+                            std::unique_ptr<Platform>* out) {
+  auto platform = std::make_unique<HostPlatform>(topology, timeout_ms);
+  XCCL_TRY(platform->Init(bootstrap));
+  XCCL_INFO(kLogInit, "rank %d: host platform, %d DMA queues (worker threads)", topology.rank,
+            platform->queue_count());
+  *out = std::move(platform);
+  return xcclSuccess;
+}
+
+}  // namespace xccl

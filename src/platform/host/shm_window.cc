@@ -1,0 +1,135 @@
+#include "platform/host/shm_window.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "platform/host/peer_liveness.h"
+#include "transport/bootstrap.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr size_t kNameBytes = 64;
+
+struct WindowAnnounce {
+  char name[kNameBytes];
+  int32_t ok;
+};
+
+std::string MakeName(int rank) {
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce)) nonce = reinterpret_cast<uintptr_t>(&nonce);
+  char name[kNameBytes];
+  snprintf(name, sizeof(name), "/xccl-%d-%d-%016llx", static_cast<int>(getpid()), rank,
+           static_cast<unsigned long long>(nonce));
+  return name;
+}
+
+uint32_t* MapObject(const char* name, size_t bytes, bool create, int* err) {
+  int fd = create ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name, O_RDWR, 0);
+  if (fd < 0) {
+    *err = errno;
+    return nullptr;
+  }
+  if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    *err = errno;
+    close(fd);
+    shm_unlink(name);
+    return nullptr;
+  }
+  void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  *err = errno;
+  close(fd);
+  if (map == MAP_FAILED) {
+    if (create) shm_unlink(name);
+    return nullptr;
+  }
+  return static_cast<uint32_t*>(map);
+}
+
+}  // namespace
+
+void RemoveStaleShmObjects() {
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return;
+  while (dirent* entry = readdir(dir)) {
+    int pid = 0;
+    if (sscanf(entry->d_name, "xccl-%d-", &pid) == 1 && pid > 0 && !ProcessAlive(pid)) {
+      std::string name = std::string("/") + entry->d_name;
+      if (shm_unlink(name.c_str()) == 0)
+        XCCL_INFO(kLogPlatform, "removed %s left by dead process %d", name.c_str(), pid);
+    }
+  }
+  closedir(dir);
+}
+
+ShmWindows::~ShmWindows() {
+  for (uint32_t* map : maps_)
+    if (map != nullptr) munmap(map, bytes_);
+}
+
+xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count,
+                                void (*init_slots)(uint32_t*, size_t, void*), void* arg) {
+  const int rank = bootstrap->rank();
+  const int nranks = bootstrap->nranks();
+  const long page = sysconf(_SC_PAGESIZE);
+  bytes_ = (slot_count * sizeof(uint32_t) + page - 1) / page * page;
+  maps_.assign(nranks, nullptr);
+
+  std::vector<WindowAnnounce> announce(nranks);
+  memset(announce.data(), 0, announce.size() * sizeof(WindowAnnounce));
+  std::string name = MakeName(rank);
+  int err = 0;
+  maps_[rank] = MapObject(name.c_str(), bytes_, /*create=*/true, &err);
+  if (maps_[rank] != nullptr) {
+    init_slots(maps_[rank], slot_count, arg);
+    snprintf(announce[rank].name, kNameBytes, "%s", name.c_str());
+    announce[rank].ok = 1;
+  } else {
+    XCCL_WARN(kLogPlatform, "shm_open/mmap of %s failed: %s", name.c_str(), strerror(err));
+  }
+  // Even a rank that failed takes part in both rounds, so that no peer waits for it.
+  XCCL_TRY(bootstrap->AllGather(announce.data(), sizeof(WindowAnnounce)));
+  int mapped_all = 1;
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank) continue;
+    if (!announce[r].ok) {
+      mapped_all = 0;
+      continue;
+    }
+    maps_[r] = MapObject(announce[r].name, bytes_, /*create=*/false, &err);
+    if (maps_[r] == nullptr) {
+      XCCL_WARN(kLogPlatform, "mapping rank %d's window %s failed: %s", r, announce[r].name,
+                strerror(err));
+      mapped_all = 0;
+    }
+  }
+  std::vector<int32_t> verdicts(nranks, 0);
+  verdicts[rank] = mapped_all && announce[rank].ok;
+  xcclResult_t exchanged = bootstrap->AllGather(verdicts.data(), sizeof(int32_t));
+  if (announce[rank].ok) shm_unlink(name.c_str());  // every peer holds its mapping by now
+  XCCL_TRY(exchanged);
+  for (int r = 0; r < nranks; ++r) {
+    if (!verdicts[r]) {
+      return Fail(xcclSystemError,
+                  "rank %d could not create or map the shared-memory control windows (see its "
+                  "log; is /dev/shm full or not writable?)",
+                  r);
+    }
+  }
+  return xcclSuccess;
+}
+
+}  // namespace xccl

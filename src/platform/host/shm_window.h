@@ -1,0 +1,40 @@
+// Control windows of the host platform: each rank creates one POSIX shared-memory object (mode
+// 0600, a random name), every rank of the node maps every other's, and once all have mapped it
+// (a bootstrap round) the creator unlinks the name, so nothing stays in /dev/shm after destroy,
+// abort or a killed process. Names left by processes that died inside that short window of
+// init are removed by the next init on the node.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "xccl.h"
+
+namespace xccl {
+
+class Bootstrap;
+
+class ShmWindows {
+ public:
+  ShmWindows() = default;
+  ~ShmWindows();
+  ShmWindows(const ShmWindows&) = delete;
+  ShmWindows& operator=(const ShmWindows&) = delete;
+
+  // Collective over every rank of `bootstrap` (all on one node). Slots are initialised by
+  // `init_slots` (called on this rank's window before anyone maps it).
+  xcclResult_t Create(Bootstrap* bootstrap, size_t slot_count,
+                      void (*init_slots)(uint32_t* slots, size_t count, void* arg), void* arg);
+
+  uint32_t* slots(int rank) const { return maps_[rank]; }
+
+ private:
+  size_t bytes_ = 0;
+  std::vector<uint32_t*> maps_;
+};
+
+// Unlinks /dev/shm/xccl-<pid>-* objects whose creating process no longer runs.
+void RemoveStaleShmObjects();
+
+}  // namespace xccl
