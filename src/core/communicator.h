@@ -32,6 +32,7 @@ class Communicator {
   // The epoch of the next operation. Every rank calls the same sequence of operations, so
   // every rank agrees on each operation's epoch without exchanging it.
   uint32_t NextEpoch() { return ++epoch_; }
+  uint32_t current_epoch() const { return epoch_; }
 
   // Records the first failure (later calls return it at once), tells the peers, and returns
   // the failure's code with its message as the thread's last error.

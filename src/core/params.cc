@@ -91,13 +91,16 @@ Params ParseParams(const std::function<const char*(const char*)>& lookup, std::s
   return params;
 }
 
-const Params& GetParams() {
-  static Params params;
-  static std::string errors;
-  static std::once_flag once;
-  std::call_once(once, [] { params = ParseParams([](const char* n) { return getenv(n); }, &errors); });
+namespace {
+Params& ProcessParams() {
+  static Params params = ParseParams([](const char* n) { return getenv(n); });
   return params;
 }
+}  // namespace
+
+const Params& GetParams() { return ProcessParams(); }
+
+void SetParamsForTesting(const Params& params) { ProcessParams() = params; }
 
 void LogParamsOnce() {
   static std::once_flag once;

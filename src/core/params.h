@@ -27,6 +27,9 @@ Params ParseParams(const std::function<const char*(const char*)>& lookup,
 // The process's parameters, parsed from the environment once (thread-safe).
 const Params& GetParams();
 
+// Replaces the process's parameters (tests only: e.g. a preset epoch base in a forked rank).
+void SetParamsForTesting(const Params& params);
+
 // Logs every parameter and its value at INFO once per process.
 void LogParamsOnce();
 

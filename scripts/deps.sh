@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what building and testing xccl needs on Debian, only when something is missing.
+set -euo pipefail
+needed=()
+command -v cmake >/dev/null || needed+=(cmake)
+command -v g++ >/dev/null || needed+=(g++)
+command -v make >/dev/null || needed+=(make)
+[ -f /usr/include/gtest/gtest.h ] || needed+=(libgtest-dev)
+if [ ${#needed[@]} -gt 0 ]; then
+  echo "xccl: installing ${needed[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${needed[@]}"
+fi

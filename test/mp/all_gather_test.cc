@@ -1,0 +1,157 @@
+// all_gather and barrier on the host platform at world 2, 3, 4 and 8, as threads and as
+// processes: every dtype, in and out of place, unaligned buffers, random sizes, back-to-back
+// calls with a held rank, and the epoch wrap.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "core/comm_handle.h"
+#include "core/datatype.h"
+#include "core/params.h"
+#include "mp/data_pattern.h"
+#include "mp/rank_runner.h"
+
+namespace xccl_test {
+namespace {
+
+using Param = std::tuple<RankMode, int>;
+
+class AllGatherTest : public ::testing::TestWithParam<Param> {
+ protected:
+  RankMode mode() const { return std::get<0>(GetParam()); }
+  int world() const { return std::get<1>(GetParam()); }
+  void ExpectNoFailures(const std::vector<std::string>& failures) {
+    for (const auto& failure : failures) ADD_FAILURE() << failure;
+    if (mode() == RankMode::kProcesses) {
+      for (const auto& name : LeftoverShm(LastChildPids())) ADD_FAILURE() << "left in /dev/shm: " << name;
+    }
+  }
+};
+
+// One checked all_gather: fresh data for `call`, poisoned output, `offset` bytes of
+// misalignment, in or out of place; every byte compared.
+void CheckedAllGather(RankContext& ctx, size_t count, int dtype, bool in_place, size_t offset,
+                      uint64_t call) {
+  const size_t elem = xccl::DataTypeSize(dtype);
+  const size_t block = count * elem;
+  std::vector<unsigned char> recv_storage(block * ctx.nranks + offset + 1);
+  std::vector<unsigned char> send_storage(block + offset + 1);
+  unsigned char* recv = recv_storage.data() + offset;
+  unsigned char* send = in_place ? recv + ctx.rank * block : send_storage.data() + offset;
+  Poison(recv, block * ctx.nranks);
+  FillBlock(send, block, ctx.seed, ctx.rank, call);
+  xcclResult_t result = xcclAllGather(send, recv, count, static_cast<xcclDataType_t>(dtype),
+                                      ctx.comm, nullptr);
+  RANK_EXPECT(ctx, result == xcclSuccess,
+              "call " << call << ": " << xcclGetErrorString(result) << ": "
+                      << xcclGetLastError(ctx.comm));
+  if (result != xcclSuccess) return;
+  std::string wrong = CheckGathered(recv, block, ctx.nranks, ctx.seed, call, elem);
+  RANK_EXPECT(ctx, wrong.empty(),
+              "call " << call << " (" << xccl::DataTypeName(dtype) << ", count " << count
+                      << (in_place ? ", in place" : ", out of place") << ", offset " << offset
+                      << "): " << wrong);
+}
+
+TEST_P(AllGatherTest, EveryDtypeInAndOutOfPlaceUnaligned) {
+  ExpectNoFailures(RunRanks(mode(), world(), [](RankContext& ctx) {
+    std::mt19937_64 rng(ctx.seed);  // same draws on every rank: counts must agree
+    uint64_t call = 0;
+    for (int dtype = 0; dtype < xcclNumTypes; ++dtype) {
+      for (bool in_place : {false, true}) {
+        size_t counts[] = {0, 1, 7, 1 + rng() % 5000};
+        for (size_t count : counts) {
+          CheckedAllGather(ctx, count, dtype, in_place, (call * 3 + dtype) % 8, call);
+          ++call;
+        }
+      }
+    }
+  }));
+}
+
+TEST_P(AllGatherTest, RandomSizesUpToSeveralMiB) {
+  ExpectNoFailures(RunRanks(mode(), world(), [](RankContext& ctx) {
+    std::mt19937_64 rng(ctx.seed);
+    for (uint64_t call = 0; call < 12; ++call) {
+      // Log-uniform total size from 1 byte to 6 MiB, split over the ranks.
+      double log_total = std::uniform_real_distribution<double>(0.0, std::log2(6.0 * (1 << 20)))(rng);
+      size_t count = static_cast<size_t>(std::exp2(log_total)) / ctx.nranks;
+      if (call == 0) count = 0;
+      CheckedAllGather(ctx, count, xcclUint8, call % 2 == 1, call % 4, call);
+    }
+  }));
+}
+
+// No host synchronisation between calls: only the library orders them. Before call i, rank
+// i % world sleeps, so a different rank arrives late each time while the others run ahead.
+TEST_P(AllGatherTest, ThousandBackToBackWithHeldRank) {
+  ExpectNoFailures(RunRanks(mode(), world(), [](RankContext& ctx) {
+    for (uint64_t call = 0; call < 1000; ++call) {
+      if (static_cast<int>(call % ctx.nranks) == ctx.rank) usleep(200);
+      size_t count = 1 + (call * 37) % 257;
+      CheckedAllGather(ctx, count, xcclInt32, call % 3 == 0, 0, call);
+      if (!ctx.failures.empty()) return;
+    }
+  }));
+}
+
+// Every signal starts at 0xFFFFFFFE, so the first calls cross 2^32 -> 0.
+TEST_P(AllGatherTest, AcrossTheEpochWrap) {
+  RunOptions options;
+  options.before_init = [] {
+    xccl::Params params = xccl::GetParams();
+    params.epoch_base = 0xFFFFFFFEu;
+    xccl::SetParamsForTesting(params);
+  };
+  auto failures = RunRanks(mode(), world(), [](RankContext& ctx) {
+    RANK_EXPECT(ctx, ctx.comm->impl->current_epoch() == 0xFFFFFFFEu,
+                "epoch starts at " << ctx.comm->impl->current_epoch());
+    for (uint64_t call = 0; call < 8; ++call) {
+      if (static_cast<int>(call % ctx.nranks) == ctx.rank) usleep(300);
+      if (call % 2 == 0) {
+        CheckedAllGather(ctx, 100 + call, xcclFloat32, call % 4 == 0, 0, call);
+      } else {
+        xcclResult_t result = xcclBarrier(ctx.comm, nullptr);
+        RANK_EXPECT(ctx, result == xcclSuccess, "barrier " << call << ": " << xcclGetLastError(ctx.comm));
+      }
+    }
+    RANK_EXPECT(ctx, ctx.comm->impl->current_epoch() == 6u,
+                "after 8 calls from 0xFFFFFFFE the epoch is " << ctx.comm->impl->current_epoch());
+  }, options);
+  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
+  ExpectNoFailures(failures);
+}
+
+// No rank leaves a barrier before the last one has entered it.
+TEST_P(AllGatherTest, BarrierHoldsEveryRank) {
+  ExpectNoFailures(RunRanks(mode(), world(), [](RankContext& ctx) {
+    volatile uint64_t* entered = ctx.shared;
+    for (uint64_t round = 0; round < 200; ++round) {
+      if (static_cast<int>(round % ctx.nranks) == ctx.rank) usleep(300);
+      __atomic_fetch_add(const_cast<uint64_t*>(entered), 1, __ATOMIC_SEQ_CST);
+      xcclResult_t result = xcclBarrier(ctx.comm, nullptr);
+      RANK_EXPECT(ctx, result == xcclSuccess, "barrier: " << xcclGetLastError(ctx.comm));
+      uint64_t seen = __atomic_load_n(const_cast<uint64_t*>(entered), __ATOMIC_SEQ_CST);
+      RANK_EXPECT(ctx, seen >= (round + 1) * ctx.nranks,
+                  "left barrier " << round << " when only " << seen << " entries were made");
+      if (!ctx.failures.empty()) return;
+    }
+  }));
+}
+
+std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(ModeName(std::get<0>(info.param))) + "World" +
+         std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(HostPlatform, AllGatherTest,
+                         ::testing::Combine(::testing::Values(RankMode::kThreads,
+                                                              RankMode::kProcesses),
+                                            ::testing::Values(2, 3, 4, 8)),
+                         ParamName);
+
+}  // namespace
+}  // namespace xccl_test

@@ -1,0 +1,280 @@
+// Failures on the host platform: a killed rank, a rank that never calls, and bad arguments.
+// Survivors must return an error naming the peer within the deadline, never hang, and
+// xcclCommAbort must release everything.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/params.h"
+#include "mp/data_pattern.h"
+#include "mp/rank_runner.h"
+
+namespace xccl_test {
+namespace {
+
+void ExpectNoFailures(const std::vector<std::string>& failures) {
+  for (const auto& failure : failures) ADD_FAILURE() << failure;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Sets XCCL_TIMEOUT_MS for the ranks of a run (each forked process, or this one for threads).
+std::function<void()> WithTimeoutMs(int64_t timeout_ms) {
+  return [timeout_ms] {
+    xccl::Params params = xccl::GetParams();
+    params.timeout_ms = timeout_ms;
+    xccl::SetParamsForTesting(params);
+  };
+}
+
+void RestoreParams() {
+  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
+}
+
+class KilledRankTest : public ::testing::TestWithParam<int> {};
+
+// One rank is SIGKILLed between two calls; every survivor's next call fails naming it, fast
+// (death is seen by the liveness check, not the 60 s deadline), and abort releases the comm.
+TEST_P(KilledRankTest, SurvivorsReportThePeerAndAbort) {
+  const int world = GetParam();
+  const int victim = world - 1 - (static_cast<int>(getpid()) % world);
+  RunOptions options;
+  options.may_die = {victim};
+  options.skip_destroy = true;
+  options.timeout_s = 90;
+  options.before_init = WithTimeoutMs(60000);
+  auto failures = RunRanks(RankMode::kProcesses, world, [victim](RankContext& ctx) {
+    std::vector<uint32_t> send(1000), recv(1000 * ctx.nranks);
+    for (uint64_t call = 0; call < 3; ++call) {
+      FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, call);
+      xcclResult_t result = xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32,
+                                          ctx.comm, nullptr);
+      RANK_EXPECT(ctx, result == xcclSuccess, "warm-up call " << call);
+      RANK_EXPECT(ctx, CheckGathered(recv.data(), send.size() * 4, ctx.nranks, ctx.seed, call, 4) == "",
+                  "warm-up data " << call);
+    }
+    if (ctx.rank == victim) raise(SIGKILL);
+    auto start = std::chrono::steady_clock::now();
+    xcclResult_t result = xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32,
+                                        ctx.comm, nullptr);
+    double seconds = SecondsSince(start);
+    std::string message = xcclGetLastError(ctx.comm);
+    RANK_EXPECT(ctx, result == xcclRemoteError || result == xcclTimeout,
+                "after rank " << victim << " died the call returned " << xcclGetErrorString(result));
+    RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+                "the error does not name rank " << victim << ": " << message);
+    RANK_EXPECT(ctx, seconds < 20.0, "took " << seconds << " s to notice the dead rank");
+    xcclResult_t again = xcclBarrier(ctx.comm, nullptr);
+    RANK_EXPECT(ctx, again == result, "a later call must return the recorded failure, got "
+                                          << xcclGetErrorString(again));
+    xcclResult_t async = xcclSuccess;
+    RANK_EXPECT(ctx, xcclCommGetAsyncError(ctx.comm, &async) == xcclSuccess && async == result,
+                "async error " << xcclGetErrorString(async));
+    RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+  }, options);
+  ExpectNoFailures(failures);
+  for (const auto& name : LeftoverShm(LastChildPids())) ADD_FAILURE() << "left in /dev/shm: " << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(HostPlatform, KilledRankTest, ::testing::Values(2, 3, 4, 8),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "World" + std::to_string(info.param);
+                         });
+
+class StalledRankTest : public ::testing::TestWithParam<RankMode> {};
+
+// A rank that never makes the call: the others time out at XCCL_TIMEOUT_MS naming it.
+TEST_P(StalledRankTest, OthersTimeOutNamingIt) {
+  const int world = 4, stalled = 2;
+  const int64_t timeout_ms = 700;
+  RunOptions options;
+  options.before_init = WithTimeoutMs(timeout_ms);
+  options.skip_destroy = true;
+  auto failures = RunRanks(GetParam(), world, [&](RankContext& ctx) {
+    std::vector<uint8_t> send(64), recv(64 * ctx.nranks);
+    if (ctx.rank != stalled) {
+      auto start = std::chrono::steady_clock::now();
+      xcclResult_t result = xcclAllGather(send.data(), recv.data(), 64, xcclUint8, ctx.comm, nullptr);
+      double seconds = SecondsSince(start);
+      std::string message = xcclGetLastError(ctx.comm);
+      RANK_EXPECT(ctx, result == xcclTimeout || result == xcclRemoteError,
+                  "got " << xcclGetErrorString(result));
+      RANK_EXPECT(ctx, message.find("rank " + std::to_string(stalled)) != std::string::npos,
+                  "message does not name rank " << stalled << ": " << message);
+      RANK_EXPECT(ctx, seconds < 0.7 * 3 + 2, "took " << seconds << " s");
+    } else {
+      // Stay away until the others have given up, then leave without calling.
+      std::this_thread::sleep_for(std::chrono::milliseconds(3 * timeout_ms));
+    }
+    RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+  }, options);
+  RestoreParams();
+  ExpectNoFailures(failures);
+}
+
+INSTANTIATE_TEST_SUITE_P(HostPlatform, StalledRankTest,
+                         ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
+                         [](const ::testing::TestParamInfo<RankMode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
+class BadArgumentsTest : public ::testing::TestWithParam<RankMode> {};
+
+// Each bad call gives its documented error on rank 0 without advancing anything, so a valid
+// call afterwards on all ranks still works: the communicator stays usable.
+TEST_P(BadArgumentsTest, EachGivesItsErrorAndTheCommStaysUsable) {
+  auto failures = RunRanks(GetParam(), 3, [](RankContext& ctx) {
+    std::vector<uint32_t> send(50), recv(50 * ctx.nranks);
+    if (ctx.rank == 0) {
+      struct Case {
+        const char* what;
+        const void* send;
+        void* recv;
+        size_t count;
+        int dtype;
+        xcclComm_t comm;
+        xcclResult_t expected;
+      } cases[] = {
+          {"null comm", send.data(), recv.data(), 50, xcclUint32, nullptr, xcclInvalidArgument},
+          {"null sendbuff", nullptr, recv.data(), 50, xcclUint32, ctx.comm, xcclInvalidArgument},
+          {"null recvbuff", send.data(), nullptr, 50, xcclUint32, ctx.comm, xcclInvalidArgument},
+          {"dtype -1", send.data(), recv.data(), 50, -1, ctx.comm, xcclInvalidArgument},
+          {"dtype 12", send.data(), recv.data(), 50, 12, ctx.comm, xcclInvalidArgument},
+          {"overflowing count", send.data(), recv.data(), SIZE_MAX / 4, xcclUint32, ctx.comm,
+           xcclInvalidArgument},
+          {"overlap not in place", recv.data() + 1, recv.data(), 50, xcclUint32, ctx.comm,
+           xcclInvalidArgument},
+      };
+      for (const Case& c : cases) {
+        xcclResult_t result = xcclAllGather(c.send, c.recv, c.count,
+                                            static_cast<xcclDataType_t>(c.dtype), c.comm, nullptr);
+        RANK_EXPECT(ctx, result == c.expected, c.what << ": got " << xcclGetErrorString(result));
+        std::string message = xcclGetLastError(c.comm);
+        RANK_EXPECT(ctx, !message.empty(), c.what << ": no message from xcclGetLastError");
+      }
+      RANK_EXPECT(ctx, xcclBarrier(nullptr, nullptr) == xcclInvalidArgument, "barrier null comm");
+      int count = 0;
+      RANK_EXPECT(ctx, xcclCommCount(ctx.comm, nullptr) == xcclInvalidArgument, "count NULL out");
+      RANK_EXPECT(ctx, xcclCommCount(ctx.comm, &count) == xcclSuccess && count == ctx.nranks,
+                  "count " << count);
+    }
+    // Null buffers are fine with count 0.
+    RANK_EXPECT(ctx, xcclAllGather(nullptr, nullptr, 0, xcclFloat, ctx.comm, nullptr) == xcclSuccess,
+                "count 0 with NULL buffers: " << xcclGetLastError(ctx.comm));
+    FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, 7);
+    Poison(recv.data(), recv.size() * 4);
+    xcclResult_t result = xcclAllGather(send.data(), recv.data(), 50, xcclUint32, ctx.comm, nullptr);
+    RANK_EXPECT(ctx, result == xcclSuccess, "valid call after bad ones: " << xcclGetLastError(ctx.comm));
+    RANK_EXPECT(ctx, CheckGathered(recv.data(), 200, ctx.nranks, ctx.seed, 7, 4) == "", "data");
+    int queues = -1;
+    RANK_EXPECT(ctx, xcclCommQueueCount(ctx.comm, &queues) == xcclSuccess && queues == ctx.nranks - 1,
+                "queue count " << queues);
+  });
+  ExpectNoFailures(failures);
+}
+
+INSTANTIATE_TEST_SUITE_P(HostPlatform, BadArgumentsTest,
+                         ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
+                         [](const ::testing::TestParamInfo<RankMode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
+TEST(CommLifecycle, DestroyedCommIsRecognised) {
+  xcclComm_t comms[2];
+  ASSERT_EQ(xcclCommInitAll(comms, 2, nullptr), xcclSuccess) << xcclGetLastError(nullptr);
+  ASSERT_EQ(xcclCommDestroy(comms[0]), xcclSuccess);
+  ASSERT_EQ(xcclCommDestroy(comms[1]), xcclSuccess);
+  std::vector<char> buffer(64);
+  EXPECT_EQ(xcclAllGather(buffer.data(), buffer.data(), 8, xcclInt8, comms[0], nullptr),
+            xcclInvalidArgument);
+  EXPECT_NE(std::string(xcclGetLastError(comms[0])).find("destroyed"), std::string::npos)
+      << xcclGetLastError(comms[0]);
+  EXPECT_EQ(xcclBarrier(comms[1], nullptr), xcclInvalidArgument);
+  EXPECT_EQ(xcclCommDestroy(comms[1]), xcclInvalidArgument);
+  int rank = -1;
+  EXPECT_EQ(xcclCommUserRank(comms[0], &rank), xcclInvalidArgument);
+}
+
+TEST(CommLifecycle, ReusedUniqueIdIsRefused) {
+  xcclUniqueId id;
+  ASSERT_EQ(xcclGetUniqueId(&id), xcclSuccess);
+  xcclComm_t comm = nullptr;
+  ASSERT_EQ(xcclCommInitRank(&comm, 1, id, 0), xcclSuccess) << xcclGetLastError(nullptr);
+  xcclComm_t again = nullptr;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(xcclCommInitRank(&again, 1, id, 0), xcclInvalidUsage);
+  EXPECT_LT(SecondsSince(start), 5.0);
+  EXPECT_EQ(again, nullptr);
+  EXPECT_NE(std::string(xcclGetLastError(nullptr)).find("already"), std::string::npos)
+      << xcclGetLastError(nullptr);
+  EXPECT_EQ(xcclCommDestroy(comm), xcclSuccess);
+}
+
+TEST(CommLifecycle, WrongRankOrNranksIsRefused) {
+  xcclUniqueId id;
+  ASSERT_EQ(xcclGetUniqueId(&id), xcclSuccess);
+  xcclComm_t comm = nullptr;
+  EXPECT_EQ(xcclCommInitRank(&comm, 2, id, 2), xcclInvalidArgument);
+  EXPECT_EQ(xcclCommInitRank(&comm, 2, id, -1), xcclInvalidArgument);
+  EXPECT_EQ(xcclCommInitRank(&comm, 0, id, 0), xcclInvalidArgument);
+  EXPECT_EQ(xcclCommInitRank(nullptr, 2, id, 0), xcclInvalidArgument);
+}
+
+// Ranks disagreeing on nranks are told so, instead of waiting for ranks that never come.
+TEST(CommLifecycle, DisagreeingNranksIsRefused) {
+  RestoreParams();
+  xcclUniqueId id;
+  ASSERT_EQ(xcclGetUniqueId(&id), xcclSuccess);
+  xcclResult_t results[2];
+  xcclComm_t comms[2] = {nullptr, nullptr};
+  std::thread a([&] { results[0] = xcclCommInitRank(&comms[0], 2, id, 0); });
+  std::thread b([&] { results[1] = xcclCommInitRank(&comms[1], 3, id, 1); });
+  a.join();
+  b.join();
+  EXPECT_EQ(results[0], xcclInvalidUsage);
+  EXPECT_EQ(results[1], xcclInvalidUsage);
+}
+
+size_t OpenFileDescriptors() {
+  size_t count = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (readdir(dir) != nullptr) ++count;
+    closedir(dir);
+  }
+  return count;
+}
+
+// No shared-memory object, file descriptor or thread may survive a destroy.
+TEST(CommLifecycle, ThousandCreateDestroyCyclesLeaveNothing) {
+  {  // the first communicator of a process starts its once-only pieces (logging, probes)
+    xcclComm_t comms[2];
+    ASSERT_EQ(xcclCommInitAll(comms, 2, nullptr), xcclSuccess) << xcclGetLastError(nullptr);
+    ASSERT_EQ(xcclCommDestroy(comms[0]), xcclSuccess);
+    ASSERT_EQ(xcclCommDestroy(comms[1]), xcclSuccess);
+  }
+  const size_t fds_before = OpenFileDescriptors();
+  for (int cycle = 0; cycle < 1000; ++cycle) {
+    xcclComm_t comms[2];
+    ASSERT_EQ(xcclCommInitAll(comms, 2, nullptr), xcclSuccess) << "cycle " << cycle << ": "
+                                                               << xcclGetLastError(nullptr);
+    ASSERT_EQ(xcclCommDestroy(comms[0]), xcclSuccess);
+    ASSERT_EQ(xcclCommDestroy(comms[1]), xcclSuccess);
+  }
+  EXPECT_TRUE(LeftoverShm({getpid()}).empty());
+  // The last root thread may still be closing its sockets for a moment.
+  for (int i = 0; i < 100 && OpenFileDescriptors() > fds_before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(OpenFileDescriptors(), fds_before);
+}
+
+}  // namespace
+}  // namespace xccl_test
