@@ -52,8 +52,8 @@ inline std::string CheckGathered(const void* recv, size_t block_bytes, int nrank
     }
     return "block of rank " + std::to_string(r) + ": " + std::to_string(wrong) + " of " +
            std::to_string(block_bytes) + " bytes wrong, first at element " +
-           std::to_string(first / elem_size) + " (got 0x" +
-           std::to_string(block[first]) + ", want " + std::to_string(expected[first]) + ")";
+           std::to_string(first / elem_size) + " (got byte " + std::to_string(block[first]) +
+           ", want " + std::to_string(expected[first]) + ")";
   }
   return "";
 }
