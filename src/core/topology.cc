@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "core/logging.h"
@@ -22,13 +23,20 @@ uint64_t Fnv1a(const std::string& text) {
   return hash;
 }
 
-// One random token per process, so that ranks in one process recognise each other.
+// One random token per process, so that ranks in one process recognise each other. A child
+// forked after the parent made communicators must not inherit the parent's token (it would
+// take its peers for threads of its own process), so the token is drawn again when the pid
+// changes.
 uint64_t ProcessToken() {
-  static const uint64_t token = [] {
-    uint64_t value = 0;
-    if (getrandom(&value, sizeof(value), 0) != sizeof(value)) value = getpid() * 2654435761ull;
-    return value | 1;
-  }();
+  static std::mutex mutex;
+  static pid_t owner = 0;
+  static uint64_t token = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (owner != getpid()) {
+    owner = getpid();
+    if (getrandom(&token, sizeof(token), 0) != sizeof(token)) token = owner * 2654435761ull;
+    token |= 1;
+  }
   return token;
 }
 

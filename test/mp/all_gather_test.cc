@@ -155,3 +155,22 @@ INSTANTIATE_TEST_SUITE_P(HostPlatform, AllGatherTest,
 
 }  // namespace
 }  // namespace xccl_test
+
+namespace xccl_test {
+namespace {
+
+// Ranks forked from a process that already made communicators (as Python multiprocessing
+// does) must still see each other as separate processes.
+TEST(ForkAfterInit, ChildrenOfAnInitialisedParentGatherCorrectly) {
+  xcclComm_t comms[2];
+  ASSERT_EQ(xcclCommInitAll(comms, 2, nullptr), xcclSuccess) << xcclGetLastError(nullptr);
+  ASSERT_EQ(xcclCommDestroy(comms[0]), xcclSuccess);
+  ASSERT_EQ(xcclCommDestroy(comms[1]), xcclSuccess);
+  auto failures = RunRanks(RankMode::kProcesses, 3, [](RankContext& ctx) {
+    for (uint64_t call = 0; call < 4; ++call) CheckedAllGather(ctx, 333, xcclFloat64, call % 2, 0, call);
+  });
+  for (const auto& failure : failures) ADD_FAILURE() << failure;
+}
+
+}  // namespace
+}  // namespace xccl_test
