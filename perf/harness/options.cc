@@ -1,0 +1,259 @@
+#include "harness/options.h"
+
+#include <libgen.h>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "harness/datatypes.h"
+
+namespace xccl_perf {
+namespace {
+
+enum class Group { kAlways, kSizes, kCheck, kTypes, kBlocking };
+
+struct Flag {
+  char short_name;  // 0: long form only
+  const char* long_name;
+  Group group;
+  bool takes_value;
+  const char* usage;
+};
+
+// -np is not a getopt-style flag (getopt would read it as -n with value "p"), which is why the
+// parser below is hand-written rather than getopt_long.
+constexpr Flag kFlags[] = {
+    {'t', "nthreads", Group::kAlways, true, "<num threads per process>"},
+    {'g', "ngpus", Group::kAlways, true, "<ranks per thread>"},
+    {0, "np", Group::kAlways, true, "<processes forked on this node>"},
+    {'b', "minbytes", Group::kSizes, true, "<min size in bytes, K/M/G suffix>"},
+    {'e', "maxbytes", Group::kSizes, true, "<max size in bytes, K/M/G suffix>"},
+    {'i', "stepbytes", Group::kSizes, true, "<increment size>"},
+    {'f', "stepfactor", Group::kSizes, true, "<increment factor>"},
+    {'n', "iters", Group::kAlways, true, "<iteration count>"},
+    {'w', "warmup_iters", Group::kAlways, true, "<warmup iteration count>"},
+    {'c', "check", Group::kCheck, true, "<check iteration count, 0 to skip>"},
+    {'d', "datatype", Group::kTypes, true,
+     "<int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/fp8e4m3/fp8e5m2/all>"},
+    {'z', "blocking", Group::kBlocking, true,
+     "<0/1> wait for completion and barrier after each collective"},
+    {'a', "average", Group::kAlways, true,
+     "<0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>"},
+    {'h', "help", Group::kAlways, false, ""},
+};
+
+bool Enabled(const Flag& flag, const FlagSet& set) {
+  switch (flag.group) {
+    case Group::kSizes:
+      return set.sizes;
+    case Group::kCheck:
+      return set.check;
+    case Group::kTypes:
+      return set.types;
+    case Group::kBlocking:
+      return set.blocking;
+    case Group::kAlways:
+      return true;
+  }
+  return false;
+}
+
+void PrintUsage(const char* argv0, const FlagSet& set) {
+  std::string name = argv0;
+  printf("USAGE: %s \n", basename(&name[0]));
+  for (const Flag& flag : kFlags) {
+    if (!Enabled(flag, set)) continue;
+    if (flag.short_name == 0) {
+      printf("\t[-%s,--%s %s] \n", flag.long_name, flag.long_name, flag.usage);
+    } else if (flag.takes_value) {
+      printf("\t[-%c,--%s %s] \n", flag.short_name, flag.long_name, flag.usage);
+    } else {
+      printf("\t[-%c,--%s]\n", flag.short_name, flag.long_name);
+    }
+  }
+  printf("\tTotal ranks = np * nthreads * ngpus; every rank runs in its own thread.\n");
+}
+
+bool ParseInt(const char* text, long min_value, long* out) {
+  errno = 0;
+  char* end = nullptr;
+  long value = strtol(text, &end, 0);
+  if (errno != 0 || end == text || *end != '\0' || value < min_value || value > INT_MAX) {
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+// Applies one flag; false (after saying why) if its value is bad.
+bool Apply(const Flag& flag, const char* value, Options* o) {
+  long number = 0;
+  size_t bytes = 0;
+  auto bad = [&](const char* what) {
+    fprintf(stderr, "invalid value '%s' for --%s: %s\n", value, flag.long_name, what);
+    return false;
+  };
+  std::string name = flag.long_name;
+  if (name == "minbytes" || name == "maxbytes" || name == "stepbytes") {
+    if (!ParseSize(value, &bytes)) return bad("expected a size such as 8, 64K, 32M, 1G");
+    (name == "minbytes" ? o->min_bytes : name == "maxbytes" ? o->max_bytes : o->step_bytes) = bytes;
+    return true;
+  }
+  if (name == "datatype") {
+    if (!ParseTypes(value, &o->types)) return bad("unknown data type");
+    return true;
+  }
+  // Every other flag is an integer with a lower bound.
+  struct IntFlag {
+    const char* name;
+    long min_value;
+    long max_value;
+  };
+  constexpr IntFlag kInts[] = {
+      {"nthreads", 1, 1024},      {"ngpus", 1, 1024},    {"np", 1, 1024},
+      {"stepfactor", 1, INT_MAX}, {"iters", 1, INT_MAX}, {"warmup_iters", 0, INT_MAX},
+      {"check", 0, INT_MAX},      {"blocking", 0, 1},    {"average", 0, 3},
+  };
+  for (const IntFlag& spec : kInts) {
+    if (name != spec.name) continue;
+    if (!ParseInt(value, spec.min_value, &number) || number > spec.max_value) {
+      char range[64];
+      snprintf(range, sizeof(range), "expected an integer in [%ld, %ld]", spec.min_value,
+               spec.max_value);
+      return bad(range);
+    }
+    int v = static_cast<int>(number);
+    if (name == "nthreads") o->threads = v;
+    if (name == "ngpus") o->gpus = v;
+    if (name == "np") o->procs = v;
+    if (name == "stepfactor") o->step_factor = static_cast<size_t>(v);
+    if (name == "iters") o->iters = v;
+    if (name == "warmup_iters") o->warmup_iters = v;
+    if (name == "check") o->check = v;
+    if (name == "blocking") o->blocking = v;
+    if (name == "average") o->average = static_cast<Average>(v);
+    return true;
+  }
+  return bad("unhandled flag");
+}
+
+const Flag* FindShort(char c, const FlagSet& set) {
+  for (const Flag& flag : kFlags) {
+    if (flag.short_name == c && Enabled(flag, set)) return &flag;
+  }
+  return nullptr;
+}
+
+const Flag* FindLong(const std::string& name, const FlagSet& set) {
+  for (const Flag& flag : kFlags) {
+    if (name == flag.long_name && Enabled(flag, set)) return &flag;
+  }
+  // nccl-tests-style long name for the process count, for symmetry with --nthreads.
+  if (name == "nprocs") return FindLong("np", set);
+  return nullptr;
+}
+
+}  // namespace
+
+bool ParseSize(const char* text, size_t* bytes) {
+  char* end = nullptr;
+  errno = 0;
+  double value = strtod(text, &end);
+  if (errno != 0 || end == text || !(value >= 0)) return false;
+  double unit = 1;
+  switch (*end) {
+    case '\0':
+      break;
+    case 'k':
+    case 'K':
+      unit = 1024.0;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      unit = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      unit = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      return false;
+  }
+  // Tolerate "32MB" / "1KiB", which people type.
+  if (*end == 'i' || *end == 'I') ++end;
+  if (*end == 'b' || *end == 'B') ++end;
+  if (*end != '\0') return false;
+  double total = value * unit;
+  if (total > 9.0e18) return false;
+  *bytes = static_cast<size_t>(total);
+  return true;
+}
+
+int ParseOptions(int argc, char** argv, const FlagSet& set, Options* options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    const Flag* flag = nullptr;
+    std::string value;
+    bool has_value = false;
+    if (arg == "-np") {
+      flag = FindLong("np", set);
+    } else if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+      std::string name = arg.substr(2);
+      size_t eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        has_value = true;
+        name = name.substr(0, eq);
+      }
+      flag = FindLong(name, set);
+    } else if (arg.size() >= 2 && arg[0] == '-') {
+      flag = FindShort(arg[1], set);
+      if (arg.size() > 2) {
+        value = arg.substr(2);
+        has_value = true;
+      }
+    }
+    if (flag == nullptr) {
+      fprintf(stderr, "invalid option '%s'\n", arg.c_str());
+      PrintUsage(argv[0], set);
+      return 2;
+    }
+    if (!flag->takes_value) {
+      PrintUsage(argv[0], set);
+      return 0;  // -h is the only flag without a value
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "option '%s' needs a value\n", arg.c_str());
+        return 2;
+      }
+      value = argv[++i];
+    }
+    if (!Apply(*flag, value.c_str(), options)) return 2;
+  }
+  if (options->min_bytes > options->max_bytes) {
+    fprintf(stderr, "invalid sizes for 'minbytes' and 'maxbytes': %zu > %zu\n", options->min_bytes,
+            options->max_bytes);
+    return 2;
+  }
+  if (options->step_factor <= 1 && options->step_bytes == 0) {
+    fprintf(stderr, "stepbytes must be positive when stepfactor is 1\n");
+    return 2;
+  }
+  if (options->step_factor > 1 && options->min_bytes == 0) {
+    // Multiplying zero never reaches maxbytes.
+    fprintf(stderr, "minbytes must be positive when stepfactor is above 1\n");
+    return 2;
+  }
+  return -1;
+}
+
+}  // namespace xccl_perf

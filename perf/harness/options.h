@@ -1,0 +1,54 @@
+// Command-line options of the perf binaries: nccl-tests' flags plus xccl's own -np.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "xccl.h"
+
+namespace xccl_perf {
+
+// How per-rank times become the one reported time (nccl-tests' -a).
+enum class Average { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
+
+struct Options {
+  // Defaults are nccl-tests' so that a bare invocation means the same thing.
+  size_t min_bytes = 32u << 20;
+  size_t max_bytes = 32u << 20;
+  size_t step_bytes = 1u << 20;
+  size_t step_factor = 1;
+  int iters = 20;
+  int warmup_iters = 5;
+  int check = 1;  // number of checked calls per measurement; 0 disables checking
+  int threads = 1;
+  int gpus = 1;
+  int procs = 1;
+  // nccl-tests' -z: a barrier between ranks after each timed call, so that calls never overlap
+  // across ranks (host calls already complete before they return).
+  int blocking = 0;
+  Average average = Average::kMean;
+  std::vector<xcclDataType_t> types{xcclFloat};
+
+  int RanksPerProcess() const { return threads * gpus; }
+  int TotalRanks() const { return procs * threads * gpus; }
+  // The size after `size` in the sweep: times the factor, or plus the step.
+  size_t NextSize(size_t size) const {
+    return step_factor > 1 ? size * step_factor : size + step_bytes;
+  }
+};
+
+// Which groups of flags a binary takes; the rest are refused rather than silently ignored.
+struct FlagSet {
+  bool sizes = true;     // -b -e -f -i
+  bool check = true;     // -c
+  bool types = true;     // -d
+  bool blocking = true;  // -z
+};
+
+// Parses argv into *options. Returns -1 to go on, otherwise the exit code (0 after -h).
+int ParseOptions(int argc, char** argv, const FlagSet& flags, Options* options);
+
+// "8", "1K", "32M", "1G" (also lower case, also fractional: "0.5M") in bytes; false if malformed.
+bool ParseSize(const char* text, size_t* bytes);
+
+}  // namespace xccl_perf
