@@ -2,6 +2,35 @@
 
 namespace xccl {
 
+namespace {
+
+// Small blocks: every peer's block is copied into its inbox by the calling thread, then copied
+// out of this rank's inbox as each arrives. Two copies, but no queue hand-off and no wait for
+// the peer to publish its buffer, which is what dominates a small call.
+xcclResult_t AllGatherEager(Communicator* comm, const void* send, char* own_block, void* recv,
+                            size_t bytes, uint32_t epoch, const Deadline& deadline) {
+  Platform* platform = comm->platform();
+  const int rank = comm->rank();
+  const int nranks = comm->nranks();
+  for (int step = 1; step < nranks; ++step) {
+    platform->EagerPut((rank + step) % nranks, epoch, send, bytes, ControlLayout::Arrival(rank));
+  }
+  if (send != own_block) platform->LocalCopy(own_block, send, bytes);
+  for (int step = 1; step < nranks; ++step) {
+    int peer = (rank - step + nranks) % nranks;
+    PlatformFailure failure;
+    if (platform->WaitLocal(ControlLayout::Arrival(peer), epoch, peer, deadline, &failure) !=
+        xcclSuccess) {
+      return comm->RecordFailure("xcclAllGather", failure);
+    }
+    platform->LocalCopy(static_cast<char*>(recv) + peer * bytes,
+                        platform->EagerInbox(epoch, peer), bytes);
+  }
+  return xcclSuccess;
+}
+
+}  // namespace
+
 xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes) {
   Platform* platform = comm->platform();
   const int rank = comm->rank();
@@ -10,6 +39,9 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
   const Deadline deadline(comm->timeout_ms());
   char* own_block = static_cast<char*>(recv) + rank * bytes;
 
+  if (bytes > 0 && bytes <= platform->eager_limit()) {
+    return AllGatherEager(comm, send, own_block, recv, bytes, epoch, deadline);
+  }
   platform->PublishRecvBuffer(epoch, recv);
   // Peers first in issue order so their queues start while this thread copies its own block;
   // the own block never waits for anyone.

@@ -67,9 +67,15 @@ const std::vector<ParamSpec>& Specs() {
          return true;
        },
        [](const Params& p) { return std::to_string(p.epoch_base); }},
-      {"XCCL_SPIN_COUNT", "polls of a flag before a waiter yields the CPU (>= 0)",
-       [](const char* t, Params* p) { return ParseInt64(t, 0, INT32_MAX, &p->spin_count); },
+      {"XCCL_SPIN_COUNT",
+       "polls of a flag before a waiter sleeps; -1: as many as suit the cores per rank",
+       [](const char* t, Params* p) { return ParseInt64(t, -1, INT32_MAX, &p->spin_count); },
        [](const Params& p) { return std::to_string(p.spin_count); }},
+      {"XCCL_EAGER_BYTES",
+       "host platform: blocks up to this many bytes are copied through the shared window "
+       "by the calling thread (0 disables)",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 1 << 24, &p->eager_bytes); },
+       [](const Params& p) { return std::to_string(p.eager_bytes); }},
   };
   return specs;
 }

@@ -16,7 +16,8 @@ struct Params {
   std::string socket_ifname;     // XCCL_SOCKET_IFNAME: interface(s) to bind/advertise
   std::string allgather_algo;    // XCCL_ALLGATHER_ALGO=dma|kernel ("" = by size)
   uint32_t epoch_base = 0;       // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
-  int64_t spin_count = 2000;     // XCCL_SPIN_COUNT: polls before a waiter starts yielding
+  int64_t spin_count = -1;       // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)
+  int64_t eager_bytes = 32768;   // XCCL_EAGER_BYTES: blocks up to this go through the window
 };
 
 // Pure parser, for tests: reads every parameter through `lookup` (returns nullptr if unset).

@@ -53,6 +53,15 @@ class Platform {
   // `signal_slot` to `epoch`.
   virtual void EnqueuePut(int peer, uint32_t epoch, const void* src, size_t dst_offset,
                           size_t bytes, int signal_slot) = 0;
+  // Largest block the eager path carries (0: none). An eager put copies into the peer's inbox
+  // in its window on the calling thread and signals at once: no queue hand-off and no wait for
+  // the peer's receive buffer, which is what small calls are made of. The receiver copies out.
+  virtual size_t eager_limit() const = 0;
+  virtual void EagerPut(int peer, uint32_t epoch, const void* src, size_t bytes,
+                        int signal_slot) = 0;
+  // This rank's inbox holding `src`'s block of operation `epoch` (valid once it arrived). Two
+  // inboxes alternate by epoch parity: a peer can be at most one operation ahead.
+  virtual const void* EagerInbox(uint32_t epoch, int src) const = 0;
   // Sets the peer's slot to `value` (release).
   virtual void Signal(int peer, int slot, uint32_t value) = 0;
   // Waits until this rank's slot reaches `epoch` (wrap-safe), watching `peer` for failure.

@@ -9,7 +9,6 @@
 #include <climits>
 
 #include "core/epoch.h"
-#include "core/params.h"
 
 namespace xccl {
 
@@ -43,11 +42,10 @@ void SignalStore(uint32_t* slot, uint32_t value) {
 
 uint32_t SignalLoad(const uint32_t* slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }
 
-xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, int peer, const char* what,
-                        const Deadline& deadline,
+xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, int64_t spins, int peer,
+                        const char* what, const Deadline& deadline,
                         const std::function<xcclResult_t(PlatformFailure*)>& check,
                         PlatformFailure* failure) {
-  const int64_t spins = GetParams().spin_count;
   for (int64_t i = 0; i < spins; ++i) {
     if (EpochReached(SignalLoad(slot), target)) return xcclSuccess;
     CpuRelax();

@@ -18,8 +18,8 @@ uint32_t SignalLoad(const uint32_t* slot);
 // Waits until *slot reaches `target` (wrap-safe). Every few milliseconds, and before giving up,
 // calls `check`, which returns non-success (and fills `failure`) to stop waiting. At the deadline
 // returns xcclTimeout with a message naming `peer`.
-xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, int peer, const char* what,
-                        const Deadline& deadline,
+xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, int64_t spins, int peer,
+                        const char* what, const Deadline& deadline,
                         const std::function<xcclResult_t(PlatformFailure*)>& check,
                         PlatformFailure* failure);
 

@@ -2,6 +2,7 @@
 // memory, the control windows are shared memory, and each DMA queue is a worker thread that
 // copies with memcpy (same process) or process_vm_writev (another process).
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <mutex>
@@ -49,7 +50,10 @@ class HostPlatform final : public Platform {
                   nranks, topology_.node_count);
     }
     RemoveStaleShmObjects();
-    XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks), &InitSlots, this));
+    eager_limit_ = static_cast<size_t>(GetParams().eager_bytes);
+    spins_ = ChooseSpinCount(GetParams().spin_count, static_cast<int>(topology_.local_ranks.size()));
+    XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks),
+                             2 * nranks * eager_limit_, &InitSlots, this));
     XCCL_TRY(ProbePeers(bootstrap));
     queues_.resize(nranks);
     for (int peer = 0; peer < nranks; ++peer) {
@@ -80,7 +84,7 @@ class HostPlatform final : public Platform {
     queues_[peer]->Enqueue([=](PlatformFailure* failure) -> xcclResult_t {
       uint32_t* theirs = windows_.slots(peer);
       Deadline deadline(timeout_ms_);
-      XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], epoch, peer,
+      XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], epoch, spins_, peer,
                           "its receive buffer", deadline, Watcher(peer), failure));
       uint64_t address = uint64_t(SignalLoad(&theirs[ControlLayout::kRecvAddrHi])) << 32 |
                          SignalLoad(&theirs[ControlLayout::kRecvAddrLo]);
@@ -97,6 +101,18 @@ class HostPlatform final : public Platform {
     });
   }
 
+  size_t eager_limit() const override { return eager_limit_; }
+
+  void EagerPut(int peer, uint32_t epoch, const void* src, size_t bytes,
+                int signal_slot) override {
+    memcpy(InboxOf(peer, epoch, topology_.rank), src, bytes);
+    Signal(peer, signal_slot, epoch);
+  }
+
+  const void* EagerInbox(uint32_t epoch, int src) const override {
+    return InboxOf(topology_.rank, epoch, src);
+  }
+
   void Signal(int peer, int slot, uint32_t value) override {
     SignalStore(&windows_.slots(peer)[slot], value);
   }
@@ -105,7 +121,7 @@ class HostPlatform final : public Platform {
                          PlatformFailure* failure) override {
     const char* what = slot >= ControlLayout::BarrierFrom(0, topology_.nranks) ? "barrier"
                                                                                 : "its data";
-    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, peer, what, deadline,
+    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, spins_, peer, what, deadline,
                       Watcher(peer), failure);
   }
 
@@ -133,6 +149,19 @@ class HostPlatform final : public Platform {
   }
 
  private:
+  // `owner`'s inbox for blocks from `src` in operations of `epoch`'s parity.
+  char* InboxOf(int owner, uint32_t epoch, int src) const {
+    return windows_.data(owner) + ((epoch & 1) * topology_.nranks + src) * eager_limit_;
+  }
+
+  // Polling before sleeping pays only while every rank and queue can hold a core; on an
+  // oversubscribed machine a spinning waiter steals the core its peer needs.
+  static int64_t ChooseSpinCount(int64_t configured, int local_ranks) {
+    if (configured >= 0) return configured;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores >= 2L * local_ranks ? 2000 : 0;
+  }
+
   static void InitSlots(uint32_t* slots, size_t count, void* /*self*/) {
     const uint32_t base = GetParams().epoch_base;
     for (size_t i = 0; i < count; ++i) slots[i] = base;
@@ -210,6 +239,8 @@ class HostPlatform final : public Platform {
 
   Topology topology_;
   int64_t timeout_ms_;
+  size_t eager_limit_ = 0;
+  int64_t spins_ = 0;
   ShmWindows windows_;
   std::vector<std::unique_ptr<DmaQueue>> queues_;
   std::atomic<bool> aborted_{false};

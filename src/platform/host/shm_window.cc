@@ -80,12 +80,13 @@ ShmWindows::~ShmWindows() {
     if (map != nullptr) munmap(map, bytes_);
 }
 
-xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count,
+xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t data_bytes,
                                 void (*init_slots)(uint32_t*, size_t, void*), void* arg) {
   const int rank = bootstrap->rank();
   const int nranks = bootstrap->nranks();
   const long page = sysconf(_SC_PAGESIZE);
-  bytes_ = (slot_count * sizeof(uint32_t) + page - 1) / page * page;
+  slots_bytes_ = (slot_count * sizeof(uint32_t) + page - 1) / page * page;
+  bytes_ = slots_bytes_ + (data_bytes + page - 1) / page * page;
   maps_.assign(nranks, nullptr);
 
   std::vector<WindowAnnounce> announce(nranks);

@@ -22,14 +22,17 @@ class ShmWindows {
   ShmWindows(const ShmWindows&) = delete;
   ShmWindows& operator=(const ShmWindows&) = delete;
 
-  // Collective over every rank of `bootstrap` (all on one node). Slots are initialised by
-  // `init_slots` (called on this rank's window before anyone maps it).
-  xcclResult_t Create(Bootstrap* bootstrap, size_t slot_count,
+  // Collective over every rank of `bootstrap` (all on one node). Each window holds
+  // `slot_count` 32-bit slots, initialised by `init_slots` before anyone maps it, then a data
+  // area of `data_bytes`.
+  xcclResult_t Create(Bootstrap* bootstrap, size_t slot_count, size_t data_bytes,
                       void (*init_slots)(uint32_t* slots, size_t count, void* arg), void* arg);
 
   uint32_t* slots(int rank) const { return maps_[rank]; }
+  char* data(int rank) const { return reinterpret_cast<char*>(maps_[rank]) + slots_bytes_; }
 
  private:
+  size_t slots_bytes_ = 0;
   size_t bytes_ = 0;
   std::vector<uint32_t*> maps_;
 };
