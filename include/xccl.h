@@ -127,8 +127,8 @@ xcclResult_t xcclCommDevice(const xcclComm_t comm, int* device);
 xcclResult_t xcclCommQueueCount(const xcclComm_t comm, int* count);
 
 const char* xcclGetErrorString(xcclResult_t result);
-/* Text of the last failure on this communicator (or, for comm NULL, of this thread's last
- * failed call). Never NULL. */
+/* Text of the last failure on this communicator (or, for comm NULL, of this thread's most
+ * recent failure; successful calls do not erase it). Never NULL. */
 const char* xcclGetLastError(xcclComm_t comm);
 
 /* NCCL semantics: recvbuff holds nranks blocks of sendcount elements, block r from rank r.

@@ -1,6 +1,6 @@
-// Every C entry point runs its body through GuardedCall: the thread's last error is cleared on
-// entry, C++ exceptions never cross the C boundary, and a failure's message is kept on the
-// communicator for xcclGetLastError(comm).
+// Every C entry point runs its body through GuardedCall: C++ exceptions never cross the C
+// boundary, and a failure's message is kept on the communicator for xcclGetLastError(comm)
+// (and per thread for xcclGetLastError(NULL); a later successful call does not erase it).
 #pragma once
 
 #include <exception>
@@ -13,7 +13,6 @@ namespace xccl {
 
 template <typename Body>
 xcclResult_t GuardedCall(const char* op, xcclComm_t comm_for_error, Body&& body) {
-  ClearThreadLastError();
   xcclResult_t result;
   try {
     result = body();

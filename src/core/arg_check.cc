@@ -25,6 +25,9 @@ xcclResult_t CheckAllGatherArgs(const void* send, void* recv, size_t count, int 
   const uintptr_t recv_begin = reinterpret_cast<uintptr_t>(recv);
   const uintptr_t send_begin = reinterpret_cast<uintptr_t>(send);
   const size_t total = *block_bytes * nranks;
+  if (send_begin > UINTPTR_MAX - *block_bytes)
+    return Fail(xcclInvalidArgument, "xcclAllGather: sendbuff + %zu bytes wraps the address space",
+                *block_bytes);
   if (recv_begin > UINTPTR_MAX - total)
     return Fail(xcclInvalidArgument, "xcclAllGather: recvbuff + %zu bytes wraps the address space",
                 total);
