@@ -4,7 +4,7 @@
 # MPI busbw, and their ratio. Installs nothing.
 #
 # Usage: perf/compare_mpi.sh [build-dir]        (default: build)
-# Environment: MIN (1K) MAX (256M) FACTOR (4) ITERS (20) WARMUP (5) WORLDS ("2 4")
+# Environment: MIN (1K) MAX (256M) FACTOR (4) ITERS (20) WARMUP (5) WORLDS ("2 4") ROUNDS (5)
 # Exit status: 0 if both benchmarks ran clean for every world, 1 if either failed or found
 # wrong data, 2 if MPI or the xccl build is missing.
 set -u
@@ -14,6 +14,7 @@ min=${MIN:-1K}
 max=${MAX:-256M}
 factor=${FACTOR:-4}
 iters=${ITERS:-20}
+rounds=${ROUNDS:-5}
 warmup=${WARMUP:-5}
 worlds=${WORLDS:-"2 4"}
 
@@ -43,35 +44,50 @@ sweep=(-b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup")
 for n in $worlds; do
   xccl_out=$work/xccl_$n.txt
   mpi_out=$work/mpi_$n.txt
-  if ! "$xccl_bench" "${sweep[@]}" -np "$n" >"$xccl_out"; then
-    echo "compare_mpi.sh: all_gather_perf -np $n failed; its output:" >&2
-    cat "$xccl_out" >&2
-    status=1
-  fi
-  if ! mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl self,vader \
-      "$mpi_bench" "${sweep[@]}" >"$mpi_out"; then
-    echo "compare_mpi.sh: mpi_allgather_bench -np $n failed; its output:" >&2
-    cat "$mpi_out" >&2
-    status=1
-  fi
-  echo "# all_gather, world $n: bus bandwidth (GB/s), xccl out-of-place vs MPI_Allgather"
+  : >"$xccl_out"
+  : >"$mpi_out"
+  # Rounds alternate xccl and MPI so that a noisy moment of the machine hits both alike.
+  for round in $(seq "$rounds"); do
+    if ! "$xccl_bench" "${sweep[@]}" -np "$n" >>"$xccl_out"; then
+      echo "compare_mpi.sh: all_gather_perf -np $n failed (round $round); its output:" >&2
+      cat "$xccl_out" >&2
+      status=1
+    fi
+    if ! mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl self,vader \
+        "$mpi_bench" "${sweep[@]}" >>"$mpi_out"; then
+      echo "compare_mpi.sh: mpi_allgather_bench -np $n failed (round $round); its output:" >&2
+      cat "$mpi_out" >&2
+      status=1
+    fi
+  done
+  echo "# all_gather, world $n, median of $rounds rounds of $iters iterations:" \
+       "bus bandwidth (GB/s), xccl out-of-place vs MPI_Allgather"
   printf "# %10s  %10s  %10s  %7s\n" "size(B)" "xccl" "MPI" "ratio"
-  # Rows are joined on the size column. all_gather_perf's out-of-place time and busbw are
-  # fields 6 and 8, the MPI bench's fields 3 and 5. The ratio (xccl busbw / MPI busbw) is taken
-  # from the times, which carry more digits than the busbw columns at small sizes. A size
-  # present in only one output shows "-".
-  awk '
+  # Rows are joined on the size column: all_gather_perf's out-of-place time is field 6, the MPI
+  # bench's field 3. busbw is recomputed from the median time, size/time*(n-1)/n, and the ratio
+  # (xccl busbw / MPI busbw) is the inverse ratio of the median times.
+  awk -v n="$n" '
+    function median(list,   k, v, i, j, t) {
+      k = split(list, v, " ")
+      for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
+        t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+      }
+      return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+    }
+    function busbw(size, us) { return us > 0 ? size / us / 1000 * (n - 1) / n : 0 }
     FNR == 1 { file++ }
     /^#/ || NF == 0 { next }
-    file == 1 && NF >= 13 { xt[$1] = $6; xb[$1] = $8; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
-    file == 2 && NF >= 6 { mt[$1] = $3; mb[$1] = $5; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+    file == 1 && NF >= 13 { xt[$1] = xt[$1] " " $6; if (!($1 in seen)) { seen[$1] = 1; order[m++] = $1 } }
+    file == 2 && NF >= 6 { mt[$1] = mt[$1] " " $3; if (!($1 in seen)) { seen[$1] = 1; order[m++] = $1 } }
     END {
-      for (i = 0; i < n; i++) {
+      for (i = 0; i < m; i++) {
         s = order[i]
-        x = (s in xb) ? xb[s] : "-"
-        m = (s in mb) ? mb[s] : "-"
-        r = (s in xt && s in mt && xt[s] + 0 > 0) ? sprintf("%7.2f", mt[s] / xt[s]) : "-"
-        printf "%12s  %10s  %10s  %7s\n", s, x, m, r
+        x = (s in xt) ? median(xt[s]) : -1
+        y = (s in mt) ? median(mt[s]) : -1
+        xs = x >= 0 ? sprintf("%10.2f", busbw(s, x)) : "-"
+        ys = y >= 0 ? sprintf("%10.2f", busbw(s, y)) : "-"
+        r = (x > 0 && y > 0) ? sprintf("%7.2f", y / x) : "-"
+        printf "%12s  %10s  %10s  %7s\n", s, xs, ys, r
       }
     }' "$xccl_out" "$mpi_out"
   echo "#"

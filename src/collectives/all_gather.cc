@@ -43,9 +43,9 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
     return AllGatherEager(comm, send, own_block, recv, bytes, epoch, deadline);
   }
   platform->PublishRecvBuffer(epoch, recv);
-  // Peers first in issue order so their queues start while this thread copies its own block;
-  // the own block never waits for anyone.
-  for (int step = 1; step < nranks; ++step) {
+  // Queued peers first, so they start while this thread copies its own block (which never
+  // waits for anyone); then this thread serves the first peer in the rotation itself.
+  for (int step = 2; step < nranks; ++step) {
     int peer = (rank + step) % nranks;
     platform->EnqueuePut(peer, epoch, send, rank * bytes, bytes, ControlLayout::Arrival(rank));
   }
@@ -53,6 +53,10 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
 
   PlatformFailure failure;
   xcclResult_t result = xcclSuccess;
+  if (nranks > 1) {
+    result = platform->PutFromCaller((rank + 1) % nranks, epoch, send, rank * bytes, bytes,
+                                     ControlLayout::Arrival(rank), &failure);
+  }
   // Waiting in the reverse rotation: the peer that pushes to us first is rank-1.
   for (int step = 1; step < nranks && result == xcclSuccess; ++step) {
     int peer = (rank - step + nranks) % nranks;

@@ -4,6 +4,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <cstring>
@@ -36,6 +37,8 @@ struct CopyProbe {
 };
 uint8_t g_probe_bytes[16];
 
+constexpr size_t kMaxInboxBytes = size_t(4) << 20;
+
 class HostPlatform final : public Platform {
  public:
   HostPlatform(const Topology& topology, int64_t timeout_ms)
@@ -50,7 +53,10 @@ class HostPlatform final : public Platform {
                   nranks, topology_.node_count);
     }
     RemoveStaleShmObjects();
-    eager_limit_ = static_cast<size_t>(GetParams().eager_bytes);
+    // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight
+    // ranks fit a container's default 64 MiB /dev/shm with room to spare.
+    eager_limit_ = std::min(static_cast<size_t>(GetParams().eager_bytes),
+                            kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
     spins_ = ChooseSpinCount(GetParams().spin_count, static_cast<int>(topology_.local_ranks.size()));
     XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks),
                              2 * nranks * eager_limit_, &InitSlots, this));
@@ -81,24 +87,14 @@ class HostPlatform final : public Platform {
 
   void EnqueuePut(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
                   int signal_slot) override {
-    queues_[peer]->Enqueue([=](PlatformFailure* failure) -> xcclResult_t {
-      uint32_t* theirs = windows_.slots(peer);
-      Deadline deadline(timeout_ms_);
-      XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], epoch, spins_, peer,
-                          "its receive buffer", deadline, Watcher(peer), failure));
-      uint64_t address = uint64_t(SignalLoad(&theirs[ControlLayout::kRecvAddrHi])) << 32 |
-                         SignalLoad(&theirs[ControlLayout::kRecvAddrLo]);
-      char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
-      if (bytes > 0) {
-        if (topology_.SameProcess(peer)) {
-          memcpy(dst, src, bytes);
-        } else {
-          XCCL_TRY(CopyToProcess(topology_.ranks[peer].pid, peer, dst, src, bytes, failure));
-        }
-      }
-      Signal(peer, signal_slot, epoch);
-      return xcclSuccess;
+    queues_[peer]->Enqueue([=](PlatformFailure* failure) {
+      return Put(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
     });
+  }
+
+  xcclResult_t PutFromCaller(int peer, uint32_t epoch, const void* src, size_t dst_offset,
+                             size_t bytes, int signal_slot, PlatformFailure* failure) override {
+    return Put(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
   }
 
   size_t eager_limit() const override { return eager_limit_; }
@@ -149,17 +145,39 @@ class HostPlatform final : public Platform {
   }
 
  private:
+  // Waits until `peer` published its receive buffer for `epoch`, copies into it, signals.
+  xcclResult_t Put(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
+                   int signal_slot, PlatformFailure* failure) {
+    uint32_t* theirs = windows_.slots(peer);
+    Deadline deadline(timeout_ms_);
+    XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], epoch, spins_, peer,
+                        "its receive buffer", deadline, Watcher(peer), failure));
+    uint64_t address = uint64_t(SignalLoad(&theirs[ControlLayout::kRecvAddrHi])) << 32 |
+                       SignalLoad(&theirs[ControlLayout::kRecvAddrLo]);
+    char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
+    if (bytes > 0) {
+      if (topology_.SameProcess(peer)) {
+        memcpy(dst, src, bytes);
+      } else {
+        XCCL_TRY(CopyToProcess(topology_.ranks[peer].pid, peer, dst, src, bytes, failure));
+      }
+    }
+    Signal(peer, signal_slot, epoch);
+    return xcclSuccess;
+  }
+
   // `owner`'s inbox for blocks from `src` in operations of `epoch`'s parity.
   char* InboxOf(int owner, uint32_t epoch, int src) const {
     return windows_.data(owner) + ((epoch & 1) * topology_.nranks + src) * eager_limit_;
   }
 
-  // Polling before sleeping pays only while every rank and queue can hold a core; on an
-  // oversubscribed machine a spinning waiter steals the core its peer needs.
+  // Polling before sleeping pays only while every rank can hold a core (its queues mostly
+  // sleep in copies or futexes); on an oversubscribed machine a spinning waiter steals the
+  // core its peer needs.
   static int64_t ChooseSpinCount(int64_t configured, int local_ranks) {
     if (configured >= 0) return configured;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores >= 2L * local_ranks ? 2000 : 0;
+    return cores >= local_ranks ? 2000 : 0;
   }
 
   static void InitSlots(uint32_t* slots, size_t count, void* /*self*/) {
