@@ -71,6 +71,11 @@ const std::vector<ParamSpec>& Specs() {
        "polls of a flag before a waiter sleeps; -1: as many as suit the cores per rank",
        [](const char* t, Params* p) { return ParseInt64(t, -1, INT32_MAX, &p->spin_count); },
        [](const Params& p) { return std::to_string(p.spin_count); }},
+      {"XCCL_YIELD_COUNT",
+       "polls, each followed by sched_yield, after the spins and before a waiter sleeps; "
+       "-1: 100 where ranks outnumber cores, else 0",
+       [](const char* t, Params* p) { return ParseInt64(t, -1, INT32_MAX, &p->yield_count); },
+       [](const Params& p) { return std::to_string(p.yield_count); }},
       {"XCCL_EAGER_BYTES",
        "host platform: blocks up to this many bytes are copied through the shared window "
        "by the calling thread (0 disables)",

@@ -17,7 +17,8 @@ struct Params {
   std::string allgather_algo;    // XCCL_ALLGATHER_ALGO=dma|kernel ("" = by size)
   uint32_t epoch_base = 0;       // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
   int64_t spin_count = -1;       // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)
-  int64_t eager_bytes = 262144;  // XCCL_EAGER_BYTES: blocks up to this go through the window
+  int64_t yield_count = -1;      // XCCL_YIELD_COUNT: polls with sched_yield, then sleep (-1: auto)
+  int64_t eager_bytes = 65536;   // XCCL_EAGER_BYTES: blocks up to this go through the window
 };
 
 // Pure parser, for tests: reads every parameter through `lookup` (returns nullptr if unset).

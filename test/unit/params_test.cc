@@ -44,7 +44,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.allgather_algo, "");
   EXPECT_EQ(p.epoch_base, 0u);
   EXPECT_EQ(p.spin_count, -1);  // -1: chosen from the cores per rank
-  EXPECT_EQ(p.eager_bytes, 262144);
+  EXPECT_EQ(p.eager_bytes, 65536);
 }
 
 // Every numeric field equal: what a malformed value must leave untouched.

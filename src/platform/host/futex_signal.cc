@@ -5,6 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <cerrno>
 #include <climits>
 
@@ -42,13 +44,20 @@ void SignalStore(uint32_t* slot, uint32_t value) {
 
 uint32_t SignalLoad(const uint32_t* slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }
 
-xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, int64_t spins, int peer,
+xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, const WaitPolicy& policy, int peer,
                         const char* what, const Deadline& deadline,
                         const std::function<xcclResult_t(PlatformFailure*)>& check,
                         PlatformFailure* failure) {
-  for (int64_t i = 0; i < spins; ++i) {
+  for (int64_t i = 0; i < policy.spins; ++i) {
     if (EpochReached(SignalLoad(slot), target)) return xcclSuccess;
     CpuRelax();
+  }
+  // Then yield for a while: on a machine with more runnable threads than cores, the thread
+  // that will set this slot is usually waiting for exactly this core, and a yield hands it
+  // over without the wake-up latency of a futex sleep.
+  for (int64_t i = 0; i < policy.yields; ++i) {
+    if (EpochReached(SignalLoad(slot), target)) return xcclSuccess;
+    sched_yield();
   }
   while (true) {
     uint32_t seen = SignalLoad(slot);

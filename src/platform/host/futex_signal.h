@@ -15,10 +15,17 @@ namespace xccl {
 void SignalStore(uint32_t* slot, uint32_t value);
 uint32_t SignalLoad(const uint32_t* slot);
 
+// How a waiter spends its time before it sleeps in the kernel: `spins` polls, then `yields`
+// polls each followed by sched_yield().
+struct WaitPolicy {
+  int64_t spins = 0;
+  int64_t yields = 0;
+};
+
 // Waits until *slot reaches `target` (wrap-safe). Every few milliseconds, and before giving up,
 // calls `check`, which returns non-success (and fills `failure`) to stop waiting. At the deadline
 // returns xcclTimeout with a message naming `peer`.
-xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, int64_t spins, int peer,
+xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, const WaitPolicy& policy, int peer,
                         const char* what, const Deadline& deadline,
                         const std::function<xcclResult_t(PlatformFailure*)>& check,
                         PlatformFailure* failure);

@@ -57,7 +57,7 @@ class HostPlatform final : public Platform {
     // ranks fit a container's default 64 MiB /dev/shm with room to spare.
     eager_limit_ = std::min(static_cast<size_t>(GetParams().eager_bytes),
                             kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
-    spins_ = ChooseSpinCount(GetParams().spin_count, static_cast<int>(topology_.local_ranks.size()));
+    wait_policy_ = ChooseWaitPolicy(GetParams(), static_cast<int>(topology_.local_ranks.size()));
     XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks),
                              2 * nranks * eager_limit_, &InitSlots, this));
     XCCL_TRY(ProbePeers(bootstrap));
@@ -117,7 +117,7 @@ class HostPlatform final : public Platform {
                          PlatformFailure* failure) override {
     const char* what = slot >= ControlLayout::BarrierFrom(0, topology_.nranks) ? "barrier"
                                                                                 : "its data";
-    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, spins_, peer, what, deadline,
+    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, wait_policy_, peer, what, deadline,
                       Watcher(peer), failure);
   }
 
@@ -150,7 +150,7 @@ class HostPlatform final : public Platform {
                    int signal_slot, PlatformFailure* failure) {
     uint32_t* theirs = windows_.slots(peer);
     Deadline deadline(timeout_ms_);
-    XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], epoch, spins_, peer,
+    XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], epoch, wait_policy_, peer,
                         "its receive buffer", deadline, Watcher(peer), failure));
     uint64_t address = uint64_t(SignalLoad(&theirs[ControlLayout::kRecvAddrHi])) << 32 |
                        SignalLoad(&theirs[ControlLayout::kRecvAddrLo]);
@@ -172,12 +172,15 @@ class HostPlatform final : public Platform {
   }
 
   // Polling before sleeping pays only while every rank can hold a core (its queues mostly
-  // sleep in copies or futexes); on an oversubscribed machine a spinning waiter steals the
-  // core its peer needs.
-  static int64_t ChooseSpinCount(int64_t configured, int local_ranks) {
-    if (configured >= 0) return configured;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores >= local_ranks ? 2000 : 0;
+  // sleep in copies or futexes). On an oversubscribed machine a spinning waiter steals the core
+  // its peer needs, so it yields instead: the peer usually waits for exactly that core, and a
+  // yield hands it over without a futex wake-up's latency (measured in docs/PERF.md).
+  static WaitPolicy ChooseWaitPolicy(const Params& params, int local_ranks) {
+    const bool oversubscribed = sysconf(_SC_NPROCESSORS_ONLN) < local_ranks;
+    WaitPolicy policy;
+    policy.spins = params.spin_count >= 0 ? params.spin_count : oversubscribed ? 0 : 2000;
+    policy.yields = params.yield_count >= 0 ? params.yield_count : oversubscribed ? 100 : 0;
+    return policy;
   }
 
   static void InitSlots(uint32_t* slots, size_t count, void* /*self*/) {
@@ -258,7 +261,7 @@ class HostPlatform final : public Platform {
   Topology topology_;
   int64_t timeout_ms_;
   size_t eager_limit_ = 0;
-  int64_t spins_ = 0;
+  WaitPolicy wait_policy_;
   ShmWindows windows_;
   std::vector<std::unique_ptr<DmaQueue>> queues_;
   std::atomic<bool> aborted_{false};
