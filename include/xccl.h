@@ -18,7 +18,7 @@ extern "C" {
 #define XCCL_MAJOR 0
 #define XCCL_MINOR 1
 #define XCCL_PATCH 0
-#define XCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define XCCL_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
 #define XCCL_VERSION_CODE XCCL_VERSION(XCCL_MAJOR, XCCL_MINOR, XCCL_PATCH)
 
 /* Opaque communicator handle. A destroyed handle stays recognisable: using it again returns
@@ -80,9 +80,9 @@ typedef struct xcclConfig_v100 {
   size_t size;
   unsigned int magic;
   unsigned int version;
-  int blocking;          /* 1 (default): init returns when ready. 0 is accepted, acts as 1. */
-  int timeoutMs;         /* deadline of every wait; default XCCL_TIMEOUT_MS */
-  const char* commName;  /* shown in logs */
+  int blocking;         /* 1 (default): init returns when ready. 0 is accepted, acts as 1. */
+  int timeoutMs;        /* deadline of every wait; default XCCL_TIMEOUT_MS */
+  const char* commName; /* shown in logs */
 } xcclConfig_t;
 
 #define XCCL_CONFIG_INITIALIZER                                                        \

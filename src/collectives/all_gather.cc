@@ -23,8 +23,8 @@ xcclResult_t AllGatherEager(Communicator* comm, const void* send, char* own_bloc
         xcclSuccess) {
       return comm->RecordFailure("xcclAllGather", failure);
     }
-    platform->LocalCopy(static_cast<char*>(recv) + peer * bytes,
-                        platform->EagerInbox(epoch, peer), bytes);
+    platform->LocalCopy(static_cast<char*>(recv) + peer * bytes, platform->EagerInbox(epoch, peer),
+                        bytes);
   }
   return xcclSuccess;
 }

@@ -6,7 +6,6 @@
 #include "core/datatype.h"
 #include "core/logging.h"
 
-
 using namespace xccl;
 
 extern "C" {
@@ -20,8 +19,8 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
     XCCL_TRY(CheckAllGatherArgs(sendbuff, recvbuff, sendcount, datatype, impl->rank(),
                                 impl->nranks(), &block_bytes));
     XCCL_TRY(impl->CheckHealthy("xcclAllGather"));
-    XCCL_TRACE(kLogColl, "xcclAllGather rank %d send %p recv %p count %zu type %s",
-               impl->rank(), sendbuff, recvbuff, sendcount, DataTypeName(datatype));
+    XCCL_TRACE(kLogColl, "xcclAllGather rank %d send %p recv %p count %zu type %s", impl->rank(),
+               sendbuff, recvbuff, sendcount, DataTypeName(datatype));
     return AllGather(impl, sendbuff, recvbuff, block_bytes);
   });
 }

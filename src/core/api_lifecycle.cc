@@ -18,8 +18,8 @@ namespace xccl {
 
 namespace {
 
-xcclResult_t InitOneRank(xcclComm_t* comm, int nranks, const xcclUniqueId& id, int rank,
-                         int device, const xcclConfig_t* config, const char* op) {
+xcclResult_t InitOneRank(xcclComm_t* comm, int nranks, const xcclUniqueId& id, int rank, int device,
+                         const xcclConfig_t* config, const char* op) {
   LogParamsOnce();
   if (comm == nullptr) return Fail(xcclInvalidArgument, "%s: comm (output) is NULL", op);
   *comm = nullptr;

@@ -18,8 +18,7 @@ xcclResult_t ResolveComm(xcclComm_t comm, const char* op, Communicator** out) {
 }
 
 void RememberLastError(xcclComm_t comm) {
-  if (comm == nullptr || (comm->magic != xcclComm::kLive && comm->magic != xcclComm::kDead))
-    return;
+  if (comm == nullptr || (comm->magic != xcclComm::kLive && comm->magic != xcclComm::kDead)) return;
   std::lock_guard<std::mutex> lock(comm->last_error_mutex);
   comm->last_error = ThreadLastError();
 }
@@ -82,16 +81,26 @@ xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* async_error) {
 
 const char* xcclGetErrorString(xcclResult_t result) {
   switch (result) {
-    case xcclSuccess: return "no error";
-    case xcclUnhandledDeviceError: return "unhandled device (CUDA/HIP) error";
-    case xcclSystemError: return "unhandled system error (socket, shared memory, thread)";
-    case xcclInternalError: return "internal error - please report this issue";
-    case xcclInvalidArgument: return "invalid argument";
-    case xcclInvalidUsage: return "invalid usage";
-    case xcclRemoteError: return "remote process exited or there was a network error";
-    case xcclInProgress: return "operation in progress";
-    case xcclTimeout: return "a wait passed its deadline (XCCL_TIMEOUT_MS)";
-    default: return "unknown result code";
+    case xcclSuccess:
+      return "no error";
+    case xcclUnhandledDeviceError:
+      return "unhandled device (CUDA/HIP) error";
+    case xcclSystemError:
+      return "unhandled system error (socket, shared memory, thread)";
+    case xcclInternalError:
+      return "internal error - please report this issue";
+    case xcclInvalidArgument:
+      return "invalid argument";
+    case xcclInvalidUsage:
+      return "invalid usage";
+    case xcclRemoteError:
+      return "remote process exited or there was a network error";
+    case xcclInProgress:
+      return "operation in progress";
+    case xcclTimeout:
+      return "a wait passed its deadline (XCCL_TIMEOUT_MS)";
+    default:
+      return "unknown result code";
   }
 }
 

@@ -7,16 +7,16 @@
 
 namespace xccl {
 
-xcclResult_t CheckAllGatherArgs(const void* send, void* recv, size_t count, int datatype,
-                                int rank, int nranks, size_t* block_bytes) {
+xcclResult_t CheckAllGatherArgs(const void* send, void* recv, size_t count, int datatype, int rank,
+                                int nranks, size_t* block_bytes) {
   size_t size = DataTypeSize(datatype);
   if (size == 0)
     return Fail(xcclInvalidArgument, "xcclAllGather: datatype %d is not an xcclDataType_t",
                 datatype);
   if (count > SIZE_MAX / size / static_cast<size_t>(nranks))
     return Fail(xcclInvalidArgument,
-                "xcclAllGather: sendcount %zu x %zu bytes x %d ranks overflows size_t", count,
-                size, nranks);
+                "xcclAllGather: sendcount %zu x %zu bytes x %d ranks overflows size_t", count, size,
+                nranks);
   *block_bytes = count * size;
   if (count == 0) return xcclSuccess;
   if (send == nullptr || recv == nullptr)

@@ -9,7 +9,7 @@ namespace xccl {
 
 // The checks of xcclAllGather apart from the communicator itself. On success sets
 // *block_bytes to one rank's block. In place means send == recv + rank * block.
-xcclResult_t CheckAllGatherArgs(const void* send, void* recv, size_t count, int datatype,
-                                int rank, int nranks, size_t* block_bytes);
+xcclResult_t CheckAllGatherArgs(const void* send, void* recv, size_t count, int datatype, int rank,
+                                int nranks, size_t* block_bytes);
 
 }  // namespace xccl

@@ -14,8 +14,8 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   comm->epoch_ = GetParams().epoch_base;
   XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_));
   XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, &comm->topology_));
-  XCCL_TRY(CreatePlatform(comm->bootstrap_.get(), comm->topology_, config.timeout_ms,
-                          &comm->platform_));
+  XCCL_TRY(
+      CreatePlatform(comm->bootstrap_.get(), comm->topology_, config.timeout_ms, &comm->platform_));
   XCCL_INFO(kLogInit, "comm %s rank %d nranks %d device %d platform %s queues %d - Init COMPLETE",
             config.name.empty() ? "-" : config.name.c_str(), rank, nranks, device,
             comm->platform_->name(), comm->platform_->queue_count());
@@ -26,8 +26,8 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
 Communicator::~Communicator() = default;
 
 xcclResult_t Communicator::RecordFailure(const char* op, const PlatformFailure& failure) {
-  std::string message = std::string(op) + " on rank " + std::to_string(rank()) + ": " +
-                        failure.message;
+  std::string message =
+      std::string(op) + " on rank " + std::to_string(rank()) + ": " + failure.message;
   {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     if (failure_result_ == xcclSuccess) {
@@ -42,8 +42,8 @@ xcclResult_t Communicator::RecordFailure(const char* op, const PlatformFailure& 
 xcclResult_t Communicator::CheckHealthy(const char* op) {
   std::lock_guard<std::mutex> lock(failure_mutex_);
   if (failure_result_ == xcclSuccess) return xcclSuccess;
-  return Fail(failure_result_, "%s: the communicator failed earlier (%s); destroy or abort it",
-              op, failure_message_.c_str());
+  return Fail(failure_result_, "%s: the communicator failed earlier (%s); destroy or abort it", op,
+              failure_message_.c_str());
 }
 
 xcclResult_t Communicator::async_error() const {

@@ -18,8 +18,8 @@ void ClearThreadLastError();
 }  // namespace xccl
 
 // Propagates a non-success xcclResult_t to the caller, keeping the message already recorded.
-#define XCCL_TRY(expr)                                    \
-  do {                                                    \
-    xcclResult_t xccl_try_result_ = (expr);               \
+#define XCCL_TRY(expr)                                            \
+  do {                                                            \
+    xcclResult_t xccl_try_result_ = (expr);                       \
     if (xccl_try_result_ != xcclSuccess) return xccl_try_result_; \
   } while (0)

@@ -33,8 +33,14 @@ std::string ExpandFileName(const std::string& pattern, const char* host) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       char c = pattern[++i];
-      if (c == 'h') { out += host; continue; }
-      if (c == 'p') { out += std::to_string(getpid()); continue; }
+      if (c == 'h') {
+        out += host;
+        continue;
+      }
+      if (c == 'p') {
+        out += std::to_string(getpid());
+        continue;
+      }
       out += '%';
     }
     out += pattern[i];
@@ -72,9 +78,11 @@ LogLevel ParseLogLevel(const std::string& text) {
 }
 
 uint32_t ParseLogSubsys(const std::string& text) {
-  static const struct { const char* name; uint32_t bit; } kNames[] = {
-      {"INIT", kLogInit}, {"COLL", kLogColl},  {"BOOTSTRAP", kLogBootstrap},
-      {"PLATFORM", kLogPlatform}, {"ENV", kLogEnv}, {"ALL", kLogAll}};
+  static const struct {
+    const char* name;
+    uint32_t bit;
+  } kNames[] = {{"INIT", kLogInit},         {"COLL", kLogColl}, {"BOOTSTRAP", kLogBootstrap},
+                {"PLATFORM", kLogPlatform}, {"ENV", kLogEnv},   {"ALL", kLogAll}};
   std::string upper = Upper(text);
   bool invert = !upper.empty() && upper[0] == '^';
   if (invert) upper.erase(0, 1);
@@ -82,8 +90,8 @@ uint32_t ParseLogSubsys(const std::string& text) {
   size_t start = 0;
   while (start <= upper.size()) {
     size_t comma = upper.find(',', start);
-    std::string name = upper.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
+    std::string name =
+        upper.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     for (const auto& entry : kNames)
       if (name == entry.name) mask |= entry.bit;
     if (comma == std::string::npos) break;
@@ -106,8 +114,9 @@ void Log(LogLevel level, uint32_t /*subsys*/, const char* file, int line, const 
   va_start(args, fmt);
   vsnprintf(message, sizeof(message), fmt, args);
   va_end(args);
-  const char* level_name = level == LogLevel::kWarn ? "WARN" : level == LogLevel::kInfo ? "INFO"
-                                                                                        : "TRACE";
+  const char* level_name = level == LogLevel::kWarn   ? "WARN"
+                           : level == LogLevel::kInfo ? "INFO"
+                                                      : "TRACE";
   long tid = syscall(SYS_gettid);
   if (level == LogLevel::kTrace) {
     const char* base = strrchr(file, '/');

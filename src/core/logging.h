@@ -30,10 +30,10 @@ void Log(LogLevel level, uint32_t subsys, const char* file, int line, const char
 
 }  // namespace xccl
 
-#define XCCL_LOG_(level, subsys, ...)                                            \
-  do {                                                                           \
-    if (::xccl::LogEnabled(level, subsys))                                       \
-      ::xccl::Log(level, subsys, __FILE__, __LINE__, __VA_ARGS__);               \
+#define XCCL_LOG_(level, subsys, ...)                              \
+  do {                                                             \
+    if (::xccl::LogEnabled(level, subsys))                         \
+      ::xccl::Log(level, subsys, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define XCCL_WARN(subsys, ...) XCCL_LOG_(::xccl::LogLevel::kWarn, subsys, __VA_ARGS__)
 #define XCCL_INFO(subsys, ...) XCCL_LOG_(::xccl::LogLevel::kInfo, subsys, __VA_ARGS__)

@@ -34,22 +34,39 @@ struct ParamSpec {
 const std::vector<ParamSpec>& Specs() {
   static const std::vector<ParamSpec> specs = {
       {"XCCL_DEBUG", "log level: WARN, INFO or TRACE",
-       [](const char* t, Params* p) { p->debug = t; return true; },
+       [](const char* t, Params* p) {
+         p->debug = t;
+         return true;
+       },
        [](const Params& p) { return p.debug; }},
       {"XCCL_DEBUG_SUBSYS", "subsystems logged: INIT,COLL,BOOTSTRAP,PLATFORM,ENV,ALL (^ negates)",
-       [](const char* t, Params* p) { p->debug_subsys = t; return true; },
+       [](const char* t, Params* p) {
+         p->debug_subsys = t;
+         return true;
+       },
        [](const Params& p) { return p.debug_subsys; }},
       {"XCCL_DEBUG_FILE", "log file (%h host, %p pid); default stderr",
-       [](const char* t, Params* p) { p->debug_file = t; return true; },
+       [](const char* t, Params* p) {
+         p->debug_file = t;
+         return true;
+       },
        [](const Params& p) { return p.debug_file; }},
       {"XCCL_TIMEOUT_MS", "deadline of every wait, in milliseconds (>= 1)",
-       [](const char* t, Params* p) { return ParseInt64(t, 1, INT64_MAX / 1000000, &p->timeout_ms); },
+       [](const char* t, Params* p) {
+         return ParseInt64(t, 1, INT64_MAX / 1000000, &p->timeout_ms);
+       },
        [](const Params& p) { return std::to_string(p.timeout_ms); }},
       {"XCCL_COMM_ID", "host:port of the rendezvous, served by rank 0",
-       [](const char* t, Params* p) { p->comm_id = t; return true; },
+       [](const char* t, Params* p) {
+         p->comm_id = t;
+         return true;
+       },
        [](const Params& p) { return p.comm_id; }},
       {"XCCL_SOCKET_IFNAME", "interfaces for bootstrap sockets (prefix list, ^ excludes, = exact)",
-       [](const char* t, Params* p) { p->socket_ifname = t; return true; },
+       [](const char* t, Params* p) {
+         p->socket_ifname = t;
+         return true;
+       },
        [](const Params& p) { return p.socket_ifname; }},
       {"XCCL_ALLGATHER_ALGO", "force the all_gather engine: dma or kernel",
        [](const char* t, Params* p) {

@@ -8,17 +8,17 @@
 namespace xccl {
 
 struct Params {
-  std::string debug;             // XCCL_DEBUG
-  std::string debug_subsys;      // XCCL_DEBUG_SUBSYS
-  std::string debug_file;        // XCCL_DEBUG_FILE
-  int64_t timeout_ms = 300000;   // XCCL_TIMEOUT_MS: deadline of every wait
-  std::string comm_id;           // XCCL_COMM_ID=host:port, the rendezvous address
-  std::string socket_ifname;     // XCCL_SOCKET_IFNAME: interface(s) to bind/advertise
-  std::string allgather_algo;    // XCCL_ALLGATHER_ALGO=dma|kernel ("" = by size)
-  uint32_t epoch_base = 0;       // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
-  int64_t spin_count = -1;       // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)
-  int64_t yield_count = -1;      // XCCL_YIELD_COUNT: polls with sched_yield, then sleep (-1: auto)
-  int64_t eager_bytes = 65536;   // XCCL_EAGER_BYTES: blocks up to this go through the window
+  std::string debug;            // XCCL_DEBUG
+  std::string debug_subsys;     // XCCL_DEBUG_SUBSYS
+  std::string debug_file;       // XCCL_DEBUG_FILE
+  int64_t timeout_ms = 300000;  // XCCL_TIMEOUT_MS: deadline of every wait
+  std::string comm_id;          // XCCL_COMM_ID=host:port, the rendezvous address
+  std::string socket_ifname;    // XCCL_SOCKET_IFNAME: interface(s) to bind/advertise
+  std::string allgather_algo;   // XCCL_ALLGATHER_ALGO=dma|kernel ("" = by size)
+  uint32_t epoch_base = 0;      // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
+  int64_t spin_count = -1;      // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)
+  int64_t yield_count = -1;     // XCCL_YIELD_COUNT: polls with sched_yield, then sleep (-1: auto)
+  int64_t eager_bytes = 65536;  // XCCL_EAGER_BYTES: blocks up to this go through the window
 };
 
 // Pure parser, for tests: reads every parameter through `lookup` (returns nullptr if unset).

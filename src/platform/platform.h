@@ -65,9 +65,8 @@ class Platform {
   // The same put as EnqueuePut, made by the calling thread (host) or on the caller's stream
   // (GPU) instead of a queue: the caller serves as one more queue, which on the host spares a
   // thread hand-off and on a machine with few cores keeps a copy running on each.
-  virtual xcclResult_t PutFromCaller(int peer, uint32_t epoch, const void* src,
-                                     size_t dst_offset, size_t bytes, int signal_slot,
-                                     PlatformFailure* failure) = 0;
+  virtual xcclResult_t PutFromCaller(int peer, uint32_t epoch, const void* src, size_t dst_offset,
+                                     size_t bytes, int signal_slot, PlatformFailure* failure) = 0;
   // Sets the peer's slot to `value` (release).
   virtual void Signal(int peer, int slot, uint32_t value) = 0;
   // Waits until this rank's slot reaches `epoch` (wrap-safe), watching `peer` for failure.

@@ -26,7 +26,8 @@ class AllGatherTest : public ::testing::TestWithParam<Param> {
   void ExpectNoFailures(const std::vector<std::string>& failures) {
     for (const auto& failure : failures) ADD_FAILURE() << failure;
     if (mode() == RankMode::kProcesses) {
-      for (const auto& name : LeftoverShm(LastChildPids())) ADD_FAILURE() << "left in /dev/shm: " << name;
+      for (const auto& name : LeftoverShm(LastChildPids()))
+        ADD_FAILURE() << "left in /dev/shm: " << name;
     }
   }
 };
@@ -43,11 +44,11 @@ void CheckedAllGather(RankContext& ctx, size_t count, int dtype, bool in_place, 
   unsigned char* send = in_place ? recv + ctx.rank * block : send_storage.data() + offset;
   Poison(recv, block * ctx.nranks);
   FillBlock(send, block, ctx.seed, ctx.rank, call);
-  xcclResult_t result = xcclAllGather(send, recv, count, static_cast<xcclDataType_t>(dtype),
-                                      ctx.comm, nullptr);
-  RANK_EXPECT(ctx, result == xcclSuccess,
-              "call " << call << ": " << xcclGetErrorString(result) << ": "
-                      << xcclGetLastError(ctx.comm));
+  xcclResult_t result =
+      xcclAllGather(send, recv, count, static_cast<xcclDataType_t>(dtype), ctx.comm, nullptr);
+  RANK_EXPECT(
+      ctx, result == xcclSuccess,
+      "call " << call << ": " << xcclGetErrorString(result) << ": " << xcclGetLastError(ctx.comm));
   if (result != xcclSuccess) return;
   std::string wrong = CheckGathered(recv, block, ctx.nranks, ctx.seed, call, elem);
   RANK_EXPECT(ctx, wrong.empty(),
@@ -77,7 +78,8 @@ TEST_P(AllGatherTest, RandomSizesUpToSeveralMiB) {
     std::mt19937_64 rng(ctx.seed);
     for (uint64_t call = 0; call < 12; ++call) {
       // Log-uniform total size from 1 byte to 6 MiB, split over the ranks.
-      double log_total = std::uniform_real_distribution<double>(0.0, std::log2(6.0 * (1 << 20)))(rng);
+      double log_total =
+          std::uniform_real_distribution<double>(0.0, std::log2(6.0 * (1 << 20)))(rng);
       size_t count = static_cast<size_t>(std::exp2(log_total)) / ctx.nranks;
       if (call == 0) count = 0;
       CheckedAllGather(ctx, count, xcclUint8, call % 2 == 1, call % 4, call);
@@ -106,21 +108,26 @@ TEST_P(AllGatherTest, AcrossTheEpochWrap) {
     params.epoch_base = 0xFFFFFFFEu;
     xccl::SetParamsForTesting(params);
   };
-  auto failures = RunRanks(mode(), world(), [](RankContext& ctx) {
-    RANK_EXPECT(ctx, ctx.comm->impl->current_epoch() == 0xFFFFFFFEu,
-                "epoch starts at " << ctx.comm->impl->current_epoch());
-    for (uint64_t call = 0; call < 8; ++call) {
-      if (static_cast<int>(call % ctx.nranks) == ctx.rank) usleep(300);
-      if (call % 2 == 0) {
-        CheckedAllGather(ctx, 100 + call, xcclFloat32, call % 4 == 0, 0, call);
-      } else {
-        xcclResult_t result = xcclBarrier(ctx.comm, nullptr);
-        RANK_EXPECT(ctx, result == xcclSuccess, "barrier " << call << ": " << xcclGetLastError(ctx.comm));
-      }
-    }
-    RANK_EXPECT(ctx, ctx.comm->impl->current_epoch() == 6u,
-                "after 8 calls from 0xFFFFFFFE the epoch is " << ctx.comm->impl->current_epoch());
-  }, options);
+  auto failures = RunRanks(
+      mode(), world(),
+      [](RankContext& ctx) {
+        RANK_EXPECT(ctx, ctx.comm->impl->current_epoch() == 0xFFFFFFFEu,
+                    "epoch starts at " << ctx.comm->impl->current_epoch());
+        for (uint64_t call = 0; call < 8; ++call) {
+          if (static_cast<int>(call % ctx.nranks) == ctx.rank) usleep(300);
+          if (call % 2 == 0) {
+            CheckedAllGather(ctx, 100 + call, xcclFloat32, call % 4 == 0, 0, call);
+          } else {
+            xcclResult_t result = xcclBarrier(ctx.comm, nullptr);
+            RANK_EXPECT(ctx, result == xcclSuccess,
+                        "barrier " << call << ": " << xcclGetLastError(ctx.comm));
+          }
+        }
+        RANK_EXPECT(
+            ctx, ctx.comm->impl->current_epoch() == 6u,
+            "after 8 calls from 0xFFFFFFFE the epoch is " << ctx.comm->impl->current_epoch());
+      },
+      options);
   xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
   ExpectNoFailures(failures);
 }
@@ -167,7 +174,8 @@ TEST(ForkAfterInit, ChildrenOfAnInitialisedParentGatherCorrectly) {
   ASSERT_EQ(xcclCommDestroy(comms[0]), xcclSuccess);
   ASSERT_EQ(xcclCommDestroy(comms[1]), xcclSuccess);
   auto failures = RunRanks(RankMode::kProcesses, 3, [](RankContext& ctx) {
-    for (uint64_t call = 0; call < 4; ++call) CheckedAllGather(ctx, 333, xcclFloat64, call % 2, 0, call);
+    for (uint64_t call = 0; call < 4; ++call)
+      CheckedAllGather(ctx, 333, xcclFloat64, call % 2, 0, call);
   });
   for (const auto& failure : failures) ADD_FAILURE() << failure;
 }

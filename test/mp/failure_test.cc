@@ -52,37 +52,44 @@ TEST_P(KilledRankTest, SurvivorsReportThePeerAndAbort) {
   options.skip_destroy = true;
   options.timeout_s = 90;
   options.before_init = WithTimeoutMs(60000);
-  auto failures = RunRanks(RankMode::kProcesses, world, [victim](RankContext& ctx) {
-    std::vector<uint32_t> send(1000), recv(1000 * ctx.nranks);
-    for (uint64_t call = 0; call < 3; ++call) {
-      FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, call);
-      xcclResult_t result = xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32,
-                                          ctx.comm, nullptr);
-      RANK_EXPECT(ctx, result == xcclSuccess, "warm-up call " << call);
-      RANK_EXPECT(ctx, CheckGathered(recv.data(), send.size() * 4, ctx.nranks, ctx.seed, call, 4) == "",
-                  "warm-up data " << call);
-    }
-    if (ctx.rank == victim) raise(SIGKILL);
-    auto start = std::chrono::steady_clock::now();
-    xcclResult_t result = xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32,
-                                        ctx.comm, nullptr);
-    double seconds = SecondsSince(start);
-    std::string message = xcclGetLastError(ctx.comm);
-    RANK_EXPECT(ctx, result == xcclRemoteError || result == xcclTimeout,
-                "after rank " << victim << " died the call returned " << xcclGetErrorString(result));
-    RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
-                "the error does not name rank " << victim << ": " << message);
-    RANK_EXPECT(ctx, seconds < 20.0, "took " << seconds << " s to notice the dead rank");
-    xcclResult_t again = xcclBarrier(ctx.comm, nullptr);
-    RANK_EXPECT(ctx, again == result, "a later call must return the recorded failure, got "
-                                          << xcclGetErrorString(again));
-    xcclResult_t async = xcclSuccess;
-    RANK_EXPECT(ctx, xcclCommGetAsyncError(ctx.comm, &async) == xcclSuccess && async == result,
-                "async error " << xcclGetErrorString(async));
-    RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
-  }, options);
+  auto failures = RunRanks(
+      RankMode::kProcesses, world,
+      [victim](RankContext& ctx) {
+        std::vector<uint32_t> send(1000), recv(1000 * ctx.nranks);
+        for (uint64_t call = 0; call < 3; ++call) {
+          FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, call);
+          xcclResult_t result =
+              xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
+          RANK_EXPECT(ctx, result == xcclSuccess, "warm-up call " << call);
+          RANK_EXPECT(
+              ctx, CheckGathered(recv.data(), send.size() * 4, ctx.nranks, ctx.seed, call, 4) == "",
+              "warm-up data " << call);
+        }
+        if (ctx.rank == victim) raise(SIGKILL);
+        auto start = std::chrono::steady_clock::now();
+        xcclResult_t result =
+            xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
+        double seconds = SecondsSince(start);
+        std::string message = xcclGetLastError(ctx.comm);
+        RANK_EXPECT(
+            ctx, result == xcclRemoteError || result == xcclTimeout,
+            "after rank " << victim << " died the call returned " << xcclGetErrorString(result));
+        RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+                    "the error does not name rank " << victim << ": " << message);
+        RANK_EXPECT(ctx, seconds < 20.0, "took " << seconds << " s to notice the dead rank");
+        xcclResult_t again = xcclBarrier(ctx.comm, nullptr);
+        RANK_EXPECT(
+            ctx, again == result,
+            "a later call must return the recorded failure, got " << xcclGetErrorString(again));
+        xcclResult_t async = xcclSuccess;
+        RANK_EXPECT(ctx, xcclCommGetAsyncError(ctx.comm, &async) == xcclSuccess && async == result,
+                    "async error " << xcclGetErrorString(async));
+        RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+      },
+      options);
   ExpectNoFailures(failures);
-  for (const auto& name : LeftoverShm(LastChildPids())) ADD_FAILURE() << "left in /dev/shm: " << name;
+  for (const auto& name : LeftoverShm(LastChildPids()))
+    ADD_FAILURE() << "left in /dev/shm: " << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(HostPlatform, KilledRankTest, ::testing::Values(2, 3, 4, 8),
@@ -99,24 +106,28 @@ TEST_P(StalledRankTest, OthersTimeOutNamingIt) {
   RunOptions options;
   options.before_init = WithTimeoutMs(timeout_ms);
   options.skip_destroy = true;
-  auto failures = RunRanks(GetParam(), world, [&](RankContext& ctx) {
-    std::vector<uint8_t> send(64), recv(64 * ctx.nranks);
-    if (ctx.rank != stalled) {
-      auto start = std::chrono::steady_clock::now();
-      xcclResult_t result = xcclAllGather(send.data(), recv.data(), 64, xcclUint8, ctx.comm, nullptr);
-      double seconds = SecondsSince(start);
-      std::string message = xcclGetLastError(ctx.comm);
-      RANK_EXPECT(ctx, result == xcclTimeout || result == xcclRemoteError,
-                  "got " << xcclGetErrorString(result));
-      RANK_EXPECT(ctx, message.find("rank " + std::to_string(stalled)) != std::string::npos,
-                  "message does not name rank " << stalled << ": " << message);
-      RANK_EXPECT(ctx, seconds < 0.7 * 3 + 2, "took " << seconds << " s");
-    } else {
-      // Stay away until the others have given up, then leave without calling.
-      std::this_thread::sleep_for(std::chrono::milliseconds(3 * timeout_ms));
-    }
-    RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
-  }, options);
+  auto failures = RunRanks(
+      GetParam(), world,
+      [&](RankContext& ctx) {
+        std::vector<uint8_t> send(64), recv(64 * ctx.nranks);
+        if (ctx.rank != stalled) {
+          auto start = std::chrono::steady_clock::now();
+          xcclResult_t result =
+              xcclAllGather(send.data(), recv.data(), 64, xcclUint8, ctx.comm, nullptr);
+          double seconds = SecondsSince(start);
+          std::string message = xcclGetLastError(ctx.comm);
+          RANK_EXPECT(ctx, result == xcclTimeout || result == xcclRemoteError,
+                      "got " << xcclGetErrorString(result));
+          RANK_EXPECT(ctx, message.find("rank " + std::to_string(stalled)) != std::string::npos,
+                      "message does not name rank " << stalled << ": " << message);
+          RANK_EXPECT(ctx, seconds < 0.7 * 3 + 2, "took " << seconds << " s");
+        } else {
+          // Stay away until the others have given up, then leave without calling.
+          std::this_thread::sleep_for(std::chrono::milliseconds(3 * timeout_ms));
+        }
+        RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+      },
+      options);
   RestoreParams();
   ExpectNoFailures(failures);
 }
@@ -168,15 +179,19 @@ TEST_P(BadArgumentsTest, EachGivesItsErrorAndTheCommStaysUsable) {
                   "count " << count);
     }
     // Null buffers are fine with count 0.
-    RANK_EXPECT(ctx, xcclAllGather(nullptr, nullptr, 0, xcclFloat, ctx.comm, nullptr) == xcclSuccess,
+    RANK_EXPECT(ctx,
+                xcclAllGather(nullptr, nullptr, 0, xcclFloat, ctx.comm, nullptr) == xcclSuccess,
                 "count 0 with NULL buffers: " << xcclGetLastError(ctx.comm));
     FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, 7);
     Poison(recv.data(), recv.size() * 4);
-    xcclResult_t result = xcclAllGather(send.data(), recv.data(), 50, xcclUint32, ctx.comm, nullptr);
-    RANK_EXPECT(ctx, result == xcclSuccess, "valid call after bad ones: " << xcclGetLastError(ctx.comm));
+    xcclResult_t result =
+        xcclAllGather(send.data(), recv.data(), 50, xcclUint32, ctx.comm, nullptr);
+    RANK_EXPECT(ctx, result == xcclSuccess,
+                "valid call after bad ones: " << xcclGetLastError(ctx.comm));
     RANK_EXPECT(ctx, CheckGathered(recv.data(), 200, ctx.nranks, ctx.seed, 7, 4) == "", "data");
     int queues = -1;
-    RANK_EXPECT(ctx, xcclCommQueueCount(ctx.comm, &queues) == xcclSuccess && queues == ctx.nranks - 1,
+    RANK_EXPECT(ctx,
+                xcclCommQueueCount(ctx.comm, &queues) == xcclSuccess && queues == ctx.nranks - 1,
                 "queue count " << queues);
   });
   ExpectNoFailures(failures);
@@ -264,8 +279,8 @@ TEST(CommLifecycle, ThousandCreateDestroyCyclesLeaveNothing) {
   const size_t fds_before = OpenFileDescriptors();
   for (int cycle = 0; cycle < 1000; ++cycle) {
     xcclComm_t comms[2];
-    ASSERT_EQ(xcclCommInitAll(comms, 2, nullptr), xcclSuccess) << "cycle " << cycle << ": "
-                                                               << xcclGetLastError(nullptr);
+    ASSERT_EQ(xcclCommInitAll(comms, 2, nullptr), xcclSuccess)
+        << "cycle " << cycle << ": " << xcclGetLastError(nullptr);
     ASSERT_EQ(xcclCommDestroy(comms[0]), xcclSuccess);
     ASSERT_EQ(xcclCommDestroy(comms[1]), xcclSuccess);
   }

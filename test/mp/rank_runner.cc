@@ -43,7 +43,8 @@ void RunBody(RankContext& ctx, const std::function<void(RankContext&)>& body,
   body(ctx);
   if (!options.skip_destroy && ctx.comm != nullptr) {
     xcclResult_t result = xcclCommDestroy(ctx.comm);
-    if (result != xcclSuccess) ctx.Fail(std::string("xcclCommDestroy: ") + xcclGetErrorString(result));
+    if (result != xcclSuccess)
+      ctx.Fail(std::string("xcclCommDestroy: ") + xcclGetErrorString(result));
   }
 }
 
@@ -70,7 +71,8 @@ std::vector<std::string> RunThreads(int nranks, const std::function<void(RankCon
   for (auto& thread : threads) thread.join();
   std::vector<std::string> failures;
   for (int r = 0; r < nranks; ++r)
-    for (const auto& f : contexts[r].failures) failures.push_back("rank " + std::to_string(r) + ": " + f);
+    for (const auto& f : contexts[r].failures)
+      failures.push_back("rank " + std::to_string(r) + ": " + f);
   return failures;
 }
 
@@ -145,7 +147,8 @@ std::vector<std::string> RunProcesses(int nranks, const std::function<void(RankC
     ssize_t got;
     while ((got = read(pipes[r], buffer, sizeof(buffer))) > 0) report.append(buffer, got);
     close(pipes[r]);
-    for (const auto& line : SplitLines(report)) failures.push_back("rank " + std::to_string(r) + ": " + line);
+    for (const auto& line : SplitLines(report))
+      failures.push_back("rank " + std::to_string(r) + ": " + line);
     int st = status[r];
     bool expected_death = options.may_die.count(r) > 0;
     if (WIFSIGNALED(st) && !expected_death) {
@@ -166,8 +169,8 @@ const char* ModeName(RankMode mode) { return mode == RankMode::kThreads ? "Threa
 std::vector<std::string> RunRanks(RankMode mode, int nranks,
                                   const std::function<void(RankContext&)>& body,
                                   const RunOptions& options) {
-  void* shared = mmap(nullptr, kSharedBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                      -1, 0);
+  void* shared =
+      mmap(nullptr, kSharedBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return {"mmap of the shared scratch area failed"};
   const uint64_t seed = FreshSeed();
   std::vector<std::string> failures =

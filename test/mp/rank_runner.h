@@ -36,9 +36,9 @@ struct RankContext {
 };
 
 struct RunOptions {
-  int timeout_s = 240;              // the whole run; a rank still running then is a failure
-  std::set<int> may_die;            // ranks expected to die by a signal (killed-rank tests)
-  bool skip_destroy = false;        // the body destroys or aborts the communicator itself
+  int timeout_s = 240;                // the whole run; a rank still running then is a failure
+  std::set<int> may_die;              // ranks expected to die by a signal (killed-rank tests)
+  bool skip_destroy = false;          // the body destroys or aborts the communicator itself
   std::function<void()> before_init;  // runs in each process (or once, for threads) before init
 };
 
@@ -55,11 +55,11 @@ const std::vector<pid_t>& LastChildPids();
 }  // namespace xccl_test
 
 // Inside a rank body: record a failure with the streamed message when `cond` is false.
-#define RANK_EXPECT(ctx, cond, msg)                                                          \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::ostringstream rank_expect_stream_;                                                \
-      rank_expect_stream_ << __FILE__ << ":" << __LINE__ << ": " #cond " failed: " << msg;   \
-      (ctx).Fail(rank_expect_stream_.str());                                                 \
-    }                                                                                        \
+#define RANK_EXPECT(ctx, cond, msg)                                                        \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      std::ostringstream rank_expect_stream_;                                              \
+      rank_expect_stream_ << __FILE__ << ":" << __LINE__ << ": " #cond " failed: " << msg; \
+      (ctx).Fail(rank_expect_stream_.str());                                               \
+    }                                                                                      \
   } while (0)

@@ -1,11 +1,10 @@
 #include "platform/host/futex_signal.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <sched.h>
 
 #include <cerrno>
 #include <climits>
@@ -68,9 +67,8 @@ xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, const WaitPolicy&
       failure->result = xcclTimeout;
       failure->peer = peer;
       failure->message = std::string("timed out after ") + std::to_string(deadline.timeout_ms()) +
-                         " ms waiting for rank " + std::to_string(peer) + " (" + what +
-                         ": have " + std::to_string(seen) + ", want " + std::to_string(target) +
-                         ")";
+                         " ms waiting for rank " + std::to_string(peer) + " (" + what + ": have " +
+                         std::to_string(seen) + ", want " + std::to_string(target) + ")";
       return xcclTimeout;
     }
     FutexWait(slot, seen, kCheckIntervalNs);

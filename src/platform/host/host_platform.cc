@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,8 +58,8 @@ class HostPlatform final : public Platform {
     eager_limit_ = std::min(static_cast<size_t>(GetParams().eager_bytes),
                             kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
     wait_policy_ = ChooseWaitPolicy(GetParams(), static_cast<int>(topology_.local_ranks.size()));
-    XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks),
-                             2 * nranks * eager_limit_, &InitSlots, this));
+    XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks), 2 * nranks * eager_limit_,
+                             &InitSlots, this));
     XCCL_TRY(ProbePeers(bootstrap));
     queues_.resize(nranks);
     for (int peer = 0; peer < nranks; ++peer) {
@@ -99,8 +99,7 @@ class HostPlatform final : public Platform {
 
   size_t eager_limit() const override { return eager_limit_; }
 
-  void EagerPut(int peer, uint32_t epoch, const void* src, size_t bytes,
-                int signal_slot) override {
+  void EagerPut(int peer, uint32_t epoch, const void* src, size_t bytes, int signal_slot) override {
     memcpy(InboxOf(peer, epoch, topology_.rank), src, bytes);
     Signal(peer, signal_slot, epoch);
   }
@@ -115,10 +114,10 @@ class HostPlatform final : public Platform {
 
   xcclResult_t WaitLocal(int slot, uint32_t epoch, int peer, const Deadline& deadline,
                          PlatformFailure* failure) override {
-    const char* what = slot >= ControlLayout::BarrierFrom(0, topology_.nranks) ? "barrier"
-                                                                                : "its data";
-    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, wait_policy_, peer, what, deadline,
-                      Watcher(peer), failure);
+    const char* what =
+        slot >= ControlLayout::BarrierFrom(0, topology_.nranks) ? "barrier" : "its data";
+    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, wait_policy_, peer, what,
+                      deadline, Watcher(peer), failure);
   }
 
   xcclResult_t DrainQueues(const Deadline& deadline, PlatformFailure* failure) override {

@@ -30,7 +30,8 @@ struct WindowAnnounce {
 
 std::string MakeName(int rank) {
   uint64_t nonce = 0;
-  if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce)) nonce = reinterpret_cast<uintptr_t>(&nonce);
+  if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+    nonce = reinterpret_cast<uintptr_t>(&nonce);
   char name[kNameBytes];
   snprintf(name, sizeof(name), "/xccl-%d-%d-%016llx", static_cast<int>(getpid()), rank,
            static_cast<unsigned long long>(nonce));
