@@ -23,20 +23,6 @@
 namespace xccl_perf {
 namespace {
 
-Reduce ToReduce(Average average) {
-  switch (average) {
-    case Average::kRank0:
-      return Reduce::kRank0;
-    case Average::kMin:
-      return Reduce::kMin;
-    case Average::kMax:
-      return Reduce::kMax;
-    case Average::kMean:
-      break;
-  }
-  return Reduce::kMean;
-}
-
 class AllGatherRank {
  public:
   AllGatherRank(const RankContext& context, const xcclUniqueId& id)

@@ -26,20 +26,6 @@ std::vector<int> RowSizes(int nranks) {
   return sizes;
 }
 
-Reduce ToReduce(Average average) {
-  switch (average) {
-    case Average::kRank0:
-      return Reduce::kRank0;
-    case Average::kMin:
-      return Reduce::kMin;
-    case Average::kMax:
-      return Reduce::kMax;
-    case Average::kMean:
-      break;
-  }
-  return Reduce::kMean;
-}
-
 class BarrierRank {
  public:
   BarrierRank(const RankContext& context, const std::vector<xcclUniqueId>& ids)

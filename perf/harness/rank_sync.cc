@@ -131,4 +131,18 @@ bool RankSync::Aborted() const {
   return GetControl(memory_)->aborted.load(std::memory_order_acquire) != 0;
 }
 
+Reduce ToReduce(Average average) {
+  switch (average) {
+    case Average::kRank0:
+      return Reduce::kRank0;
+    case Average::kMin:
+      return Reduce::kMin;
+    case Average::kMax:
+      return Reduce::kMax;
+    case Average::kMean:
+      break;
+  }
+  return Reduce::kMean;
+}
+
 }  // namespace xccl_perf

@@ -8,9 +8,14 @@
 #include <cstdint>
 #include <memory>
 
+#include "harness/options.h"
+
 namespace xccl_perf {
 
 enum class Reduce { kRank0, kMean, kMin, kMax, kSum };
+
+// The reduction that nccl-tests' -a (average) flag asks for.
+Reduce ToReduce(Average average);
 
 // What each rank publishes about itself for the "# Using devices" lines.
 struct RankInfo {
