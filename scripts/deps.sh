@@ -6,6 +6,8 @@ command -v cmake >/dev/null || needed+=(cmake)
 command -v g++ >/dev/null || needed+=(g++)
 command -v make >/dev/null || needed+=(make)
 [ -f /usr/include/gtest/gtest.h ] || needed+=(libgtest-dev)
+command -v pkg-config >/dev/null || needed+=(pkg-config)
+command -v objdump >/dev/null || needed+=(binutils)
 if [ ${#needed[@]} -gt 0 ]; then
   echo "xccl: installing ${needed[*]}"
   sudo_cmd=""
