@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdarg>
 #include <cstdio>
@@ -19,6 +20,7 @@ struct LogState {
   LogLevel level = LogLevel::kWarn;
   uint32_t subsys = kLogAll;
   FILE* out = stderr;
+  std::atomic<pid_t> out_pid{0};  // the process that opened `out`
   char host[64] = "";
 };
 
@@ -48,6 +50,22 @@ std::string ExpandFileName(const std::string& pattern, const char* host) {
   return out;
 }
 
+// XCCL_DEBUG_FILE is per process (%p): a process forked after its parent logged must open its
+// own file rather than write into the parent's.
+void OpenLogFileForThisProcess(LogState* state) {
+  static std::mutex mutex;
+  const std::string& pattern = GetParams().debug_file;
+  if (pattern.empty() || state->out_pid == getpid()) return;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (state->out_pid == getpid()) return;
+  std::string name = ExpandFileName(pattern, state->host);
+  if (FILE* file = fopen(name.c_str(), "w")) {
+    setvbuf(file, nullptr, _IOLBF, 0);
+    state->out = file;  // a parent's FILE stays open in the child: closing it could flush twice
+  }
+  state->out_pid = getpid();
+}
+
 LogState& State() {
   static LogState state;
   static std::once_flag once;
@@ -56,14 +74,8 @@ LogState& State() {
     gethostname(state.host, sizeof(state.host) - 1);
     state.level = params.debug.empty() ? LogLevel::kWarn : ParseLogLevel(params.debug);
     if (!params.debug_subsys.empty()) state.subsys = ParseLogSubsys(params.debug_subsys);
-    if (!params.debug_file.empty()) {
-      std::string name = ExpandFileName(params.debug_file, state.host);
-      if (FILE* file = fopen(name.c_str(), "w")) {
-        setvbuf(file, nullptr, _IOLBF, 0);
-        state.out = file;
-      }
-    }
   });
+  OpenLogFileForThisProcess(&state);
   return state;
 }
 
