@@ -1,78 +1,90 @@
 #include "collectives/all_gather.h"
 
+#include <algorithm>
+
 namespace xccl {
 
 namespace {
 
-// Small blocks: every peer's block is copied into its inbox by the calling thread, then copied
-// out of this rank's inbox as each arrives. Two copies, but no queue hand-off and no wait for
-// the peer to publish its buffer, which is what dominates a small call.
-xcclResult_t AllGatherEager(Communicator* comm, const void* send, char* own_block, void* recv,
-                            size_t bytes, uint32_t epoch, const Deadline& deadline) {
+// Direct puts (host platform, blocks above the inbox size): publish the receive buffer, push
+// this rank's block into every peer's receive buffer at once — queued peers first in rotated
+// order (rank+2, rank+3, ...) so they start while this thread copies its own block, then this
+// thread serves rank+1 itself — and wait for every peer's arrival.
+xcclResult_t AllGatherDirect(Communicator* comm, const void* send, void* recv, size_t bytes) {
   Platform* platform = comm->platform();
-  const int rank = comm->rank();
-  const int nranks = comm->nranks();
-  for (int step = 1; step < nranks; ++step) {
-    platform->EagerPut((rank + step) % nranks, epoch, send, bytes, ControlLayout::Arrival(rank));
-  }
-  if (send != own_block) platform->LocalCopy(own_block, send, bytes);
-  for (int step = 1; step < nranks; ++step) {
-    int peer = (rank - step + nranks) % nranks;
-    PlatformFailure failure;
-    if (platform->WaitLocal(ControlLayout::Arrival(peer), epoch, peer, deadline, &failure) !=
-        xcclSuccess) {
-      return comm->RecordFailure("xcclAllGather", failure);
-    }
-    platform->LocalCopy(static_cast<char*>(recv) + peer * bytes, platform->EagerInbox(epoch, peer),
-                        bytes);
-  }
-  return xcclSuccess;
-}
-
-}  // namespace
-
-xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes) {
-  Platform* platform = comm->platform();
-  const int rank = comm->rank();
-  const int nranks = comm->nranks();
+  const int rank = comm->rank(), nranks = comm->nranks();
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
   char* own_block = static_cast<char*>(recv) + rank * bytes;
 
-  if (bytes > 0 && bytes <= platform->eager_limit()) {
-    return AllGatherEager(comm, send, own_block, recv, bytes, epoch, deadline);
-  }
   platform->PublishRecvBuffer(epoch, recv);
-  // Queued peers first, so they start while this thread copies its own block (which never
-  // waits for anyone); then this thread serves the first peer in the rotation itself.
   for (int step = 2; step < nranks; ++step) {
-    int peer = (rank + step) % nranks;
-    platform->EnqueuePut(peer, epoch, send, rank * bytes, bytes, ControlLayout::Arrival(rank));
+    platform->EnqueuePut((rank + step) % nranks, epoch, send, rank * bytes, bytes,
+                         ControlLayout::Arrival(rank));
   }
   if (send != own_block) platform->LocalCopy(own_block, send, bytes);
-
   PlatformFailure failure;
-  xcclResult_t result = xcclSuccess;
-  if (nranks > 1) {
-    result = platform->PutFromCaller((rank + 1) % nranks, epoch, send, rank * bytes, bytes,
-                                     ControlLayout::Arrival(rank), &failure);
-  }
-  // Waiting in the reverse rotation: the peer that pushes to us first is rank-1.
-  for (int step = 1; step < nranks && result == xcclSuccess; ++step) {
-    int peer = (rank - step + nranks) % nranks;
-    result = platform->WaitLocal(ControlLayout::Arrival(peer), epoch, peer, deadline, &failure);
+  xcclResult_t result = platform->PutFromCaller((rank + 1) % nranks, epoch, send, rank * bytes,
+                                                bytes, ControlLayout::Arrival(rank), &failure);
+  if (result == xcclSuccess) {
+    result = platform->WaitArrivals(epoch, deadline, [](int) {}, &failure);
   }
   if (result != xcclSuccess) {
     xcclResult_t recorded = comm->RecordFailure("xcclAllGather", failure);
     // The queues may still read `send`: they stop within milliseconds once aborted, and the
     // caller gets its buffers back only after that.
     PlatformFailure ignored;
-    platform->DrainQueues(Deadline(comm->timeout_ms()), &ignored);
+    platform->EndOperation(epoch, Deadline(comm->timeout_ms()), &ignored);
     return recorded;
   }
-  result = platform->DrainQueues(deadline, &failure);
+  result = platform->EndOperation(epoch, deadline, &failure);
   if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
   return xcclSuccess;
+}
+
+// Through the inboxes, in operations of at most inbox_limit() bytes per block: every peer gets
+// this rank's piece in its inbox (rotated order), the own piece is copied locally, and each
+// peer's piece is copied out of this rank's inbox once it has arrived.
+xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void* recv,
+                                     size_t bytes, xcclStream_t stream) {
+  Platform* platform = comm->platform();
+  const int rank = comm->rank(), nranks = comm->nranks();
+  const size_t piece_limit = std::max<size_t>(platform->inbox_limit(), 1);
+  size_t offset = 0;
+  do {
+    const size_t piece = std::min(piece_limit, bytes - offset);
+    const uint32_t epoch = comm->NextEpoch();
+    const Deadline deadline(comm->timeout_ms());
+    const char* src = static_cast<const char*>(send) + offset;
+    char* out = static_cast<char*>(recv);
+    platform->BeginOperation(stream);
+    for (int step = 1; step < nranks; ++step) {
+      platform->InboxPut((rank + step) % nranks, epoch, src, piece, ControlLayout::Arrival(rank));
+    }
+    char* own = out + rank * bytes + offset;
+    if (src != own) platform->LocalCopy(own, src, piece);
+    PlatformFailure failure;
+    xcclResult_t result = platform->WaitArrivals(
+        epoch, deadline,
+        [&](int peer) {
+          platform->LocalCopy(out + peer * bytes + offset, platform->Inbox(epoch, peer), piece);
+        },
+        &failure);
+    if (result == xcclSuccess) result = platform->EndOperation(epoch, deadline, &failure);
+    if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
+    offset += piece;
+  } while (offset < bytes);
+  return xcclSuccess;
+}
+
+}  // namespace
+
+xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes,
+                       xcclStream_t stream) {
+  Platform* platform = comm->platform();
+  if (platform->direct_puts() && bytes > platform->inbox_limit())
+    return AllGatherDirect(comm, send, recv, bytes);
+  return AllGatherThroughInboxes(comm, send, recv, bytes, stream);
 }
 
 }  // namespace xccl

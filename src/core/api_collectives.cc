@@ -11,7 +11,7 @@ using namespace xccl;
 extern "C" {
 
 xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                           xcclDataType_t datatype, xcclComm_t comm, xcclStream_t /*stream*/) {
+                           xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream) {
   return GuardedCall("xcclAllGather", comm, [&]() -> xcclResult_t {
     Communicator* impl = nullptr;
     XCCL_TRY(ResolveComm(comm, "xcclAllGather", &impl));
@@ -21,16 +21,16 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
     XCCL_TRY(impl->CheckHealthy("xcclAllGather"));
     XCCL_TRACE(kLogColl, "xcclAllGather rank %d send %p recv %p count %zu type %s", impl->rank(),
                sendbuff, recvbuff, sendcount, DataTypeName(datatype));
-    return AllGather(impl, sendbuff, recvbuff, block_bytes);
+    return AllGather(impl, sendbuff, recvbuff, block_bytes, stream);
   });
 }
 
-xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t /*stream*/) {
+xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t stream) {
   return GuardedCall("xcclBarrier", comm, [&]() -> xcclResult_t {
     Communicator* impl = nullptr;
     XCCL_TRY(ResolveComm(comm, "xcclBarrier", &impl));
     XCCL_TRY(impl->CheckHealthy("xcclBarrier"));
-    return Barrier(impl);
+    return Barrier(impl, stream);
   });
 }
 

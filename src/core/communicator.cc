@@ -39,14 +39,25 @@ xcclResult_t Communicator::RecordFailure(const char* op, const PlatformFailure& 
   return Fail(failure.result, "%s", message.c_str());
 }
 
+void Communicator::AbsorbAsyncFailure() {
+  PlatformFailure failure;
+  if (!platform_ || platform_->PollAsyncFailure(&failure) == xcclSuccess) return;
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (failure_result_ != xcclSuccess) return;
+  failure_result_ = failure.result;
+  failure_message_ = "on rank " + std::to_string(rank()) + ": " + failure.message;
+}
+
 xcclResult_t Communicator::CheckHealthy(const char* op) {
+  AbsorbAsyncFailure();
   std::lock_guard<std::mutex> lock(failure_mutex_);
   if (failure_result_ == xcclSuccess) return xcclSuccess;
   return Fail(failure_result_, "%s: the communicator failed earlier (%s); destroy or abort it", op,
               failure_message_.c_str());
 }
 
-xcclResult_t Communicator::async_error() const {
+xcclResult_t Communicator::async_error() {
+  AbsorbAsyncFailure();
   std::lock_guard<std::mutex> lock(failure_mutex_);
   return failure_result_;
 }

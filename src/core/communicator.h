@@ -39,13 +39,16 @@ class Communicator {
   xcclResult_t RecordFailure(const char* op, const PlatformFailure& failure);
   // xcclSuccess, or the recorded failure with its message re-raised.
   xcclResult_t CheckHealthy(const char* op);
-  xcclResult_t async_error() const;
+  // The first failure, including one a device-side wait recorded (GPU platforms).
+  xcclResult_t async_error();
 
   // Stops queued work without waiting for peers (xcclCommAbort).
   void Abort();
 
  private:
   Communicator() = default;
+  // Takes a failure the platform found asynchronously as this communicator's first failure.
+  void AbsorbAsyncFailure();
 
   CommConfig config_;
   int device_ = 0;

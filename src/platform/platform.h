@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,36 +45,57 @@ class Platform {
   virtual const char* name() const = 0;
   virtual int queue_count() const = 0;
 
+  // Brackets every operation. GPU: advances the epoch in device memory on `stream` and forks
+  // the DMA queues off it. Host: nothing (calls are synchronous).
+  virtual void BeginOperation(xcclStream_t stream) = 0;
+  // GPU: joins the queues back into the stream and closes with a barrier step, so that no rank
+  // overwrites an inbox a slower rank still reads. Host: waits for this rank's queued puts.
+  virtual xcclResult_t EndOperation(uint32_t epoch, const Deadline& deadline,
+                                    PlatformFailure* failure) = 0;
+
+  // --- Direct puts: a block goes straight into the peer's receive buffer (host platform). ---
+  virtual bool direct_puts() const = 0;
   // Makes `recv` writable by peers for operation `epoch` (host: publishes its address).
   virtual void PublishRecvBuffer(uint32_t epoch, void* recv) = 0;
-  // Copies within this rank, on the calling thread / stream.
-  virtual void LocalCopy(void* dst, const void* src, size_t bytes) = 0;
   // Enqueues on peer's DMA queue: wait until the peer published its receive buffer for
   // `epoch`, copy `bytes` from `src` to that buffer + `dst_offset`, then set the peer's slot
   // `signal_slot` to `epoch`.
   virtual void EnqueuePut(int peer, uint32_t epoch, const void* src, size_t dst_offset,
                           size_t bytes, int signal_slot) = 0;
-  // Largest block the eager path carries (0: none). An eager put copies into the peer's inbox
-  // in its window on the calling thread and signals at once: no queue hand-off and no wait for
-  // the peer's receive buffer, which is what small calls are made of. The receiver copies out.
-  virtual size_t eager_limit() const = 0;
-  virtual void EagerPut(int peer, uint32_t epoch, const void* src, size_t bytes,
+  // The same put made by the calling thread instead of a queue: the caller serves as one more
+  // queue, which spares a thread hand-off and on a machine with few cores keeps a copy running
+  // on each.
+  virtual xcclResult_t PutFromCaller(int peer, uint32_t epoch, const void* src,
+                                     size_t dst_offset, size_t bytes, int signal_slot,
+                                     PlatformFailure* failure) = 0;
+
+  // --- Inbox puts: a block goes into the peer's inbox in its window, the peer copies it out. ---
+  // Largest block an inbox holds. Host: the eager path for small blocks (copied by the calling
+  // thread: no queue hand-off, no wait for the peer's buffer). GPU: the staging window; larger
+  // blocks go in several operations.
+  virtual size_t inbox_limit() const = 0;
+  // Copies `src` into `peer`'s inbox for this rank (host: calling thread; GPU: the peer's DMA
+  // queue), then sets the peer's slot `signal_slot` to the operation's epoch.
+  virtual void InboxPut(int peer, uint32_t epoch, const void* src, size_t bytes,
                         int signal_slot) = 0;
-  // This rank's inbox holding `src`'s block of operation `epoch` (valid once it arrived). Two
-  // inboxes alternate by epoch parity: a peer can be at most one operation ahead.
-  virtual const void* EagerInbox(uint32_t epoch, int src) const = 0;
-  // The same put as EnqueuePut, made by the calling thread (host) or on the caller's stream
-  // (GPU) instead of a queue: the caller serves as one more queue, which on the host spares a
-  // thread hand-off and on a machine with few cores keeps a copy running on each.
-  virtual xcclResult_t PutFromCaller(int peer, uint32_t epoch, const void* src, size_t dst_offset,
-                                     size_t bytes, int signal_slot, PlatformFailure* failure) = 0;
-  // Sets the peer's slot to `value` (release).
-  virtual void Signal(int peer, int slot, uint32_t value) = 0;
-  // Waits until this rank's slot reaches `epoch` (wrap-safe), watching `peer` for failure.
-  virtual xcclResult_t WaitLocal(int slot, uint32_t epoch, int peer, const Deadline& deadline,
-                                 PlatformFailure* failure) = 0;
-  // Waits until every queued put has finished; the first failure of any is returned.
-  virtual xcclResult_t DrainQueues(const Deadline& deadline, PlatformFailure* failure) = 0;
+  // This rank's inbox holding `src`'s block of operation `epoch` (valid once it arrived).
+  virtual const void* Inbox(uint32_t epoch, int src) const = 0;
+
+  // Copies within this rank (host: calling thread; GPU: on the operation's stream).
+  virtual void LocalCopy(void* dst, const void* src, size_t bytes) = 0;
+  // Waits until every peer's arrival slot reaches `epoch` (wrap-safe), calling `on_arrival`
+  // for each peer once its data is there (host: as each arrives; GPU: stream-ordered after one
+  // device-side wait for all).
+  virtual xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
+                                    const std::function<void(int peer)>& on_arrival,
+                                    PlatformFailure* failure) = 0;
+  // The epoch barrier of DESIGN.md section 6: write `epoch` into every peer's slot for this
+  // rank, then wait until this rank's slots from every peer reach it.
+  virtual xcclResult_t Barrier(uint32_t epoch, const Deadline& deadline,
+                               PlatformFailure* failure) = 0;
+
+  // A failure that a device-side wait recorded since the last call (GPU), or xcclSuccess.
+  virtual xcclResult_t PollAsyncFailure(PlatformFailure* failure) = 0;
   // Marks this rank failed (peers' waits see it) and makes queued work give up at once.
   virtual void Abort(int failed_peer) = 0;
 };

@@ -73,6 +73,25 @@ class HostPlatform final : public Platform {
   const char* name() const override { return "host"; }
   int queue_count() const override { return topology_.nranks - 1; }
 
+  void BeginOperation(xcclStream_t /*stream: calls are synchronous*/) override {}
+
+  xcclResult_t EndOperation(uint32_t /*epoch*/, const Deadline& deadline,
+                            PlatformFailure* failure) override {
+    xcclResult_t first = xcclSuccess;
+    for (auto& queue : queues_) {
+      if (!queue) continue;
+      PlatformFailure one;
+      xcclResult_t result = queue->Drain(deadline, &one);
+      if (result != xcclSuccess && first == xcclSuccess) {
+        first = result;
+        *failure = one;
+      }
+    }
+    return first;
+  }
+
+  bool direct_puts() const override { return true; }
+
   void PublishRecvBuffer(uint32_t epoch, void* recv) override {
     uint32_t* mine = windows_.slots(topology_.rank);
     uint64_t address = reinterpret_cast<uintptr_t>(recv);
@@ -97,42 +116,44 @@ class HostPlatform final : public Platform {
     return Put(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
   }
 
-  size_t eager_limit() const override { return eager_limit_; }
+  size_t inbox_limit() const override { return eager_limit_; }
 
-  void EagerPut(int peer, uint32_t epoch, const void* src, size_t bytes, int signal_slot) override {
+  void InboxPut(int peer, uint32_t epoch, const void* src, size_t bytes, int signal_slot) override {
     memcpy(InboxOf(peer, epoch, topology_.rank), src, bytes);
     Signal(peer, signal_slot, epoch);
   }
 
-  const void* EagerInbox(uint32_t epoch, int src) const override {
+  const void* Inbox(uint32_t epoch, int src) const override {
     return InboxOf(topology_.rank, epoch, src);
   }
 
-  void Signal(int peer, int slot, uint32_t value) override {
-    SignalStore(&windows_.slots(peer)[slot], value);
-  }
-
-  xcclResult_t WaitLocal(int slot, uint32_t epoch, int peer, const Deadline& deadline,
-                         PlatformFailure* failure) override {
-    const char* what =
-        slot >= ControlLayout::BarrierFrom(0, topology_.nranks) ? "barrier" : "its data";
-    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, wait_policy_, peer, what,
-                      deadline, Watcher(peer), failure);
-  }
-
-  xcclResult_t DrainQueues(const Deadline& deadline, PlatformFailure* failure) override {
-    xcclResult_t first = xcclSuccess;
-    for (auto& queue : queues_) {
-      if (!queue) continue;
-      PlatformFailure one;
-      xcclResult_t result = queue->Drain(deadline, &one);
-      if (result != xcclSuccess && first == xcclSuccess) {
-        first = result;
-        *failure = one;
-      }
+  xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
+                            const std::function<void(int)>& on_arrival,
+                            PlatformFailure* failure) override {
+    const int rank = topology_.rank, nranks = topology_.nranks;
+    // Reverse rotation: the peer that pushes to this rank first is rank-1.
+    for (int step = 1; step < nranks; ++step) {
+      int peer = (rank - step + nranks) % nranks;
+      XCCL_TRY(WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data", deadline, failure));
+      on_arrival(peer);
     }
-    return first;
+    return xcclSuccess;
   }
+
+  xcclResult_t Barrier(uint32_t epoch, const Deadline& deadline,
+                       PlatformFailure* failure) override {
+    const int rank = topology_.rank, nranks = topology_.nranks;
+    for (int step = 1; step < nranks; ++step)
+      Signal((rank + step) % nranks, ControlLayout::BarrierFrom(rank, nranks), epoch);
+    for (int step = 1; step < nranks; ++step) {
+      int peer = (rank - step + nranks) % nranks;
+      XCCL_TRY(WaitSlot(ControlLayout::BarrierFrom(peer, nranks), epoch, peer, "barrier",
+                        deadline, failure));
+    }
+    return xcclSuccess;
+  }
+
+  xcclResult_t PollAsyncFailure(PlatformFailure* /*failure*/) override { return xcclSuccess; }
 
   void Abort(int failed_peer) override {
     aborted_.store(true);
@@ -144,6 +165,16 @@ class HostPlatform final : public Platform {
   }
 
  private:
+  void Signal(int peer, int slot, uint32_t value) {
+    SignalStore(&windows_.slots(peer)[slot], value);
+  }
+
+  xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
+                        const Deadline& deadline, PlatformFailure* failure) {
+    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, wait_policy_, peer, what,
+                      deadline, Watcher(peer), failure);
+  }
+
   // Waits until `peer` published its receive buffer for `epoch`, copies into it, signals.
   xcclResult_t Put(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
                    int signal_slot, PlatformFailure* failure) {

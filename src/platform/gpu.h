@@ -1,0 +1,131 @@
+// The one place that maps GPU runtime names between CUDA and HIP, in the manner of MSCCL++'s
+// gpu.hpp: xccl's GPU code is written once against the gpu* names below.
+#pragma once
+
+#if defined(XCCL_PLATFORM_HIP)
+#include <hip/hip_runtime.h>
+
+using gpuError_t = hipError_t;
+using gpuStream_t = hipStream_t;
+using gpuEvent_t = hipEvent_t;
+using gpuIpcMemHandle_t = hipIpcMemHandle_t;
+using gpuGraph_t = hipGraph_t;
+using gpuGraphExec_t = hipGraphExec_t;
+constexpr gpuError_t gpuSuccess = hipSuccess;
+constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = hipErrorPeerAccessAlreadyEnabled;
+constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuMemcpyDefault hipMemcpyDefault
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuEventDisableTiming hipEventDisableTiming
+#define gpuIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
+#define gpuHostAllocMapped hipHostMallocMapped
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetLastError hipGetLastError
+#define gpuGetDevice hipGetDevice
+#define gpuSetDevice hipSetDevice
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuHostAlloc hipHostMalloc
+#define gpuFreeHost hipHostFree
+#define gpuHostGetDevicePointer hipHostGetDevicePointer
+#define gpuMemcpy hipMemcpy
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuStreamWaitEvent hipStreamWaitEvent
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventRecord hipEventRecord
+#define gpuEventDestroy hipEventDestroy
+#define gpuIpcGetMemHandle hipIpcGetMemHandle
+#define gpuIpcOpenMemHandle hipIpcOpenMemHandle
+#define gpuIpcCloseMemHandle hipIpcCloseMemHandle
+#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+#define gpuDeviceSynchronize hipDeviceSynchronize
+
+#else  // CUDA
+#include <cuda_runtime.h>
+
+using gpuError_t = cudaError_t;
+using gpuStream_t = cudaStream_t;
+using gpuEvent_t = cudaEvent_t;
+using gpuIpcMemHandle_t = cudaIpcMemHandle_t;
+using gpuGraph_t = cudaGraph_t;
+using gpuGraphExec_t = cudaGraphExec_t;
+constexpr gpuError_t gpuSuccess = cudaSuccess;
+constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = cudaErrorPeerAccessAlreadyEnabled;
+constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuMemcpyDefault cudaMemcpyDefault
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
+#define gpuHostAllocMapped cudaHostAllocMapped
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetLastError cudaGetLastError
+#define gpuGetDevice cudaGetDevice
+#define gpuSetDevice cudaSetDevice
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuHostAlloc cudaHostAlloc
+#define gpuFreeHost cudaFreeHost
+#define gpuHostGetDevicePointer cudaHostGetDevicePointer
+#define gpuMemcpy cudaMemcpy
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuStreamWaitEvent cudaStreamWaitEvent
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventRecord cudaEventRecord
+#define gpuEventDestroy cudaEventDestroy
+#define gpuIpcGetMemHandle cudaIpcGetMemHandle
+#define gpuIpcOpenMemHandle cudaIpcOpenMemHandle
+#define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
+#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define gpuDeviceSynchronize cudaDeviceSynchronize
+#endif
+
+// Device side: system-scope acquire load and release store of a 32-bit signal, and the global
+// nanosecond timer that deadlines are measured on.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+__device__ inline unsigned int GpuLoadAcquireSystem(const unsigned int* address) {
+#if defined(XCCL_PLATFORM_HIP)
+  return __hip_atomic_load(address, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  unsigned int value;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
+  return value;
+#endif
+}
+
+__device__ inline void GpuStoreReleaseSystem(unsigned int* address, unsigned int value) {
+#if defined(XCCL_PLATFORM_HIP)
+  __hip_atomic_store(address, value, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+#endif
+}
+
+__device__ inline unsigned long long GpuGlobalTimerNs() {
+#if defined(XCCL_PLATFORM_HIP)
+#if defined(__HIP_DEVICE_COMPILE__)
+  // s_memrealtime counts at 100 MHz on gfx9 parts.
+  return wall_clock64() * 10ull;
+#else
+  return 0;
+#endif
+#else
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+#endif
+}
+#endif
