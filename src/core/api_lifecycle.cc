@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/params.h"
+#include "platform/platform.h"
 #include "transport/bootstrap.h"
 #include "transport/unique_id.h"
 
@@ -65,14 +66,18 @@ xcclResult_t xcclGetUniqueId(xcclUniqueId* unique_id) {
 
 xcclResult_t xcclCommInitRank(xcclComm_t* comm, int nranks, xcclUniqueId id, int rank) {
   return GuardedCall("xcclCommInitRank", nullptr, [&] {
-    return InitOneRank(comm, nranks, id, rank, 0, nullptr, "xcclCommInitRank");
+    int device = 0;
+    XCCL_TRY(DefaultDevice(-1, &device));
+    return InitOneRank(comm, nranks, id, rank, device, nullptr, "xcclCommInitRank");
   });
 }
 
 xcclResult_t xcclCommInitRankConfig(xcclComm_t* comm, int nranks, xcclUniqueId id, int rank,
                                     xcclConfig_t* config) {
   return GuardedCall("xcclCommInitRankConfig", nullptr, [&] {
-    return InitOneRank(comm, nranks, id, rank, 0, config, "xcclCommInitRankConfig");
+    int device = 0;
+    XCCL_TRY(DefaultDevice(-1, &device));
+    return InitOneRank(comm, nranks, id, rank, device, config, "xcclCommInitRankConfig");
   });
 }
 
@@ -91,10 +96,17 @@ xcclResult_t xcclCommInitAll(xcclComm_t* comms, int ndev, const int* devlist) {
     std::vector<xcclResult_t> results(ndev, xcclSuccess);
     std::vector<std::string> messages(ndev);
     std::vector<std::thread> threads;
+    std::vector<int> devices(ndev, 0);
+    for (int i = 0; i < ndev; ++i) {
+      if (devlist != nullptr) {
+        devices[i] = devlist[i];
+      } else {
+        XCCL_TRY(DefaultDevice(i, &devices[i]));
+      }
+    }
     for (int i = 0; i < ndev; ++i) {
       threads.emplace_back([&, i] {
-        results[i] = InitOneRank(&comms[i], ndev, id, i, devlist ? devlist[i] : 0, nullptr,
-                                 "xcclCommInitAll");
+        results[i] = InitOneRank(&comms[i], ndev, id, i, devices[i], nullptr, "xcclCommInitAll");
         messages[i] = ThreadLastError();
       });
     }

@@ -93,6 +93,13 @@ const std::vector<ParamSpec>& Specs() {
        "-1: 100 where ranks outnumber cores, else 0",
        [](const char* t, Params* p) { return ParseInt64(t, -1, INT32_MAX, &p->yield_count); },
        [](const Params& p) { return std::to_string(p.yield_count); }},
+      {"XCCL_WINDOW_BYTES",
+       "GPU platforms: device memory per rank for the inboxes of its peers (a larger block "
+       "goes in several operations)",
+       [](const char* t, Params* p) {
+         return ParseInt64(t, 4096, int64_t(1) << 40, &p->window_bytes);
+       },
+       [](const Params& p) { return std::to_string(p.window_bytes); }},
       {"XCCL_EAGER_BYTES",
        "host platform: blocks up to this many bytes are copied through the shared window "
        "by the calling thread (0 disables)",

@@ -26,6 +26,7 @@ struct ControlLayout {
   static constexpr int kRecvAddrLo = 1;
   static constexpr int kRecvAddrHi = 2;
   static constexpr int kAbort = 3;  // 0, or 1 + the rank this rank saw fail
+  static constexpr int kDeviceEpoch = 4;  // GPU: the epoch, advanced on the device
   static constexpr int kFirstPeerSlot = 16;
   static int Arrival(int src) { return kFirstPeerSlot + src; }
   static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
@@ -99,6 +100,11 @@ class Platform {
   // Marks this rank failed (peers' waits see it) and makes queued work give up at once.
   virtual void Abort(int failed_peer) = 0;
 };
+
+// The device of a rank that names none: for xcclCommInitRank (`index` -1) the calling thread's
+// current device, for rank `index` of xcclCommInitAll without a devlist index % device count
+// (several ranks may share one device). Host: always 0.
+xcclResult_t DefaultDevice(int index, int* device);
 
 // Creates the platform for this rank: allocates and maps every control window of the node
 // (collective over `bootstrap`), starts the DMA queues.

@@ -299,6 +299,11 @@ class HostPlatform final : public Platform {
 
 }  // namespace
 
+xcclResult_t DefaultDevice(int /*index*/, int* device) {
+  *device = 0;
+  return xcclSuccess;
+}
+
 xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
                             std::unique_ptr<Platform>* out) {
   auto platform = std::make_unique<HostPlatform>(topology, timeout_ms);

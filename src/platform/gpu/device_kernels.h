@@ -1,0 +1,36 @@
+// The small kernels of the GPU platform: they advance the epoch in device memory and wait for
+// signals against it, so that a call captured in a graph stays correct on every replay (no
+// epoch value is baked into launch arguments). Every wait has a deadline on the global timer;
+// a wait that passes it, or sees the host's abort flag, records the failure in host-mapped
+// memory and returns, so the stream drains instead of hanging.
+#pragma once
+
+#include <cstdint>
+
+#include "platform/gpu.h"
+
+namespace xccl {
+
+// In host-mapped memory: written by device waits, read by the host.
+struct DeviceFailureRecord {
+  uint32_t code;   // 0, or an xcclResult_t
+  int32_t peer;    // the rank a failed wait was waiting for
+  uint32_t abort;  // set by the host: every wait gives up at once
+  uint32_t pad;
+};
+
+// epoch += 1 (one thread).
+gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream);
+
+// Waits until slots[first_slot + r] reaches *epoch for every rank r != skip_rank.
+gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, int skip_rank,
+                           const uint32_t* epoch, uint64_t timeout_ns,
+                           DeviceFailureRecord* record, gpuStream_t stream);
+
+// Barrier step: stores *epoch into peers[r][signal_slot] for every peer r (release, system
+// scope), then waits until own[wait_first_slot + r] reaches it for every peer.
+gpuError_t LaunchBarrier(uint32_t* const* peers, int signal_slot, const uint32_t* own,
+                         int wait_first_slot, int rank, int nranks, const uint32_t* epoch,
+                         uint64_t timeout_ns, DeviceFailureRecord* record, gpuStream_t stream);
+
+}  // namespace xccl

@@ -1,0 +1,365 @@
+// The GPU platform (CUDA and HIP from one source through platform/gpu.h). Each rank owns a
+// window of device memory: control slots, then one inbox per peer. Every rank of the node maps
+// every window (the pointer itself for a rank of this process, an IPC handle otherwise). An
+// all_gather piece goes from the sender's buffer into its slot of each peer's inbox on a copy
+// engine (one non-blocking stream per peer: the DMA queue), followed on the same stream by a
+// 4-byte copy of the sender's device epoch into the peer's arrival slot; the receiver waits in
+// a one-block kernel whose threads each watch one slot against its own device epoch, then
+// copies the pieces out. A closing barrier step keeps a rank one operation ahead from writing
+// an inbox a slower rank still reads. Nothing waits on the host inside a call.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/params.h"
+#include "core/topology.h"
+#include "platform/gpu.h"
+#include "platform/gpu/device_kernels.h"
+#include "platform/gpu/gpu_call.h"
+#include "platform/platform.h"
+#include "transport/bootstrap.h"
+
+namespace xccl {
+
+namespace {
+
+struct WindowAnnounce {
+  gpuIpcMemHandle_t handle;
+  uint64_t address;  // valid in the announcing process only
+  int32_t device;
+  int32_t ok;
+};
+
+class GpuPlatform final : public Platform {
+ public:
+  GpuPlatform(const Topology& topology, int device, int64_t timeout_ms)
+      : topology_(topology), device_(device), timeout_ms_(timeout_ms) {}
+
+  ~GpuPlatform() override { Release(); }
+
+  xcclResult_t Init(Bootstrap* bootstrap) {
+    const int nranks = topology_.nranks;
+    if (topology_.node_count != 1) {
+      return Fail(xcclInvalidUsage,
+                  "the GPU platform's DMA queues reach the ranks of one node, but these %d ranks "
+                  "span %d nodes (no network transport is built yet)",
+                  nranks, topology_.node_count);
+    }
+    XCCL_GPU_TRY(gpuSetDevice(device_));
+    const Params& params = GetParams();
+    const size_t slots_bytes = 4096;  // ControlLayout fits for up to ~1000 ranks
+    if (static_cast<size_t>(ControlLayout::SlotCount(nranks)) * 4 > slots_bytes)
+      return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
+    inbox_bytes_ = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
+    if (inbox_bytes_ == 0) inbox_bytes_ = 256;
+    window_bytes_ = slots_bytes + inbox_bytes_ * nranks;
+    slots_bytes_ = slots_bytes;
+
+    WindowAnnounce mine;
+    memset(&mine, 0, sizeof(mine));
+    mine.device = device_;
+    xcclResult_t local = CreateLocalWindow(params.epoch_base, &mine);
+    std::vector<WindowAnnounce> all(nranks);
+    all[topology_.rank] = mine;
+    // Every rank takes part in the exchange even after a local failure, so no peer waits.
+    XCCL_TRY(bootstrap->AllGather(all.data(), sizeof(WindowAnnounce)));
+    xcclResult_t mapped = local == xcclSuccess ? MapPeers(all) : local;
+    std::vector<int32_t> verdicts(nranks, 0);
+    verdicts[topology_.rank] = mapped == xcclSuccess;
+    XCCL_TRY(bootstrap->AllGather(verdicts.data(), sizeof(int32_t)));
+    for (int r = 0; r < nranks; ++r) {
+      if (!verdicts[r]) {
+        if (mapped != xcclSuccess) return mapped;
+        return Fail(xcclRemoteError, "rank %d could not create or map the GPU windows", r);
+      }
+    }
+    XCCL_TRY(CreateQueues());
+    return xcclSuccess;
+  }
+
+  const char* name() const override {
+#if defined(XCCL_PLATFORM_HIP)
+    return "hip";
+#else
+    return "cuda";
+#endif
+  }
+  int queue_count() const override { return topology_.nranks - 1; }
+
+  void BeginOperation(xcclStream_t stream) override {
+    stream_ = static_cast<gpuStream_t>(stream);
+    queue_used_.assign(topology_.nranks, false);
+    Check(gpuSetDevice(device_), "cudaSetDevice");
+    Check(LaunchAdvanceEpoch(Slots(topology_.rank) + ControlLayout::kDeviceEpoch, stream_),
+          "advance-epoch kernel");
+    Check(gpuEventRecord(fork_event_, stream_), "event record (fork)");
+  }
+
+  xcclResult_t EndOperation(uint32_t /*epoch*/, const Deadline& /*deadline*/,
+                            PlatformFailure* failure) override {
+    for (int peer = 0; peer < topology_.nranks; ++peer) {
+      if (!queue_used_[peer]) continue;
+      Check(gpuEventRecord(join_events_[peer], queues_[peer]), "event record (join)");
+      Check(gpuStreamWaitEvent(stream_, join_events_[peer], 0), "stream wait (join)");
+    }
+    // Closing barrier: every rank has copied its inboxes out before any rank's next operation
+    // writes them. It reuses the operation's epoch on the barrier slots.
+    Check(LaunchBarrier(peer_slots_device_, ControlLayout::BarrierFrom(topology_.rank, topology_.nranks),
+                        Slots(topology_.rank), ControlLayout::BarrierFrom(0, topology_.nranks),
+                        topology_.rank, topology_.nranks,
+                        Slots(topology_.rank) + ControlLayout::kDeviceEpoch, TimeoutNs(),
+                        record_device_, stream_),
+          "closing barrier kernel");
+    return TakeLaunchFailure(failure);
+  }
+
+  bool direct_puts() const override { return false; }
+  void PublishRecvBuffer(uint32_t, void*) override {}
+  void EnqueuePut(int, uint32_t, const void*, size_t, size_t, int) override {}
+  xcclResult_t PutFromCaller(int, uint32_t, const void*, size_t, size_t, int,
+                             PlatformFailure* failure) override {
+    failure->result = xcclInternalError;
+    failure->message = "direct puts are not available on the GPU platform";
+    return failure->result;
+  }
+
+  size_t inbox_limit() const override { return inbox_bytes_; }
+
+  void InboxPut(int peer, uint32_t /*epoch*/, const void* src, size_t bytes,
+                int signal_slot) override {
+    gpuStream_t queue = queues_[peer];
+    if (!queue_used_[peer]) {
+      Check(gpuStreamWaitEvent(queue, fork_event_, 0), "stream wait (fork)");
+      queue_used_[peer] = true;
+    }
+    char* inbox = reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ +
+                  topology_.rank * inbox_bytes_;
+    if (bytes > 0)
+      Check(gpuMemcpyAsync(inbox, src, bytes, gpuMemcpyDeviceToDevice, queue), "put");
+    // The flag is a copy of this rank's epoch as the device holds it now: no value is baked
+    // into the call, so a graph replay signals the replay's epoch.
+    Check(gpuMemcpyAsync(Slots(peer, /*as_peer=*/true) + signal_slot,
+                         Slots(topology_.rank) + ControlLayout::kDeviceEpoch, sizeof(uint32_t),
+                         gpuMemcpyDeviceToDevice, queue),
+          "signal");
+  }
+
+  const void* Inbox(uint32_t /*epoch*/, int src) const override {
+    return static_cast<const char*>(peer_windows_[topology_.rank]) + slots_bytes_ +
+           src * inbox_bytes_;
+  }
+
+  void LocalCopy(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0)
+      Check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, stream_), "local copy");
+  }
+
+  xcclResult_t WaitArrivals(uint32_t /*epoch*/, const Deadline& /*deadline*/,
+                            const std::function<void(int)>& on_arrival,
+                            PlatformFailure* failure) override {
+    const int rank = topology_.rank, nranks = topology_.nranks;
+    Check(LaunchWaitSlots(Slots(rank), ControlLayout::Arrival(0), nranks, rank,
+                          Slots(rank) + ControlLayout::kDeviceEpoch, TimeoutNs(), record_device_,
+                          stream_),
+          "wait kernel");
+    for (int step = 1; step < nranks; ++step) on_arrival((rank - step + nranks) % nranks);
+    return TakeLaunchFailure(failure);
+  }
+
+  xcclResult_t Barrier(uint32_t /*epoch*/, const Deadline& /*deadline*/,
+                       PlatformFailure* failure) override {
+    const int rank = topology_.rank, nranks = topology_.nranks;
+    Check(LaunchBarrier(peer_slots_device_, ControlLayout::BarrierFrom(rank, nranks), Slots(rank),
+                        ControlLayout::BarrierFrom(0, nranks), rank, nranks,
+                        Slots(rank) + ControlLayout::kDeviceEpoch, TimeoutNs(), record_device_,
+                        stream_),
+          "barrier kernel");
+    return TakeLaunchFailure(failure);
+  }
+
+  xcclResult_t PollAsyncFailure(PlatformFailure* failure) override {
+    if (record_ == nullptr) return xcclSuccess;
+    const uint32_t code = __atomic_load_n(&record_->code, __ATOMIC_ACQUIRE);
+    if (code == 0) return xcclSuccess;
+    const int peer = __atomic_load_n(&record_->peer, __ATOMIC_ACQUIRE);
+    failure->result = static_cast<xcclResult_t>(code);
+    failure->peer = peer;
+    failure->message = "a device-side wait timed out after " + std::to_string(timeout_ms_) +
+                       " ms waiting for rank " + std::to_string(peer) +
+                       (peer >= 0 && peer < topology_.nranks && !topology_.SameProcess(peer)
+                            ? " (pid " + std::to_string(topology_.ranks[peer].pid) + ")"
+                            : std::string());
+    return failure->result;
+  }
+
+  void Abort(int /*failed_peer*/) override {
+    if (record_ != nullptr) __atomic_store_n(&record_->abort, 1u, __ATOMIC_RELEASE);
+  }
+
+ private:
+  uint64_t TimeoutNs() const { return static_cast<uint64_t>(timeout_ms_) * 1000000ull; }
+
+  // This rank's control slots (as_peer=false), or peer's as mapped here.
+  uint32_t* Slots(int rank, bool /*as_peer*/ = false) const {
+    return static_cast<uint32_t*>(peer_windows_[rank]);
+  }
+
+  // Launch-time failures of the runtime are kept until the operation reports them.
+  void Check(gpuError_t err, const char* what) {
+    if (err != gpuSuccess && launch_error_.empty())
+      launch_error_ = std::string(what) + ": " + gpuGetErrorString(err);
+  }
+
+  xcclResult_t TakeLaunchFailure(PlatformFailure* failure) {
+    if (launch_error_.empty()) return xcclSuccess;
+    failure->result = xcclUnhandledDeviceError;
+    failure->peer = topology_.rank;
+    failure->message = launch_error_;
+    launch_error_.clear();
+    return failure->result;
+  }
+
+  xcclResult_t CreateLocalWindow(uint32_t epoch_base, WindowAnnounce* announce) {
+    void* window = nullptr;
+    XCCL_GPU_TRY(gpuMalloc(&window, window_bytes_));
+    own_window_ = window;
+    std::vector<uint32_t> slots(slots_bytes_ / 4, epoch_base);
+    slots[ControlLayout::kAbort] = 0;
+    XCCL_GPU_TRY(gpuMemcpy(window, slots.data(), slots_bytes_, gpuMemcpyDefault));
+    XCCL_GPU_TRY(gpuIpcGetMemHandle(&announce->handle, window));
+    announce->address = reinterpret_cast<uintptr_t>(window);
+    announce->ok = 1;
+    void* record = nullptr;
+    XCCL_GPU_TRY(gpuHostAlloc(&record, sizeof(DeviceFailureRecord), gpuHostAllocMapped));
+    record_ = static_cast<DeviceFailureRecord*>(record);
+    memset(record_, 0, sizeof(*record_));
+    void* record_device = nullptr;
+    XCCL_GPU_TRY(gpuHostGetDevicePointer(&record_device, record, 0));
+    record_device_ = static_cast<DeviceFailureRecord*>(record_device);
+    return xcclSuccess;
+  }
+
+  xcclResult_t MapPeers(const std::vector<WindowAnnounce>& all) {
+    const int nranks = topology_.nranks;
+    peer_windows_.assign(nranks, nullptr);
+    opened_.assign(nranks, false);
+    for (int r = 0; r < nranks; ++r) {
+      if (r == topology_.rank) {
+        peer_windows_[r] = own_window_;
+        continue;
+      }
+      if (all[r].device != device_) {
+        int can = 0;
+        XCCL_GPU_TRY(gpuDeviceCanAccessPeer(&can, device_, all[r].device));
+        if (!can)
+          return Fail(xcclInvalidUsage, "GPU %d cannot access GPU %d (rank %d): no peer path",
+                      device_, all[r].device, r);
+        gpuError_t err = gpuDeviceEnablePeerAccess(all[r].device, 0);
+        if (err != gpuSuccess && err != gpuErrorPeerAccessAlreadyEnabled) XCCL_GPU_TRY(err);
+        gpuGetLastError();  // clear a sticky "already enabled"
+      }
+      if (topology_.SameProcess(r)) {
+        // IPC handles cannot be opened in the process that made them (DESIGN.md 12).
+        peer_windows_[r] = reinterpret_cast<void*>(static_cast<uintptr_t>(all[r].address));
+      } else {
+        void* mapped = nullptr;
+        XCCL_GPU_TRY(gpuIpcOpenMemHandle(&mapped, all[r].handle, gpuIpcMemLazyEnablePeerAccess));
+        peer_windows_[r] = mapped;
+        opened_[r] = true;
+      }
+    }
+    // The table of peer control bases, loaded by kernels once per launch.
+    std::vector<uint32_t*> table(nranks);
+    for (int r = 0; r < nranks; ++r) table[r] = static_cast<uint32_t*>(peer_windows_[r]);
+    void* device_table = nullptr;
+    XCCL_GPU_TRY(gpuMalloc(&device_table, nranks * sizeof(uint32_t*)));
+    peer_slots_device_ = static_cast<uint32_t**>(device_table);
+    XCCL_GPU_TRY(gpuMemcpy(device_table, table.data(), nranks * sizeof(uint32_t*),
+                           gpuMemcpyDefault));
+    return xcclSuccess;
+  }
+
+  xcclResult_t CreateQueues() {
+    const int nranks = topology_.nranks;
+    queues_.assign(nranks, nullptr);
+    join_events_.assign(nranks, nullptr);
+    for (int r = 0; r < nranks; ++r) {
+      if (r == topology_.rank) continue;
+      XCCL_GPU_TRY(gpuStreamCreateWithFlags(&queues_[r], gpuStreamNonBlocking));
+      XCCL_GPU_TRY(gpuEventCreateWithFlags(&join_events_[r], gpuEventDisableTiming));
+    }
+    XCCL_GPU_TRY(gpuEventCreateWithFlags(&fork_event_, gpuEventDisableTiming));
+    queue_used_.assign(nranks, false);
+    return xcclSuccess;
+  }
+
+  void Release() {
+    if (gpuSetDevice(device_) != gpuSuccess) return;
+    for (gpuStream_t queue : queues_)
+      if (queue != nullptr) {
+        gpuStreamSynchronize(queue);
+        gpuStreamDestroy(queue);
+      }
+    for (gpuEvent_t event : join_events_)
+      if (event != nullptr) gpuEventDestroy(event);
+    if (fork_event_ != nullptr) gpuEventDestroy(fork_event_);
+    for (size_t r = 0; r < opened_.size(); ++r)
+      if (opened_[r]) gpuIpcCloseMemHandle(peer_windows_[r]);
+    if (peer_slots_device_ != nullptr) gpuFree(peer_slots_device_);
+    if (own_window_ != nullptr) gpuFree(own_window_);
+    if (record_ != nullptr) gpuFreeHost(record_);
+  }
+
+  Topology topology_;
+  int device_;
+  int64_t timeout_ms_;
+  size_t slots_bytes_ = 0;
+  size_t inbox_bytes_ = 0;
+  size_t window_bytes_ = 0;
+  void* own_window_ = nullptr;
+  std::vector<void*> peer_windows_;
+  std::vector<bool> opened_;
+  uint32_t** peer_slots_device_ = nullptr;
+  DeviceFailureRecord* record_ = nullptr;
+  DeviceFailureRecord* record_device_ = nullptr;
+  std::vector<gpuStream_t> queues_;
+  std::vector<gpuEvent_t> join_events_;
+  gpuEvent_t fork_event_ = nullptr;
+  std::vector<bool> queue_used_;
+  gpuStream_t stream_ = nullptr;
+  std::string launch_error_;
+};
+
+}  // namespace
+
+xcclResult_t DefaultDevice(int index, int* device) {
+  if (index < 0) {
+    XCCL_GPU_TRY(gpuGetDevice(device));
+    return xcclSuccess;
+  }
+  int count = 0;
+  XCCL_GPU_TRY(gpuGetDeviceCount(&count));
+  if (count <= 0) return Fail(xcclUnhandledDeviceError, "no GPU is visible");
+  *device = index % count;
+  return xcclSuccess;
+}
+
+xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
+                            std::unique_ptr<Platform>* out) {
+  const int device = topology.ranks[topology.rank].device;
+  auto platform = std::make_unique<GpuPlatform>(topology, device, timeout_ms);
+  XCCL_TRY(platform->Init(bootstrap));
+  int sharing = 0;
+  for (int r : topology.local_ranks) sharing += topology.ranks[r].device == device;
+  XCCL_INFO(kLogInit, "rank %d: %s platform, device %d%s, %d DMA queues (copy-engine streams)",
+            topology.rank, platform->name(), device,
+            sharing > 1 ? " (shared with other ranks: allowed, unlike NCCL)" : "",
+            platform->queue_count());
+  *out = std::move(platform);
+  return xcclSuccess;
+}
+
+}  // namespace xccl
