@@ -100,6 +100,11 @@ const std::vector<ParamSpec>& Specs() {
          return ParseInt64(t, 4096, int64_t(1) << 40, &p->window_bytes);
        },
        [](const Params& p) { return std::to_string(p.window_bytes); }},
+      {"XCCL_GPU_QUEUES",
+       "GPU platforms: copy-engine streams (DMA queues) per rank; 0: one per peer, fewer when "
+       "ranks share a device",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 1024, &p->gpu_queues); },
+       [](const Params& p) { return std::to_string(p.gpu_queues); }},
       {"XCCL_EAGER_BYTES",
        "host platform: blocks up to this many bytes are copied through the shared window "
        "by the calling thread (0 disables)",

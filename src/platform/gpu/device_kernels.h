@@ -33,4 +33,18 @@ gpuError_t LaunchBarrier(uint32_t* const* peers, int signal_slot, const uint32_t
                          int wait_first_slot, int rank, int nranks, const uint32_t* epoch,
                          uint64_t timeout_ns, DeviceFailureRecord* record, gpuStream_t stream);
 
+// Blocks of PutAll: a power of two, the same in every launch, so that the completion counter
+// is a multiple of it between launches (it is never reset and may wrap).
+constexpr int kPutBlocks = 128;
+
+// The kernel engine's put: copies `bytes` from `src` to dsts[peer] for every peer (rotated from
+// rank+1), then the last block to finish stores *epoch into flags[peer] of every peer (release,
+// system scope). `done_counter` counts finished blocks across launches.
+gpuError_t LaunchPutAll(const void* src, size_t bytes, char* const* dsts, uint32_t* const* flags,
+                        int nranks, int rank, const uint32_t* epoch, uint32_t* done_counter,
+                        gpuStream_t stream);
+
+// dst <- src on SMs (16-byte accesses where both are aligned).
+gpuError_t LaunchCopy(void* dst, const void* src, size_t bytes, gpuStream_t stream);
+
 }  // namespace xccl

@@ -7,6 +7,8 @@
 // a one-block kernel whose threads each watch one slot against its own device epoch, then
 // copies the pieces out. A closing barrier step keeps a rank one operation ahead from writing
 // an inbox a slower rank still reads. Nothing waits on the host inside a call.
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -25,6 +27,16 @@
 namespace xccl {
 
 namespace {
+
+// The runtime reads CUDA_DEVICE_MAX_CONNECTIONS (default 8) when it initialises; raising it
+// before then gives every stream of a device its own hardware queue for longer. A value the
+// user set is kept.
+__attribute__((constructor)) void RaiseHardwareQueues() {
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
+}
+
+// The kernel engine's block counter (ControlLayout leaves slots 5-15 free).
+constexpr int kPutCounterSlot = 5;
 
 struct WindowAnnounce {
   gpuIpcMemHandle_t handle;
@@ -87,11 +99,13 @@ class GpuPlatform final : public Platform {
     return "cuda";
 #endif
   }
-  int queue_count() const override { return topology_.nranks - 1; }
+  // The copy-engine streams of this rank; 0 when its puts ride on the caller's stream.
+  int queue_count() const override { return static_cast<int>(streams_.size()); }
 
   void BeginOperation(xcclStream_t stream) override {
     stream_ = static_cast<gpuStream_t>(stream);
-    queue_used_.assign(topology_.nranks, false);
+    queue_used_.assign(streams_.size(), false);
+    put_launched_ = false;
     Check(gpuSetDevice(device_), "cudaSetDevice");
     Check(LaunchAdvanceEpoch(Slots(topology_.rank) + ControlLayout::kDeviceEpoch, stream_),
           "advance-epoch kernel");
@@ -100,10 +114,10 @@ class GpuPlatform final : public Platform {
 
   xcclResult_t EndOperation(uint32_t /*epoch*/, const Deadline& /*deadline*/,
                             PlatformFailure* failure) override {
-    for (int peer = 0; peer < topology_.nranks; ++peer) {
-      if (!queue_used_[peer]) continue;
-      Check(gpuEventRecord(join_events_[peer], queues_[peer]), "event record (join)");
-      Check(gpuStreamWaitEvent(stream_, join_events_[peer], 0), "stream wait (join)");
+    for (size_t q = 0; q < streams_.size(); ++q) {
+      if (!queue_used_[q]) continue;
+      Check(gpuEventRecord(join_events_[q], streams_[q]), "event record (join)");
+      Check(gpuStreamWaitEvent(stream_, join_events_[q], 0), "stream wait (join)");
     }
     // Closing barrier: every rank has copied its inboxes out before any rank's next operation
     // writes them. It reuses the operation's epoch on the barrier slots.
@@ -130,10 +144,23 @@ class GpuPlatform final : public Platform {
 
   void InboxPut(int peer, uint32_t /*epoch*/, const void* src, size_t bytes,
                 int signal_slot) override {
-    gpuStream_t queue = queues_[peer];
-    if (!queue_used_[peer]) {
+    if (kernel_engine_) {
+      // One kernel puts the piece to every peer and signals each: the algorithm's per-peer
+      // calls of one operation all carry the same piece, so the first launches it for all.
+      if (put_launched_) return;
+      put_launched_ = true;
+      Check(LaunchPutAll(src, bytes, put_dsts_device_, put_flags_device_, topology_.nranks,
+                         topology_.rank, Slots(topology_.rank) + ControlLayout::kDeviceEpoch,
+                         Slots(topology_.rank) + kPutCounterSlot, stream_),
+            "put kernel");
+      (void)signal_slot;
+      return;
+    }
+    gpuStream_t queue = streams_.empty() ? stream_ : queues_[peer];
+    const int q = queue_of_peer_[peer];
+    if (!streams_.empty() && !queue_used_[q]) {
       Check(gpuStreamWaitEvent(queue, fork_event_, 0), "stream wait (fork)");
-      queue_used_[peer] = true;
+      queue_used_[q] = true;
     }
     char* inbox = reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ +
                   topology_.rank * inbox_bytes_;
@@ -153,6 +180,10 @@ class GpuPlatform final : public Platform {
   }
 
   void LocalCopy(void* dst, const void* src, size_t bytes) override {
+    if (kernel_engine_) {
+      Check(LaunchCopy(dst, src, bytes, stream_), "copy kernel");
+      return;
+    }
     if (bytes > 0)
       Check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, stream_), "local copy");
   }
@@ -228,6 +259,7 @@ class GpuPlatform final : public Platform {
     own_window_ = window;
     std::vector<uint32_t> slots(slots_bytes_ / 4, epoch_base);
     slots[ControlLayout::kAbort] = 0;
+    slots[kPutCounterSlot] = 0;
     XCCL_GPU_TRY(gpuMemcpy(window, slots.data(), slots_bytes_, gpuMemcpyDefault));
     XCCL_GPU_TRY(gpuIpcGetMemHandle(&announce->handle, window));
     announce->address = reinterpret_cast<uintptr_t>(window);
@@ -279,26 +311,62 @@ class GpuPlatform final : public Platform {
     peer_slots_device_ = static_cast<uint32_t**>(device_table);
     XCCL_GPU_TRY(gpuMemcpy(device_table, table.data(), nranks * sizeof(uint32_t*),
                            gpuMemcpyDefault));
+    // The kernel engine's tables: this rank's inbox in every peer's window, and its arrival
+    // slot there.
+    std::vector<char*> dsts(nranks);
+    std::vector<uint32_t*> flags(nranks);
+    for (int r = 0; r < nranks; ++r) {
+      dsts[r] = static_cast<char*>(peer_windows_[r]) + slots_bytes_ + topology_.rank * inbox_bytes_;
+      flags[r] = static_cast<uint32_t*>(peer_windows_[r]) + ControlLayout::Arrival(topology_.rank);
+    }
+    void* dst_table = nullptr;
+    void* flag_table = nullptr;
+    XCCL_GPU_TRY(gpuMalloc(&dst_table, nranks * sizeof(char*)));
+    put_dsts_device_ = static_cast<char**>(dst_table);
+    XCCL_GPU_TRY(gpuMemcpy(dst_table, dsts.data(), nranks * sizeof(char*), gpuMemcpyDefault));
+    XCCL_GPU_TRY(gpuMalloc(&flag_table, nranks * sizeof(uint32_t*)));
+    put_flags_device_ = static_cast<uint32_t**>(flag_table);
+    XCCL_GPU_TRY(gpuMemcpy(flag_table, flags.data(), nranks * sizeof(uint32_t*), gpuMemcpyDefault));
     return xcclSuccess;
   }
 
+  // One copy-engine stream per peer, as DESIGN.md asks, when this rank has its device to
+  // itself: the dma engine. When ranks share a device, puts and copies run as kernels on the
+  // caller's stream instead (the kernel engine) and no queue stream is made: copy-engine work
+  // of several ranks shares the device's few copy channels, and a rank's copy for its next
+  // operation, waiting in a channel for that operation's start, holds up another rank's copy
+  // for the current one, which that start transitively waits for. Seen as deadlocks on one H200
+  // at 4 ranks with queue streams and at 8 ranks with copies on the callers' streams; 2 ranks
+  // ran (docs/PERF.md). XCCL_ALLGATHER_ALGO and XCCL_GPU_QUEUES override.
   xcclResult_t CreateQueues() {
     const int nranks = topology_.nranks;
+    int sharing = 0;
+    for (int r : topology_.local_ranks) sharing += topology_.ranks[r].device == device_;
+    int count = sharing > 1 ? 0 : nranks - 1;
+    if (GetParams().gpu_queues > 0) count = std::min<int>(nranks - 1, GetParams().gpu_queues);
+    const std::string& algo = GetParams().allgather_algo;
+    kernel_engine_ = algo == "kernel" || (algo.empty() && sharing > 1) || count == 0;
+    streams_.assign(count, nullptr);
+    join_events_.assign(count, nullptr);
+    for (int q = 0; q < count; ++q) {
+      XCCL_GPU_TRY(gpuStreamCreateWithFlags(&streams_[q], gpuStreamNonBlocking));
+      XCCL_GPU_TRY(gpuEventCreateWithFlags(&join_events_[q], gpuEventDisableTiming));
+    }
     queues_.assign(nranks, nullptr);
-    join_events_.assign(nranks, nullptr);
-    for (int r = 0; r < nranks; ++r) {
-      if (r == topology_.rank) continue;
-      XCCL_GPU_TRY(gpuStreamCreateWithFlags(&queues_[r], gpuStreamNonBlocking));
-      XCCL_GPU_TRY(gpuEventCreateWithFlags(&join_events_[r], gpuEventDisableTiming));
+    queue_of_peer_.assign(nranks, 0);
+    for (int step = 1; step < nranks && count > 0; ++step) {
+      const int peer = (topology_.rank + step) % nranks;
+      queue_of_peer_[peer] = (step - 1) % count;
+      queues_[peer] = streams_[queue_of_peer_[peer]];
     }
     XCCL_GPU_TRY(gpuEventCreateWithFlags(&fork_event_, gpuEventDisableTiming));
-    queue_used_.assign(nranks, false);
+    queue_used_.assign(count, false);
     return xcclSuccess;
   }
 
   void Release() {
     if (gpuSetDevice(device_) != gpuSuccess) return;
-    for (gpuStream_t queue : queues_)
+    for (gpuStream_t queue : streams_)
       if (queue != nullptr) {
         gpuStreamSynchronize(queue);
         gpuStreamDestroy(queue);
@@ -309,6 +377,8 @@ class GpuPlatform final : public Platform {
     for (size_t r = 0; r < opened_.size(); ++r)
       if (opened_[r]) gpuIpcCloseMemHandle(peer_windows_[r]);
     if (peer_slots_device_ != nullptr) gpuFree(peer_slots_device_);
+    if (put_dsts_device_ != nullptr) gpuFree(put_dsts_device_);
+    if (put_flags_device_ != nullptr) gpuFree(put_flags_device_);
     if (own_window_ != nullptr) gpuFree(own_window_);
     if (record_ != nullptr) gpuFreeHost(record_);
   }
@@ -323,9 +393,15 @@ class GpuPlatform final : public Platform {
   std::vector<void*> peer_windows_;
   std::vector<bool> opened_;
   uint32_t** peer_slots_device_ = nullptr;
+  char** put_dsts_device_ = nullptr;
+  uint32_t** put_flags_device_ = nullptr;
+  bool kernel_engine_ = false;  // puts and copies by SMs (see CreateQueues)
+  bool put_launched_ = false;
   DeviceFailureRecord* record_ = nullptr;
   DeviceFailureRecord* record_device_ = nullptr;
-  std::vector<gpuStream_t> queues_;
+  std::vector<gpuStream_t> streams_;      // this rank's DMA queues
+  std::vector<gpuStream_t> queues_;       // per peer: the stream that serves it
+  std::vector<int> queue_of_peer_;
   std::vector<gpuEvent_t> join_events_;
   gpuEvent_t fork_event_ = nullptr;
   std::vector<bool> queue_used_;
