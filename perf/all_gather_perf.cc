@@ -1,9 +1,10 @@
 // all_gather_perf: nccl-tests' all_gather_perf for xccl. Sizes are the total gathered bytes;
 // every rank times -n calls out of place and in place, then checks a fresh call element by
-// element, and rank 0 prints the row.
+// element, and rank 0 prints the row. With --compare vendor the vendor library's all-gather is
+// timed right after each row on the same buffers, and its columns follow xccl's.
 #include <unistd.h>
 
-#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -16,12 +17,41 @@
 #include "harness/launcher.h"
 #include "harness/options.h"
 #include "harness/rank_sync.h"
+#include "harness/run_report.h"
 #include "harness/table_printer.h"
+#include "harness/timed_loop.h"
+#include "harness/vendor_nccl.h"
+#include "harness/vendor_setup.h"
 #include "harness/xccl_check.h"
 #include "xccl.h"
 
 namespace xccl_perf {
 namespace {
+
+const char* PlacementName(bool in_place) { return in_place ? "in-place" : "out-of-place"; }
+
+// One placement of one row, as every rank holds it after the reductions.
+struct Placement {
+  double seconds = 0;
+  double algbw = 0;
+  double busbw = 0;
+  double wrong = 0;
+  double vendor_seconds = -1;  // negative: the vendor did not run
+  double vendor_algbw = 0;
+  double vendor_busbw = 0;
+};
+
+// xccl busbw / vendor busbw: above 1, xccl is faster. NaN (printed "-", JSON null) for rows of
+// zero elements, where neither side moves a byte.
+double Ratio(const Placement& p) {
+  return p.vendor_busbw > 0 ? p.busbw / p.vendor_busbw : std::nan("");
+}
+
+// algbw and busbw (GB/s) of gathering `bytes` in `seconds` over nranks, as nccl-tests counts.
+void Bandwidths(double bytes, double seconds, int nranks, double* algbw, double* busbw) {
+  *algbw = seconds > 0 ? bytes / 1.0e9 / seconds : 0;
+  *busbw = *algbw * (nranks - 1) / nranks;
+}
 
 class AllGatherRank {
  public:
@@ -29,6 +59,7 @@ class AllGatherRank {
       : ctx_(context), options_(*context.options), sync_(*context.sync), id_(id) {}
 
   ~AllGatherRank() {
+    vendor_.reset();  // before the buffers it may still be using
     if (comm_ != nullptr) xcclCommAbort(comm_);
     if (buffers_) {
       if (send_ != nullptr) buffers_->Release(send_);
@@ -47,8 +78,10 @@ class AllGatherRank {
     }
     if (ctx_.rank == 0)
       PrintFooter(static_cast<int64_t>(errors), bw_count_ ? bw_sum_ / bw_count_ : 0);
+    vendor_.reset();
     XCCL_PERF_CHECK(xcclCommDestroy(comm_), ctx_.rank, comm_, return Fail());
     comm_ = nullptr;
+    if (report_ && !report_->Write()) return false;
     return errors == 0;
   }
 
@@ -71,6 +104,8 @@ class AllGatherRank {
     info.device = buffers_->Device();
     snprintf(info.host, sizeof(info.host), "%s", ShortHostName().c_str());
     snprintf(info.describe, sizeof(info.describe), "%s", buffers_->Describe().c_str());
+    snprintf(info.name, sizeof(info.name), "%s", buffers_->Name().c_str());
+    snprintf(info.bus_id, sizeof(info.bus_id), "%s", buffers_->BusId().c_str());
 
     // The largest row gathers at most max_bytes, and each rank contributes an nranks-th of it.
     recv_capacity_ = options_.max_bytes;
@@ -84,11 +119,50 @@ class AllGatherRank {
     }
 
     if (!sync_.Barrier()) return false;
+    std::string vendor_line;
+    vendor_json_.Bool("requested", options_.compare_vendor);
+    if (options_.compare_vendor && !SetupVendor(&vendor_line)) return Fail();
     if (ctx_.rank == 0) {
       PrintDevices(sync_);
-      PrintTableHeader();
+      if (options_.compare_vendor) printf("%s\n", vendor_line.c_str());
+      PrintTableHeader(options_.compare_vendor);
+      if (!options_.json_path.empty()) {
+        report_ = std::make_unique<RunReport>("all_gather_perf", options_, sync_);
+        report_->header().String("op", "all_gather").String("engine", AllGatherEngine());
+        report_->header().Object("vendor", vendor_json_);
+      }
     }
     return true;
+  }
+
+  // Joins the vendor communicator of all ranks where it can run; *line is the "# vendor" line
+  // rank 0 prints either way. False only on a failure that ends the run.
+  bool SetupVendor(std::string* line) {
+    std::string why;
+    const VendorLibrary* library = AgreeOnVendor(sync_, ctx_.rank, &why);
+    if (library != nullptr) why = VendorBlocked(sync_, ctx_.nranks);
+    if (library != nullptr) {
+      vendor_json_.String("library", library->path()).String("version", library->VersionText());
+      vendor_label_ = library->path() + " " + library->VersionText();
+    }
+    vendor_json_.Bool("ran", library != nullptr && why.empty());
+    if (library == nullptr || !why.empty()) {
+      vendor_json_.String("reason", why);
+      *line = "# vendor: not run: " + why;
+      return true;
+    }
+    *line = "# vendor: " + library->path() + ", version " + library->VersionText() +
+            " (ncclAllGather on the same buffers, timed after each xccl row)";
+    return JoinVendorComm(*library, sync_, ctx_.rank, ctx_.nranks, &vendor_);
+  }
+
+  // The first failure the device side of this communicator recorded (a dead peer, a missed
+  // deadline): on a GPU platform a launch returns before the work runs, so this is where a
+  // problem found by the device surfaces.
+  bool AsyncOk() {
+    xcclResult_t async = xcclSuccess;
+    XCCL_PERF_CHECK(xcclCommGetAsyncError(comm_, &async), ctx_.rank, comm_, return false);
+    return XcclOk(async, "asynchronous xccl work (xcclCommGetAsyncError)", ctx_.rank, comm_);
   }
 
   bool AllGather(xcclDataType_t type, size_t sendcount, bool in_place) {
@@ -100,6 +174,14 @@ class AllGatherRank {
     return true;
   }
 
+  // The same call through the vendor library, on the same buffers and stream.
+  bool VendorAllGather(xcclDataType_t type, size_t sendcount, bool in_place) {
+    size_t send_bytes = sendcount * TypeSize(type);
+    char* recv = static_cast<char*>(recv_);
+    const void* send = in_place ? recv + ctx_.rank * send_bytes : send_;
+    return vendor_->AllGather(send, recv, send_bytes, buffers_->Stream());
+  }
+
   bool RunType(xcclDataType_t type) {
     size_t word = TypeSize(type);
     // Warm up at both ends of the sweep, as nccl-tests does, so that neither the first row nor
@@ -107,6 +189,7 @@ class AllGatherRank {
     for (size_t bytes : {options_.max_bytes, options_.min_bytes}) {
       for (int i = 0; i < options_.warmup_iters; ++i) {
         if (!AllGather(type, bytes / word / ctx_.nranks, false)) return Fail();
+        if (vendor_ && !VendorAllGather(type, bytes / word / ctx_.nranks, false)) return Fail();
       }
     }
     if (!buffers_->Synchronize()) return Fail();
@@ -115,39 +198,53 @@ class AllGatherRank {
       size_t sendcount = size / word / ctx_.nranks;
       std::string row =
           FormatRowStart(sendcount * ctx_.nranks * word, sendcount, TypeName(type), "none", -1);
+      Placement results[2];
       for (bool in_place : {false, true}) {
-        std::string cell;
-        if (!Measure(type, sendcount, in_place, &cell)) return false;
-        row += cell;
+        Placement& result = results[in_place];
+        if (!Measure(type, sendcount, in_place, &result)) return false;
+        row += FormatResult(result.seconds * 1.0e6, result.algbw, result.busbw, options_.check > 0,
+                            static_cast<int64_t>(result.wrong));
       }
-      if (ctx_.rank == 0) printf("%s\n", row.c_str());
+      // The vendor runs after xccl's whole row, so that each side's placements run back to back
+      // as they would alone, and a noisy moment of the machine hits both sides of one size.
+      for (bool in_place : {false, true}) {
+        if (vendor_ && !MeasureVendor(type, sendcount, in_place, &results[in_place])) {
+          return false;
+        }
+        if (!options_.compare_vendor) continue;
+        const Placement& result = results[in_place];
+        if (result.vendor_seconds < 0) {
+          row += FormatVendorMissing();
+        } else {
+          row +=
+              FormatVendorResult(result.vendor_seconds * 1.0e6, result.vendor_busbw, Ratio(result));
+        }
+      }
+      if (ctx_.rank == 0) {
+        printf("%s\n", row.c_str());
+        for (bool in_place : {false, true}) Record(type, sendcount, in_place, results[in_place]);
+      }
       if (options_.NextSize(size) <= size) break;  // the step would overflow
     }
     return true;
   }
 
-  // Times one placement and checks it; fills *cell with its four columns.
-  bool Measure(xcclDataType_t type, size_t sendcount, bool in_place, std::string* cell) {
+  // Times one placement and checks it.
+  bool Measure(xcclDataType_t type, size_t sendcount, bool in_place, Placement* result) {
     // One untimed call, then a barrier, so that the clock starts with every rank ready.
     if (!AllGather(type, sendcount, in_place) || !buffers_->Synchronize()) return Fail();
+    TimedLoop loop(*buffers_, sync_, options_, [this, type, sendcount, in_place] {
+      return AllGather(type, sendcount, in_place);
+    });
+    if (!loop.Prepare()) return Fail();
     if (!sync_.Barrier()) return false;
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < options_.iters; ++i) {
-      if (!AllGather(type, sendcount, in_place)) return Fail();
-      if (options_.blocking) {
-        if (!buffers_->Synchronize()) return Fail();
-        if (!sync_.Barrier()) return false;
-      }
-    }
-    if (!buffers_->Synchronize()) return Fail();
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-        options_.iters;
+    double seconds = 0;
+    if (!loop.Run(&seconds) || !AsyncOk()) return Fail();
     if (!sync_.AllReduce(ctx_.rank, seconds, ToReduce(options_.average), &seconds)) return false;
 
-    double bytes = static_cast<double>(sendcount) * TypeSize(type) * ctx_.nranks;
-    double algbw = seconds > 0 ? bytes / 1.0e9 / seconds : 0;
-    double busbw = algbw * (ctx_.nranks - 1) / ctx_.nranks;
+    double algbw = 0, busbw = 0;
+    Bandwidths(static_cast<double>(sendcount) * TypeSize(type) * ctx_.nranks, seconds, ctx_.nranks,
+               &algbw, &busbw);
 
     double wrong = 0;
     for (int c = 0; c < options_.check; ++c) {
@@ -159,9 +256,58 @@ class AllGatherRank {
     }
     bw_sum_ += busbw;
     ++bw_count_;
-    *cell = FormatResult(seconds * 1.0e6, algbw, busbw, options_.check > 0,
-                         static_cast<int64_t>(wrong));
+    result->seconds = seconds;
+    result->algbw = algbw;
+    result->busbw = busbw;
+    result->wrong = wrong;
     return true;
+  }
+
+  // Times one placement through the vendor library, exactly as Measure times xccl (unchecked:
+  // the comparison is about time, and the vendor is the reference).
+  bool MeasureVendor(xcclDataType_t type, size_t sendcount, bool in_place, Placement* result) {
+    if (!VendorAllGather(type, sendcount, in_place) || !buffers_->Synchronize()) return Fail();
+    TimedLoop loop(*buffers_, sync_, options_, [this, type, sendcount, in_place] {
+      return VendorAllGather(type, sendcount, in_place);
+    });
+    if (!loop.Prepare()) return Fail();
+    if (!sync_.Barrier()) return false;
+    double seconds = 0;
+    if (!loop.Run(&seconds)) return Fail();
+    if (!sync_.AllReduce(ctx_.rank, seconds, ToReduce(options_.average), &seconds)) return false;
+    result->vendor_seconds = seconds;
+    Bandwidths(static_cast<double>(sendcount) * TypeSize(type) * ctx_.nranks, seconds, ctx_.nranks,
+               &result->vendor_algbw, &result->vendor_busbw);
+    return true;
+  }
+
+  // Adds one placement of a row to the -J report (rank 0 only).
+  void Record(xcclDataType_t type, size_t sendcount, bool in_place, const Placement& result) {
+    if (!report_) return;
+    JsonObject row;
+    row.String("op", "all_gather")
+        .String("engine", AllGatherEngine())
+        .Int("nranks", ctx_.nranks)
+        .Int("size", static_cast<int64_t>(sendcount * ctx_.nranks * TypeSize(type)))
+        .Int("count", static_cast<int64_t>(sendcount))
+        .String("type", TypeName(type))
+        .String("placement", PlacementName(in_place))
+        .Number("time_us", result.seconds * 1.0e6)
+        .Number("algbw", result.algbw)
+        .Number("busbw", result.busbw);
+    if (options_.check > 0) {
+      row.Int("wrong", static_cast<int64_t>(result.wrong));
+    } else {
+      row.Null("wrong");
+    }
+    if (result.vendor_seconds >= 0) {
+      row.String("vendor", vendor_label_)
+          .Number("vendor_time_us", result.vendor_seconds * 1.0e6)
+          .Number("vendor_algbw", result.vendor_algbw)
+          .Number("vendor_busbw", result.vendor_busbw)
+          .Number("ratio", Ratio(result));
+    }
+    report_->AddRow(row);
   }
 
   // One call on fresh data: poison every receive block, write this rank's block, call, then
@@ -184,7 +330,9 @@ class AllGatherRank {
     }
     // No peer may write into this rank's receive buffer before the poison is in place.
     if (!sync_.Barrier()) return false;
-    if (!AllGather(type, sendcount, in_place) || !buffers_->Synchronize()) return Fail();
+    if (!AllGather(type, sendcount, in_place) || !buffers_->Synchronize() || !AsyncOk()) {
+      return Fail();
+    }
     if (!direct && (!buffers_->CopyToHost(recv, recv_, total) ||
                     (!in_place && !buffers_->CopyToHost(send, send_, block)))) {
       return Fail();
@@ -203,6 +351,10 @@ class AllGatherRank {
   const xcclUniqueId& id_;
   std::unique_ptr<DeviceBuffers> buffers_;
   xcclComm_t comm_ = nullptr;
+  std::unique_ptr<VendorComm> vendor_;  // set only where the vendor runs
+  std::string vendor_label_;            // "libnccl.so.2 2.28.3" for the JSON rows
+  JsonObject vendor_json_;              // the header's "vendor" object
+  std::unique_ptr<RunReport> report_;   // rank 0 with -J only
   void* send_ = nullptr;
   void* recv_ = nullptr;
   size_t send_capacity_ = 0;

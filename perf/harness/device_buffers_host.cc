@@ -1,7 +1,8 @@
 // Host implementation of DeviceBuffers: ranks are CPU threads, so "device" memory is plain
-// page-aligned host memory.
+// page-aligned host memory, a call is complete when it returns, and the timer is the CPU clock.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,11 +41,33 @@ class HostBuffers final : public DeviceBuffers {
   }
   xcclStream_t Stream() override { return nullptr; }
   bool Synchronize() override { return true; }
+  bool StartTimer() override {
+    start_ = std::chrono::steady_clock::now();
+    return true;
+  }
+  bool StopTimer(double* seconds) override {
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return true;
+  }
+  // Never reached: option parsing refuses -G where SupportsGraphs() is false.
+  bool BeginCapture() override { return NoGraphs(); }
+  bool EndCapture() override { return NoGraphs(); }
+  void AbortCapture() override {}
+  bool LaunchCaptured() override { return NoGraphs(); }
+  void DropCaptured() override {}
   int Device() const override { return device_; }
   std::string Describe() const override { return "[0x00] host"; }
+  std::string Name() const override { return "host"; }
+  std::string BusId() const override { return "host"; }
 
  private:
+  static bool NoGraphs() {
+    fprintf(stderr, "graph capture needs a GPU platform; this is a host build\n");
+    return false;
+  }
+
   int device_;  // nominal: host ranks share the CPUs, but the number keeps nccl-tests' layout
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace
@@ -52,5 +75,9 @@ class HostBuffers final : public DeviceBuffers {
 std::unique_ptr<DeviceBuffers> DeviceBuffers::Create(int device) {
   return std::make_unique<HostBuffers>(device);
 }
+
+const char* DeviceBuffers::Platform() { return "host"; }
+
+bool DeviceBuffers::SupportsGraphs() { return false; }
 
 }  // namespace xccl_perf

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "harness/datatypes.h"
+#include "harness/device_buffers.h"
 
 namespace xccl_perf {
 namespace {
@@ -44,6 +45,11 @@ constexpr Flag kFlags[] = {
      "<0/1> wait for completion and barrier after each collective"},
     {'a', "average", Group::kAlways, true,
      "<0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>"},
+    {'G', "cudagraph", Group::kAlways, true,
+     "<num graph launches> capture -n calls into a graph, time this many launches (GPU only)"},
+    {'J', "output_file", Group::kAlways, true, "<file> write every row as JSON"},
+    {0, "compare", Group::kAlways, true,
+     "<vendor> also time the vendor library (XCCL_VENDOR_LIB, default libnccl.so.2)"},
     {'h', "help", Group::kAlways, false, ""},
 };
 
@@ -68,8 +74,10 @@ void PrintUsage(const char* argv0, const FlagSet& set) {
   printf("USAGE: %s \n", basename(&name[0]));
   for (const Flag& flag : kFlags) {
     if (!Enabled(flag, set)) continue;
-    if (flag.short_name == 0) {
+    if (flag.short_name == 0 && std::string(flag.long_name) == "np") {
       printf("\t[-%s,--%s %s] \n", flag.long_name, flag.long_name, flag.usage);
+    } else if (flag.short_name == 0) {
+      printf("\t[--%s %s] \n", flag.long_name, flag.usage);
     } else if (flag.takes_value) {
       printf("\t[-%c,--%s %s] \n", flag.short_name, flag.long_name, flag.usage);
     } else {
@@ -108,6 +116,21 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     if (!ParseTypes(value, &o->types)) return bad("unknown data type");
     return true;
   }
+  if (name == "output_file") {
+    if (*value == '\0') return bad("expected a file name");
+    o->json_path = value;
+    return true;
+  }
+  if (name == "compare") {
+    if (strcmp(value, "vendor") == 0) {
+      o->compare_vendor = true;
+    } else if (strcmp(value, "none") == 0) {
+      o->compare_vendor = false;
+    } else {
+      return bad("expected 'vendor' or 'none'");
+    }
+    return true;
+  }
   // Every other flag is an integer with a lower bound.
   struct IntFlag {
     const char* name;
@@ -118,6 +141,7 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
       {"nthreads", 1, 1024},      {"ngpus", 1, 1024},    {"np", 1, 1024},
       {"stepfactor", 1, INT_MAX}, {"iters", 1, INT_MAX}, {"warmup_iters", 0, INT_MAX},
       {"check", 0, INT_MAX},      {"blocking", 0, 1},    {"average", 0, 3},
+      {"cudagraph", 0, INT_MAX},
   };
   for (const IntFlag& spec : kInts) {
     if (name != spec.name) continue;
@@ -137,6 +161,7 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     if (name == "check") o->check = v;
     if (name == "blocking") o->blocking = v;
     if (name == "average") o->average = static_cast<Average>(v);
+    if (name == "cudagraph") o->graph_launches = v;
     return true;
   }
   return bad("unhandled flag");
@@ -198,6 +223,11 @@ bool ParseSize(const char* text, size_t* bytes) {
 }
 
 int ParseOptions(int argc, char** argv, const FlagSet& set, Options* options) {
+  options->command_line.clear();
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) options->command_line += ' ';
+    options->command_line += argv[i];
+  }
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     const Flag* flag = nullptr;
@@ -251,6 +281,16 @@ int ParseOptions(int argc, char** argv, const FlagSet& set, Options* options) {
   if (options->step_factor > 1 && options->min_bytes == 0) {
     // Multiplying zero never reaches maxbytes.
     fprintf(stderr, "minbytes must be positive when stepfactor is above 1\n");
+    return 2;
+  }
+  if (options->graph_launches > 0 && !DeviceBuffers::SupportsGraphs()) {
+    fprintf(stderr, "-G (graph launches) needs a GPU platform; this build is for %s\n",
+            DeviceBuffers::Platform());
+    return 2;
+  }
+  if (options->graph_launches > 0 && options->blocking) {
+    // A graph cannot wait for the host between the calls it holds.
+    fprintf(stderr, "-G and -z 1 exclude each other\n");
     return 2;
   }
   return -1;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "xccl.h"
@@ -28,6 +29,15 @@ struct Options {
   int blocking = 0;
   Average average = Average::kMean;
   std::vector<xcclDataType_t> types{xcclFloat};
+  // nccl-tests' -G: 0 times plain launches; N > 0 captures the -n calls of a measurement into a
+  // graph once and times N launches of it.
+  int graph_launches = 0;
+  // -J: where to write every row as JSON; empty for none.
+  std::string json_path;
+  // --compare vendor: time the vendor library (NCCL through XCCL_VENDOR_LIB) beside xccl.
+  bool compare_vendor = false;
+  // The command as typed, for the JSON header.
+  std::string command_line;
 
   int RanksPerProcess() const { return threads * gpus; }
   int TotalRanks() const { return procs * threads * gpus; }

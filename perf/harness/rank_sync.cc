@@ -18,7 +18,7 @@ namespace {
 
 // The start of the shared mapping. It is seen by several processes, so it holds only lock-free
 // atomics and plain data, never pointers. After it come nranks doubles (each rank writes only
-// its own, between barriers) and nranks RankInfo.
+// its own, between barriers), nranks RankInfo and the broadcast area.
 struct Control {
   std::atomic<uint32_t> arrived;
   std::atomic<uint32_t> generation;
@@ -30,7 +30,11 @@ constexpr size_t kValuesOffset = (sizeof(Control) + 63) / 64 * 64;
 
 size_t InfosOffset(int nranks) { return (kValuesOffset + sizeof(double) * nranks + 63) / 64 * 64; }
 
-size_t MappingBytes(int nranks) { return InfosOffset(nranks) + sizeof(RankInfo) * nranks; }
+size_t BroadcastOffset(int nranks) {
+  return (InfosOffset(nranks) + sizeof(RankInfo) * nranks + 63) / 64 * 64;
+}
+
+size_t MappingBytes(int nranks) { return BroadcastOffset(nranks) + RankSync::kBroadcastBytes; }
 
 Control* GetControl(void* memory) { return static_cast<Control*>(memory); }
 
@@ -68,6 +72,8 @@ RankSync::~RankSync() { munmap(memory_, bytes_); }
 double* RankSync::Values() {
   return reinterpret_cast<double*>(static_cast<char*>(memory_) + kValuesOffset);
 }
+
+char* RankSync::BroadcastArea() { return static_cast<char*>(memory_) + BroadcastOffset(nranks_); }
 
 RankInfo& RankSync::Info(int rank) {
   return reinterpret_cast<RankInfo*>(static_cast<char*>(memory_) + InfosOffset(nranks_))[rank];
@@ -116,6 +122,20 @@ bool RankSync::AllReduce(int rank, double value, Reduce op, double* result, int 
   if (op == Reduce::kMean) acc /= over;
   *result = acc;
   // Nobody may overwrite a slot until everyone has read them all.
+  return Barrier();
+}
+
+bool RankSync::Broadcast(int rank, int root, void* data, size_t bytes) {
+  if (bytes > kBroadcastBytes) {
+    fprintf(stderr, "RankSync::Broadcast: %zu bytes exceed the %zu-byte area\n", bytes,
+            kBroadcastBytes);
+    Abort();
+    return false;
+  }
+  if (rank == root) memcpy(BroadcastArea(), data, bytes);
+  if (!Barrier()) return false;
+  if (rank != root) memcpy(data, BroadcastArea(), bytes);
+  // The area is reused by the next broadcast only after everyone has read this one.
   return Barrier();
 }
 

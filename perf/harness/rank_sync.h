@@ -17,12 +17,15 @@ enum class Reduce { kRank0, kMean, kMin, kMax, kSum };
 // The reduction that nccl-tests' -a (average) flag asks for.
 Reduce ToReduce(Average average);
 
-// What each rank publishes about itself for the "# Using devices" lines.
+// What each rank publishes about itself for the "# Using devices" lines, the JSON header and
+// the vendor library's one-GPU-per-rank rule.
 struct RankInfo {
   int32_t pid;
   int32_t device;
   char host[64];
-  char describe[64];
+  char describe[96];
+  char name[64];
+  char bus_id[32];
 };
 
 class RankSync {
@@ -43,6 +46,11 @@ class RankSync {
   // over is 0), so ranks outside a sub-communicator can take part without counting.
   bool AllReduce(int rank, double value, Reduce op, double* result, int over = 0);
 
+  // Every rank calls it; afterwards all hold root's `bytes` bytes of data (at most
+  // kBroadcastBytes). This is how an id made by one rank after fork() reaches the others.
+  static constexpr size_t kBroadcastBytes = 256;
+  bool Broadcast(int rank, int root, void* data, size_t bytes);
+
   // Marks the run as failed: every Barrier, now or later, returns false instead of waiting for
   // a rank that will never arrive.
   void Abort();
@@ -54,6 +62,7 @@ class RankSync {
   RankSync(void* memory, size_t bytes, int nranks)
       : memory_(memory), bytes_(bytes), nranks_(nranks) {}
   double* Values();
+  char* BroadcastArea();
 
   void* memory_;  // the shared mapping; layout in rank_sync.cc
   size_t bytes_;

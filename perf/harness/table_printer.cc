@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 namespace xccl_perf {
@@ -20,7 +21,7 @@ void PrintRunHeader(const Options& o) {
       "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
       "agg iters: %d validation: %d graph: %d\n",
       o.threads, o.gpus, o.min_bytes, o.max_bytes, factor ? o.step_factor : o.step_bytes,
-      factor ? "factor" : "bytes", o.warmup_iters, o.iters, 1, o.check, 0);
+      factor ? "factor" : "bytes", o.warmup_iters, o.iters, 1, o.check, o.graph_launches);
   if (o.blocking)
     printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
   printf("#\n");
@@ -48,17 +49,22 @@ std::string FormatTime(double usec) {
   return text;
 }
 
-void PrintTableHeader() {
+void PrintTableHeader(bool vendor) {
   printf("#\n");
   printf(
       "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
-      "\n",
-      "", "", "", "", "");
-  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count",
+      "%s\n",
+      "", "", "", "", "", vendor ? "  vendor out-of-place      vendor in-place" : "");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s", "size", "count",
          "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
          "#wrong");
-  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
-         "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  if (vendor)
+    printf("  %7s  %6s  %6s  %7s  %6s  %6s", "time", "busbw", "ratio", "time", "busbw", "ratio");
+  printf("\n");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s", "(B)", "(elements)",
+         "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  if (vendor) printf("  %7s  %6s  %6s  %7s  %6s  %6s", "(us)", "(GB/s)", "", "(us)", "(GB/s)", "");
+  printf("\n");
 }
 
 std::string FormatRowStart(size_t bytes, size_t count, const char* type, const char* redop,
@@ -80,6 +86,23 @@ std::string FormatResult(double usec, double algbw, double busbw, bool checked, 
   return text;
 }
 
+std::string FormatVendorResult(double usec, double busbw, double ratio) {
+  char text[64];
+  // Rows of zero elements move nothing on either side, so their ratio is undefined.
+  if (std::isfinite(ratio)) {
+    snprintf(text, sizeof(text), "  %7s  %6.2f  %6.2f", FormatTime(usec).c_str(), busbw, ratio);
+  } else {
+    snprintf(text, sizeof(text), "  %7s  %6.2f  %6s", FormatTime(usec).c_str(), busbw, "-");
+  }
+  return text;
+}
+
+std::string FormatVendorMissing() {
+  char text[64];
+  snprintf(text, sizeof(text), "  %7s  %6s  %6s", "-", "-", "-");
+  return text;
+}
+
 void PrintFooter(int64_t errors, double avg_busbw) {
   printf("# Out of bounds values : %lld %s\n", static_cast<long long>(errors),
          errors ? "FAILED" : "OK");
@@ -90,21 +113,42 @@ void PrintFooter(int64_t errors, double avg_busbw) {
 }
 
 void PrintBarrierRunHeader(const Options& o) {
-  printf("# nThread %d nGpus %d nProcs %d warmup iters: %d iters: %d\n", o.threads, o.gpus, o.procs,
+  printf("# nThread %d nGpus %d nProcs %d warmup iters: %d iters: %d", o.threads, o.gpus, o.procs,
          o.warmup_iters, o.iters);
+  // Only where graphs were asked for, so that the line stays as it was without -G.
+  if (o.graph_launches > 0) printf(" graph: %d", o.graph_launches);
+  printf("\n");
   printf("#\n");
 }
 
-void PrintBarrierTableHeader() {
+void PrintBarrierTableHeader(bool vendor) {
   printf("#\n");
-  printf("# %10s  %7s  %7s  %7s\n", "nranks", "time", "min", "max");
-  printf("# %10s  %7s  %7s  %7s\n", "", "(us)", "(us)", "(us)");
+  if (vendor) printf("# %10s  %25s  %s\n", "", "", "  vendor allreduce of 1 float");
+  printf("# %10s  %7s  %7s  %7s", "nranks", "time", "min", "max");
+  if (vendor) printf("  %7s  %7s  %7s  %6s", "time", "min", "max", "ratio");
+  printf("\n");
+  printf("# %10s  %7s  %7s  %7s", "", "(us)", "(us)", "(us)");
+  if (vendor) printf("  %7s  %7s  %7s  %6s", "(us)", "(us)", "(us)", "");
+  printf("\n");
 }
 
 std::string FormatBarrierRow(int nranks, double usec, double min_usec, double max_usec) {
   char text[128];
   snprintf(text, sizeof(text), "%12d  %7s  %7s  %7s", nranks, FormatTime(usec).c_str(),
            FormatTime(min_usec).c_str(), FormatTime(max_usec).c_str());
+  return text;
+}
+
+std::string FormatBarrierVendor(double usec, double min_usec, double max_usec, double ratio) {
+  char text[128];
+  snprintf(text, sizeof(text), "  %7s  %7s  %7s  %6.2f", FormatTime(usec).c_str(),
+           FormatTime(min_usec).c_str(), FormatTime(max_usec).c_str(), ratio);
+  return text;
+}
+
+std::string FormatBarrierVendorMissing() {
+  char text[64];
+  snprintf(text, sizeof(text), "  %7s  %7s  %7s  %6s", "-", "-", "-", "-");
   return text;
 }
 

@@ -1,0 +1,50 @@
+#include "harness/timed_loop.h"
+
+#include <utility>
+
+namespace xccl_perf {
+
+TimedLoop::TimedLoop(DeviceBuffers& device, RankSync& sync, const Options& options,
+                     std::function<bool()> call)
+    : device_(device), sync_(sync), options_(options), call_(std::move(call)) {}
+
+TimedLoop::~TimedLoop() {
+  if (captured_) device_.DropCaptured();
+}
+
+bool TimedLoop::Prepare() {
+  if (options_.graph_launches <= 0) return true;
+  if (!device_.BeginCapture()) return false;
+  for (int i = 0; i < options_.iters; ++i) {
+    if (!call_()) {
+      device_.AbortCapture();
+      return false;
+    }
+  }
+  if (!device_.EndCapture()) return false;
+  captured_ = true;
+  return true;
+}
+
+bool TimedLoop::Run(double* seconds) {
+  if (options_.graph_launches > 0 && !captured_) return false;  // Prepare failed or was skipped
+  if (!device_.StartTimer()) return false;
+  long calls = options_.iters;
+  if (captured_) {
+    for (int l = 0; l < options_.graph_launches; ++l) {
+      if (!device_.LaunchCaptured()) return false;
+    }
+    calls *= options_.graph_launches;
+  } else {
+    for (int i = 0; i < options_.iters; ++i) {
+      if (!call_()) return false;
+      if (options_.blocking && (!device_.Synchronize() || !sync_.Barrier())) return false;
+    }
+  }
+  double total = 0;
+  if (!device_.StopTimer(&total)) return false;
+  *seconds = total / static_cast<double>(calls);
+  return true;
+}
+
+}  // namespace xccl_perf

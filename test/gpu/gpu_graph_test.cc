@@ -1,0 +1,93 @@
+// An all_gather and a barrier captured into a CUDA/HIP graph on every rank and replayed many
+// times. The epoch of each replay must come from device memory (DESIGN.md section 4): a value
+// baked in at capture would make the second replay wait for a past epoch (passing at once,
+// with stale data) or for one that never comes. Fresh data goes in before every replay and
+// every replay's output is copied out and checked.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "gpu/gpu_harness.h"
+#include "mp/data_pattern.h"
+
+namespace xccl_test {
+namespace {
+
+class GpuGraphTest : public GpuWorldTest {};
+
+TEST_P(GpuGraphTest, CapturedAllGatherAndBarrierReplayWithFreshData) {
+  Run([](RankContext& ctx) {
+    constexpr int kReplays = 100;
+    constexpr size_t kCount = 1031;              // float32 elements per rank: an odd size
+    constexpr uint64_t kFirstReplayCall = 1000;  // data ids of the replays
+    constexpr int kPhaseSlot = 0;                // ctx.shared slot of the host barrier
+    const size_t block = kCount * 4;
+    const size_t total = block * ctx.nranks;
+    Stream stream;
+    DeviceBuffer send, recv;
+    PinnedBuffer host_send, host_recv;
+    if (!stream.Create(ctx) || !send.Allocate(ctx, block) || !recv.Allocate(ctx, total) ||
+        !host_send.Allocate(ctx, block * kReplays) || !host_recv.Allocate(ctx, total * kReplays))
+      return;
+    for (int i = 0; i < kReplays; ++i)
+      FillBlock(host_send.get() + i * block, block, ctx.seed, ctx.rank, kFirstReplayCall + i);
+
+    // An ordinary call first, so that the graph is captured at an epoch other than the first.
+    CheckedAllGather(ctx, stream, kCount, xcclFloat32, false, 0, 0);
+    if (!ctx.failures.empty()) return;
+
+    gpu::GraphHandle graph = nullptr;
+    if (!GPU_OK(ctx, gpu::StreamBeginCaptureThreadLocal(stream.get()))) return;
+    bool captured = XCCL_OK(
+        ctx, xcclAllGather(send.get(), recv.get(), kCount, xcclFloat32, ctx.comm, stream.xccl()));
+    captured = captured && XCCL_OK(ctx, xcclBarrier(ctx.comm, stream.xccl()));
+    // End the capture whatever happened, so the stream leaves capture mode.
+    captured = GPU_OK(ctx, gpu::StreamEndCapture(stream.get(), &graph)) && captured;
+    // Every rank has captured before any instantiates, and instantiated before any replays:
+    // the phases of a framework that captures a whole step on every rank, then runs it.
+    if (!HostBarrier(ctx, kPhaseSlot, 0)) return;
+    gpu::GraphExecHandle exec = nullptr;
+    if (captured) captured = GPU_OK(ctx, gpu::GraphInstantiate(&exec, graph));
+    if (!HostBarrier(ctx, kPhaseSlot, 1) || !captured) {
+      if (exec != nullptr) gpu::GraphExecDestroy(exec);
+      if (graph != nullptr) gpu::GraphDestroy(graph);
+      return;
+    }
+
+    // No host synchronisation between replays: poison, fresh data, replay, copy out, all
+    // stream-ordered; one rank held back on the host before each launch.
+    for (int i = 0; i < kReplays; ++i) {
+      if (i % ctx.nranks == ctx.rank) usleep(200);
+      if (!GPU_OK(ctx, gpu::MemsetAsync(recv.get(), kPoisonByte, total, stream.get())) ||
+          !GPU_OK(ctx,
+                  gpu::MemcpyAsync(send.get(), host_send.get() + i * block, block, stream.get())) ||
+          !GPU_OK(ctx, gpu::GraphLaunch(exec, stream.get())) ||
+          !GPU_OK(ctx,
+                  gpu::MemcpyAsync(host_recv.get() + i * total, recv.get(), total, stream.get()))) {
+        ctx.Fail("replay " + std::to_string(i) + " could not be enqueued; later ones not made");
+        break;
+      }
+    }
+    GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
+    ExpectNoAsyncError(ctx, "after the replays");
+    gpu::GraphExecDestroy(exec);
+    gpu::GraphDestroy(graph);
+    if (!ctx.failures.empty()) return;
+    for (int i = 0; i < kReplays; ++i) {
+      std::string wrong = CheckGathered(host_recv.get() + i * total, block, ctx.nranks, ctx.seed,
+                                        kFirstReplayCall + i, 4);
+      RANK_EXPECT(ctx, wrong.empty(), "replay " << i << ": " << wrong);
+      if (ctx.failures.size() > 4) return;
+    }
+
+    // Ordinary calls still agree with the replays on the epoch.
+    CheckedAllGather(ctx, stream, kCount, xcclFloat32, true, 0, 2000);
+    CheckedAllGather(ctx, stream, 3, xcclUint8, false, 1, 2001);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuGraphTest, ::testing::ValuesIn(StandardGpuWorlds()), GpuWorldName);
+
+}  // namespace
+}  // namespace xccl_test

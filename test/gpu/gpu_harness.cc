@@ -1,0 +1,490 @@
+#include "gpu/gpu_harness.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "core/datatype.h"
+#include "core/params.h"
+#include "mp/data_pattern.h"
+
+namespace xccl_test {
+
+namespace {
+
+// Set in a re-run child so that it never re-runs itself again.
+constexpr const char* kFreshProcessEnv = "XCCL_GPU_TEST_FRESH_PROCESS";
+
+// Every use of the runtime in this process goes through the harness first (the probe, the
+// thread runner), so this flag is a complete record. (Whether the driver library is mapped
+// says nothing: a build may link it directly, and mapping is not initialisation.)
+std::atomic<bool> g_runtime_touched{false};
+
+void MarkRuntimeTouched() { g_runtime_touched = true; }
+
+uint64_t FreshSeed() {
+  std::random_device device;
+  return (uint64_t(device()) << 32) | device();
+}
+
+GpuProbe ProbeHere() {
+  MarkRuntimeTouched();
+  GpuProbe probe;
+  gpu::Error error = gpu::GetDeviceCount(&probe.count);
+  if (error != gpu::kSuccess) {
+    probe.count = 0;
+    probe.error = gpu::ErrorString(error);
+  } else if (probe.count == 0) {
+    probe.error = "the runtime reports 0 devices";
+  }
+  return probe;
+}
+
+// The same question asked by a child that exits at once, leaving this process fork-safe.
+GpuProbe ProbeInChild() {
+  struct Answer {
+    int count;
+    char error[256];
+  };
+  int fds[2];
+  if (pipe(fds) != 0) return {0, std::string("pipe: ") + strerror(errno)};
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return {0, std::string("fork: ") + strerror(errno)};
+  if (pid == 0) {
+    close(fds[0]);
+    GpuProbe probe = ProbeHere();
+    Answer answer{};
+    answer.count = probe.count;
+    snprintf(answer.error, sizeof(answer.error), "%s", probe.error.c_str());
+    ssize_t ignored = write(fds[1], &answer, sizeof(answer));
+    (void)ignored;
+    _exit(0);
+  }
+  close(fds[1]);
+  Answer answer{};
+  ssize_t got = read(fds[0], &answer, sizeof(answer));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (got != static_cast<ssize_t>(sizeof(answer)))
+    return {0, "the device probe child died (status " + std::to_string(status) + ")"};
+  answer.error[sizeof(answer.error) - 1] = '\0';
+  return {answer.count, answer.error};
+}
+
+// Runs the current test alone in a fresh copy of this binary, whose runtime is untouched, and
+// returns its verdict (its own output goes to the same terminal).
+std::vector<std::string> RerunCurrentTestInFreshProcess(int timeout_s) {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (info == nullptr) return {"process-mode run outside a test with the GPU runtime loaded"};
+  if (getenv(kFreshProcessEnv) != nullptr) {
+    return {"the GPU runtime was loaded in this process before its ranks could be forked"};
+  }
+  const std::string filter =
+      std::string("--gtest_filter=") + info->test_suite_name() + "." + info->name();
+  printf(
+      "[ xccl    ] the GPU runtime is loaded in this process; re-running %s.%s in a fresh "
+      "process so that its ranks can be forked\n",
+      info->test_suite_name(), info->name());
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return {std::string("fork: ") + strerror(errno)};
+  if (pid == 0) {
+    setenv(kFreshProcessEnv, "1", 1);
+    execl("/proc/self/exe", "xccl_gpu_tests", filter.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (SecondsSince(start) > timeout_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return {"the fresh-process re-run was still running after " + std::to_string(timeout_s) +
+              " s; killed"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  return {"the fresh-process re-run failed (wait status " + std::to_string(status) +
+          "); its output is above"};
+}
+
+// What every rank does before the body: sit on its device (set again on this thread: the
+// current device is per thread) and check that the communicator agrees.
+bool RankPrologue(RankContext& ctx, int expected_device) {
+  int device = -1;
+  if (!XCCL_OK(ctx, xcclCommDevice(ctx.comm, &device))) return false;
+  if (expected_device >= 0) {
+    RANK_EXPECT(
+        ctx, device == expected_device,
+        "the communicator is on device " << device << ", the device list said " << expected_device);
+  } else {
+    int current = -1;
+    GPU_OK(ctx, gpu::GetDevice(&current));
+    RANK_EXPECT(
+        ctx, device == current,
+        "device " << current << " was current at init, the communicator is on device " << device);
+  }
+  return GPU_OK(ctx, gpu::SetDevice(device));
+}
+
+std::vector<std::string> RunThreads(const std::vector<int>& devices,
+                                    const std::function<void(RankContext&)>& body,
+                                    const RunOptions& options, volatile uint64_t* shared,
+                                    uint64_t seed) {
+  MarkRuntimeTouched();
+  const int nranks = static_cast<int>(devices.size());
+  if (options.before_init) options.before_init();
+  std::vector<xcclComm_t> comms(nranks, nullptr);
+  xcclResult_t init = xcclCommInitAll(comms.data(), nranks, devices.data());
+  if (init != xcclSuccess) {
+    return {std::string("xcclCommInitAll: ") + xcclGetErrorString(init) + ": " +
+            xcclGetLastError(nullptr)};
+  }
+  std::vector<RankContext> contexts(nranks);
+  std::unique_ptr<std::atomic<bool>[]> done(new std::atomic<bool>[nranks]);
+  std::atomic<int> finished{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    done[r] = false;
+    contexts[r].comm = comms[r];
+    contexts[r].rank = r;
+    contexts[r].nranks = nranks;
+    contexts[r].seed = seed;
+    contexts[r].shared = shared;
+    threads.emplace_back([&, r] {
+      RankContext& ctx = contexts[r];
+      if (GPU_OK(ctx, gpu::SetDevice(devices[r])) && RankPrologue(ctx, devices[r])) body(ctx);
+      if (!options.skip_destroy && ctx.comm != nullptr) {
+        xcclResult_t result = xcclCommDestroy(ctx.comm);
+        if (result != xcclSuccess)
+          ctx.Fail(std::string("xcclCommDestroy: ") + xcclGetErrorString(result));
+      }
+      done[r] = true;
+      ++finished;
+    });
+  }
+  auto start = std::chrono::steady_clock::now();
+  while (finished < nranks) {
+    if (SecondsSince(start) > options.timeout_s) {
+      // A thread stuck in a device wait cannot be cancelled; say who and stop the binary
+      // rather than leave ctest to kill it without a word.
+      fprintf(stderr,
+              "xccl_gpu_tests: hang: after %d s these ranks are still running:", options.timeout_s);
+      for (int r = 0; r < nranks; ++r)
+        if (!done[r]) fprintf(stderr, " %d", r);
+      fprintf(stderr, "\n");
+      for (int r = 0; r < nranks; ++r)
+        if (done[r])
+          for (const auto& f : contexts[r].failures)
+            fprintf(stderr, "  rank %d: %s\n", r, f.c_str());
+      fflush(stderr);
+      std::abort();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& thread : threads) thread.join();
+  std::vector<std::string> failures;
+  for (int r = 0; r < nranks; ++r)
+    for (const auto& f : contexts[r].failures)
+      failures.push_back("rank " + std::to_string(r) + ": " + f);
+  if (!failures.empty()) {
+    failures.insert(failures.begin(), "seed " + std::to_string(seed) + ", Threads, " +
+                                          std::to_string(nranks) + " ranks");
+  }
+  return failures;
+}
+
+// In a forked rank: why its device could not be set before init ("" when it was).
+std::string g_before_init_error;
+
+std::vector<std::string> RunProcesses(const std::vector<int>& devices,
+                                      const std::function<void(RankContext&)>& body,
+                                      const RunOptions& options) {
+  if (GpuRuntimeTouchedHere()) return RerunCurrentTestInFreshProcess(options.timeout_s + 60);
+  // Children take devices in the order they reach before_init, through a shared counter.
+  void* counter_page =
+      mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (counter_page == MAP_FAILED) return {"mmap of the device counter failed"};
+  uint64_t* counter = static_cast<uint64_t*>(counter_page);
+  *counter = 0;
+  RunOptions wrapped = options;
+  wrapped.before_init = [&devices, counter, user = options.before_init] {
+    const uint64_t index = __atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST);
+    const int device = devices[index % devices.size()];
+    gpu::Error error = gpu::SetDevice(device);
+    if (error != gpu::kSuccess)
+      g_before_init_error = "SetDevice(" + std::to_string(device) + "): " + gpu::ErrorString(error);
+    if (user) user();
+  };
+  std::vector<std::string> failures = RunRanks(
+      RankMode::kProcesses, static_cast<int>(devices.size()),
+      [&body](RankContext& ctx) {
+        RANK_EXPECT(ctx, g_before_init_error.empty(), g_before_init_error);
+        if (RankPrologue(ctx, -1)) body(ctx);
+      },
+      wrapped);
+  munmap(counter_page, sizeof(uint64_t));
+  for (const auto& name : LeftoverShm(LastChildPids()))
+    failures.push_back("left in /dev/shm: " + name);
+  return failures;
+}
+
+}  // namespace
+
+GpuProbe ProbeGpus(bool keep_process_clean) {
+  if (keep_process_clean && !GpuRuntimeTouchedHere()) return ProbeInChild();
+  return ProbeHere();
+}
+
+bool GpuRuntimeTouchedHere() { return g_runtime_touched; }
+
+std::vector<std::string> RunGpuRanks(RankMode mode, const std::vector<int>& devices,
+                                     const std::function<void(RankContext&)>& body,
+                                     const RunOptions& options) {
+  if (devices.empty()) return {"no ranks"};
+  if (mode == RankMode::kProcesses) return RunProcesses(devices, body, options);
+  const size_t kSharedBytes = 64 << 10;  // as RunRanks gives process ranks
+  void* shared =
+      mmap(nullptr, kSharedBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) return {"mmap of the shared scratch area failed"};
+  std::vector<std::string> failures =
+      RunThreads(devices, body, options, static_cast<volatile uint64_t*>(shared), FreshSeed());
+  munmap(shared, kSharedBytes);
+  return failures;
+}
+
+void ExpectNoFailures(const std::vector<std::string>& failures) {
+  for (const auto& failure : failures) ADD_FAILURE() << failure;
+}
+
+void RestoreParams() {
+  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
+}
+
+std::function<void()> WithTimeoutMs(int64_t timeout_ms) {
+  return [timeout_ms] {
+    xccl::Params params = xccl::GetParams();
+    params.timeout_ms = timeout_ms;
+    xccl::SetParamsForTesting(params);
+  };
+}
+
+std::function<void()> WithEpochBase(uint32_t epoch_base) {
+  return [epoch_base] {
+    xccl::Params params = xccl::GetParams();
+    params.epoch_base = epoch_base;
+    xccl::SetParamsForTesting(params);
+  };
+}
+
+void PrintTo(const GpuWorld& world, std::ostream* os) {
+  *os << ModeName(world.mode)
+      << (world.placement == Placement::kOneGpu ? ", one GPU, world " : ", all GPUs, per GPU ")
+      << world.n;
+}
+
+std::string GpuWorldName(const ::testing::TestParamInfo<GpuWorld>& info) {
+  const GpuWorld& w = info.param;
+  return std::string(ModeName(w.mode)) +
+         (w.placement == Placement::kOneGpu ? "OneGpuWorld" : "AllGpusX") + std::to_string(w.n);
+}
+
+std::vector<GpuWorld> StandardGpuWorlds() {
+  using M = RankMode;
+  using P = Placement;
+  return {
+      {M::kThreads, P::kOneGpu, 2},   {M::kThreads, P::kOneGpu, 4},
+      {M::kThreads, P::kOneGpu, 8},   {M::kProcesses, P::kOneGpu, 2},
+      {M::kProcesses, P::kOneGpu, 4}, {M::kThreads, P::kAllGpus, 1},
+      {M::kThreads, P::kAllGpus, 2},  {M::kProcesses, P::kAllGpus, 1},
+  };
+}
+
+void GpuWorldTest::SetUp() {
+  const GpuWorld& w = GetParam();
+  const GpuProbe probe = ProbeGpus(w.mode == RankMode::kProcesses);
+  if (probe.count <= 0) GTEST_SKIP() << "no GPU: " << probe.error;
+  const int count = probe.count;
+  if (w.placement == Placement::kOneGpu) {
+    devices_.assign(w.n, 0);
+    return;
+  }
+  if (count < 2) GTEST_SKIP() << "all-GPU placement needs 2 or more GPUs; found " << count;
+  for (int r = 0; r < count * w.n; ++r) devices_.push_back(r % count);
+}
+
+void GpuWorldTest::Run(const std::function<void(RankContext&)>& body, const RunOptions& options) {
+  RunOptions with_timeout = options;
+  with_timeout.before_init = [user = options.before_init] {
+    WithTimeoutMs(kWorldTimeoutMs)();
+    if (user) user();
+  };
+  std::vector<std::string> failures = RunGpuRanks(mode(), devices_, body, with_timeout);
+  RestoreParams();
+  ExpectNoFailures(failures);
+}
+
+bool GpuOk(RankContext& ctx, gpu::Error error, const char* expr, const char* file, int line) {
+  if (error == gpu::kSuccess) return true;
+  ctx.Fail(std::string(file) + ":" + std::to_string(line) + ": " + expr + ": " +
+           gpu::ErrorString(error));
+  return false;
+}
+
+bool XcclOk(RankContext& ctx, xcclResult_t result, const char* expr, const char* file, int line) {
+  if (result == xcclSuccess) return true;
+  ctx.Fail(std::string(file) + ":" + std::to_string(line) + ": " + expr + ": " +
+           xcclGetErrorString(result) + ": " + xcclGetLastError(ctx.comm));
+  return false;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ != nullptr) gpu::Free(ptr_);
+}
+
+bool DeviceBuffer::Allocate(RankContext& ctx, size_t bytes) {
+  void* ptr = nullptr;
+  // cudaMalloc(0) gives NULL; a real pointer keeps "count 0 with valid buffers" apart from
+  // "NULL buffers".
+  if (!GPU_OK(ctx, gpu::Malloc(&ptr, bytes == 0 ? 1 : bytes))) return false;
+  ptr_ = static_cast<unsigned char*>(ptr);
+  bytes_ = bytes;
+  return true;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (ptr_ != nullptr) gpu::FreeHost(ptr_);
+}
+
+bool PinnedBuffer::Allocate(RankContext& ctx, size_t bytes) {
+  void* ptr = nullptr;
+  if (!GPU_OK(ctx, gpu::MallocHost(&ptr, bytes == 0 ? 1 : bytes))) return false;
+  ptr_ = static_cast<unsigned char*>(ptr);
+  bytes_ = bytes;
+  return true;
+}
+
+Stream::~Stream() {
+  if (stream_ != nullptr) gpu::StreamDestroy(stream_);
+}
+
+bool Stream::Create(RankContext& ctx) {
+  return GPU_OK(ctx, gpu::StreamCreateNonBlocking(&stream_));
+}
+
+std::string CheckPoisoned(const unsigned char* data, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) {
+    if (data[i] != kPoisonByte) {
+      return "byte " + std::to_string(i) + " of " + std::to_string(bytes) + " is " +
+             std::to_string(data[i]) + ", not the poison " + std::to_string(kPoisonByte);
+    }
+  }
+  return "";
+}
+
+// Bytes kept poisoned after every output, to catch stores past its end.
+constexpr size_t kGuardBytes = 64;
+
+void CheckedAllGather(RankContext& ctx, const Stream& stream, size_t count, int dtype,
+                      bool in_place, size_t offset, uint64_t call) {
+  const size_t elem = xccl::DataTypeSize(dtype);
+  const size_t block = count * elem;
+  const size_t total = block * ctx.nranks;
+  DeviceBuffer recv_mem, send_mem;
+  if (!recv_mem.Allocate(ctx, offset + total + kGuardBytes)) return;
+  if (!in_place && !send_mem.Allocate(ctx, offset + block)) return;
+  unsigned char* recv = recv_mem.get() + offset;
+  unsigned char* send = in_place ? recv + ctx.rank * block : send_mem.get() + offset;
+  std::vector<unsigned char> host_send(block);
+  std::vector<unsigned char> host_recv(recv_mem.bytes());
+  FillBlock(host_send.data(), block, ctx.seed, ctx.rank, call);
+  if (!GPU_OK(ctx, gpu::MemsetAsync(recv_mem.get(), kPoisonByte, recv_mem.bytes(), stream.get())))
+    return;
+  if (!GPU_OK(ctx, gpu::MemcpyAsync(send, host_send.data(), block, stream.get()))) return;
+  const std::string what = "call " + std::to_string(call) + " (" + xccl::DataTypeName(dtype) +
+                           ", count " + std::to_string(count) +
+                           (in_place ? ", in place" : ", out of place") + ", offset " +
+                           std::to_string(offset) + ")";
+  xcclResult_t result =
+      xcclAllGather(send, recv, count, static_cast<xcclDataType_t>(dtype), ctx.comm, stream.xccl());
+  RANK_EXPECT(ctx, result == xcclSuccess,
+              what << ": " << xcclGetErrorString(result) << ": " << xcclGetLastError(ctx.comm));
+  if (result != xcclSuccess) return;
+  if (!GPU_OK(ctx,
+              gpu::MemcpyAsync(host_recv.data(), recv_mem.get(), host_recv.size(), stream.get())))
+    return;
+  if (!GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) return;
+  ExpectNoAsyncError(ctx, what.c_str());
+  std::string before = CheckPoisoned(host_recv.data(), offset);
+  RANK_EXPECT(ctx, before.empty(), what << ": guard before the output: " << before);
+  std::string after = CheckPoisoned(host_recv.data() + offset + total, kGuardBytes);
+  RANK_EXPECT(ctx, after.empty(), what << ": guard after the output: " << after);
+  std::string wrong = CheckGathered(host_recv.data() + offset, block, ctx.nranks, ctx.seed, call,
+                                    elem == 0 ? 1 : elem);
+  RANK_EXPECT(ctx, wrong.empty(), what << ": " << wrong);
+}
+
+void ExpectNoAsyncError(RankContext& ctx, const char* when) {
+  xcclResult_t async = xcclSuccess;
+  if (!XCCL_OK(ctx, xcclCommGetAsyncError(ctx.comm, &async))) return;
+  RANK_EXPECT(ctx, async == xcclSuccess,
+              when << ": asynchronous error " << xcclGetErrorString(async) << ": "
+                   << xcclGetLastError(ctx.comm));
+}
+
+bool HostBarrier(RankContext& ctx, int slot, uint64_t round, double timeout_s) {
+  uint64_t* counter = const_cast<uint64_t*>(ctx.shared + slot);
+  __atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST);
+  const uint64_t target = (round + 1) * static_cast<uint64_t>(ctx.nranks);
+  auto start = std::chrono::steady_clock::now();
+  while (__atomic_load_n(counter, __ATOMIC_SEQ_CST) < target) {
+    if (SecondsSince(start) > timeout_s) {
+      ctx.Fail("host barrier " + std::to_string(slot) + " round " + std::to_string(round) +
+               ": not every rank arrived within " + std::to_string(timeout_s) + " s");
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
+}
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+size_t OpenFileDescriptors() {
+  size_t count = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (readdir(dir) != nullptr) ++count;
+    closedir(dir);
+  }
+  return count;
+}
+
+size_t ThreadCount() {
+  size_t count = 0;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* entry = readdir(dir))
+      if (entry->d_name[0] != '.') ++count;
+    closedir(dir);
+  }
+  return count;
+}
+
+}  // namespace xccl_test

@@ -1,0 +1,188 @@
+// Runs a test body on several ranks of a GPU platform: as threads of this process, any number
+// of them sharing one GPU or spread over all GPUs (xcclCommInitAll with a device list), or as
+// forked processes (xcclCommInitRank, device memory shared through IPC). Builds on the host
+// suite's runner (test/mp/rank_runner.h): the same RankContext, failure strings and
+// RANK_EXPECT, so a GPU test reads like its host twin.
+//
+// The GPU runtime does not survive fork: a process that touched it cannot fork ranks that use
+// it. Process-mode runs therefore keep this process free of the runtime (devices are probed
+// in a short-lived child), and where a thread-mode test already touched it in this process
+// (a plain run of the whole binary; ctest runs one test per process), the test re-runs itself
+// in a fresh process instead.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_runtime.h"
+#include "mp/rank_runner.h"
+#include "xccl.h"
+
+namespace xccl_test {
+
+// ---- devices ----
+
+struct GpuProbe {
+  int count = 0;
+  std::string error;  // why there is no usable device ("" when count > 0)
+};
+// Counts devices. With `keep_process_clean`, while this process has not touched the runtime,
+// asks a forked child instead, so that this process can still fork ranks that use the GPU.
+GpuProbe ProbeGpus(bool keep_process_clean);
+// True once this process touched the GPU runtime (a fork can no longer give a usable child).
+bool GpuRuntimeTouchedHere();
+
+// Skips the current test, saying why, when no GPU is usable.
+#define XCCL_SKIP_WITHOUT_GPU(keep_process_clean)                                    \
+  do {                                                                               \
+    const ::xccl_test::GpuProbe probe_ = ::xccl_test::ProbeGpus(keep_process_clean); \
+    if (probe_.count <= 0) GTEST_SKIP() << "no GPU: " << probe_.error;               \
+  } while (0)
+
+// ---- runs ----
+
+// Ranks on `devices` (rank r on devices[r]), as threads or processes. Process ranks take the
+// devices in an arbitrary order (rank numbers are assigned before fork, devices after), which
+// is fine: tests ask the communicator for its device. Every rank sets its device before init
+// and again on its thread before the body. A thread run that outlives options.timeout_s
+// aborts the binary, naming the ranks still running: a hung device wait cannot be cancelled
+// from the host.
+std::vector<std::string> RunGpuRanks(RankMode mode, const std::vector<int>& devices,
+                                     const std::function<void(RankContext&)>& body,
+                                     const RunOptions& options = RunOptions());
+
+// Reports each failure of a run to GoogleTest.
+void ExpectNoFailures(const std::vector<std::string>& failures);
+
+// Restores the parameters from the environment (after a test changed them for its ranks).
+void RestoreParams();
+// A before_init that sets XCCL_TIMEOUT_MS / the epoch base for the ranks of a run.
+std::function<void()> WithTimeoutMs(int64_t timeout_ms);
+std::function<void()> WithEpochBase(uint32_t epoch_base);
+
+// ---- where ranks go: the parameter of the per-world suites ----
+
+enum class Placement {
+  kOneGpu,   // n ranks on GPU 0 (xccl allows ranks to share a device; NCCL does not)
+  kAllGpus,  // n ranks per GPU on every GPU; skipped with fewer than two
+};
+struct GpuWorld {
+  RankMode mode;
+  Placement placement;
+  int n;  // kOneGpu: the world size; kAllGpus: ranks per GPU
+};
+std::string GpuWorldName(const ::testing::TestParamInfo<GpuWorld>& info);
+// For gtest's listing ("Threads, one GPU, world 4") instead of the struct's bytes.
+void PrintTo(const GpuWorld& world, std::ostream* os);
+// One GPU with 2, 4, 8 threads and 2, 4 processes; all GPUs with 1 and 2 threads per GPU and
+// one process per GPU.
+std::vector<GpuWorld> StandardGpuWorlds();
+
+// Fixture of the per-world suites: probes, skips without a GPU (or without a second one for
+// kAllGpus), and lays the ranks out.
+class GpuWorldTest : public ::testing::TestWithParam<GpuWorld> {
+ protected:
+  void SetUp() override;
+  RankMode mode() const { return GetParam().mode; }
+  int world() const { return static_cast<int>(devices_.size()); }
+  const std::vector<int>& devices() const { return devices_; }
+  // Runs `body` on the world's ranks with XCCL_TIMEOUT_MS at kWorldTimeoutMs (so a broken
+  // library fails with a timeout naming a rank rather than hanging), then restores the
+  // parameters (thread ranks share this process's).
+  void Run(const std::function<void(RankContext&)>& body, const RunOptions& options = RunOptions());
+  static constexpr int64_t kWorldTimeoutMs = 60000;
+
+ private:
+  std::vector<int> devices_;
+};
+
+// ---- inside a rank ----
+
+bool GpuOk(RankContext& ctx, gpu::Error error, const char* expr, const char* file, int line);
+bool XcclOk(RankContext& ctx, xcclResult_t result, const char* expr, const char* file, int line);
+// Evaluate to true on success; on failure record the call, the error and (for xccl) the
+// communicator's last error text.
+#define GPU_OK(ctx, expr) ::xccl_test::GpuOk((ctx), (expr), #expr, __FILE__, __LINE__)
+#define XCCL_OK(ctx, expr) ::xccl_test::XcclOk((ctx), (expr), #expr, __FILE__, __LINE__)
+
+// Owners of one rank's GPU objects. Allocate/Create record a failure in ctx and return false.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  bool Allocate(RankContext& ctx, size_t bytes);
+  unsigned char* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  unsigned char* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer();
+  bool Allocate(RankContext& ctx, size_t bytes);
+  unsigned char* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  unsigned char* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+  bool Create(RankContext& ctx);
+  gpu::StreamHandle get() const { return stream_; }
+  // As the library takes it.
+  xcclStream_t xccl() const { return static_cast<xcclStream_t>(stream_); }
+
+ private:
+  gpu::StreamHandle stream_ = nullptr;
+};
+
+// The poison byte of data_pattern.h's Poison(), for device buffers.
+constexpr int kPoisonByte = 0xA5;
+// "" or where the first of `bytes` bytes at `data` differs from the poison byte.
+std::string CheckPoisoned(const unsigned char* data, size_t bytes);
+
+// One checked all_gather on `stream`, synchronised: fresh data for `call`, the output
+// poisoned with `offset` bytes of misalignment before it and guard bytes after it, in or out
+// of place; every byte of the output and the guards compared on the host.
+void CheckedAllGather(RankContext& ctx, const Stream& stream, size_t count, int dtype,
+                      bool in_place, size_t offset, uint64_t call);
+
+// After a stream drained: the communicator must have recorded no asynchronous failure.
+void ExpectNoAsyncError(RankContext& ctx, const char* when);
+
+// A host-side meeting point of every rank of the run (threads or processes), through
+// ctx.shared[slot]; `round` counts the meetings on that slot from 0. Fails after `timeout_s`.
+bool HostBarrier(RankContext& ctx, int slot, uint64_t round, double timeout_s = 60);
+
+inline double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+// CLOCK_MONOTONIC in ns: one clock for every thread and process of the machine.
+uint64_t MonotonicNs();
+
+// Resource counts of this process, for leak checks.
+size_t OpenFileDescriptors();
+size_t ThreadCount();
+
+}  // namespace xccl_test
