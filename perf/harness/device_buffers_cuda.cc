@@ -3,6 +3,8 @@
 // the benchmarks is in this file; a HIP build is this file with cuda renamed to hip (and
 // cudaDeviceProp to hipDeviceProp_t).
 #include <cuda_runtime_api.h>
+
+#include <cstring>
 #include <errno.h>
 #include <unistd.h>
 
@@ -35,6 +37,7 @@ class CudaBuffers final : public DeviceBuffers {
     if (start_ != nullptr) cudaEventDestroy(start_);
     if (stop_ != nullptr) cudaEventDestroy(stop_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    if (bounce_ != nullptr) cudaFreeHost(bounce_);
   }
 
   bool Init() {
@@ -55,6 +58,15 @@ class CudaBuffers final : public DeviceBuffers {
     void* buffer = nullptr;
     // cudaMalloc of 0 bytes returns NULL, which the callers read as failure.
     if (!CUDA_OK(cudaMalloc(&buffer, bytes > 0 ? bytes : 1))) return nullptr;
+    // The bounce buffer for host copies grows here, before the ranks start collectives:
+    // cudaFreeHost may wait for the whole device.
+    if (bytes > bounce_bytes_) {
+      if (bounce_ != nullptr) cudaFreeHost(bounce_);
+      bounce_ = nullptr;
+      bounce_bytes_ = 0;
+      if (!CUDA_OK(cudaMallocHost(&bounce_, bytes))) return nullptr;
+      bounce_bytes_ = bytes;
+    }
     // Writing it once maps the pages now rather than inside the first timed call.
     if (!CUDA_OK(cudaMemsetAsync(buffer, 0, bytes, stream_)) || !Synchronize()) {
       cudaFree(buffer);
@@ -67,15 +79,30 @@ class CudaBuffers final : public DeviceBuffers {
 
   bool HostAccessible() const override { return false; }
 
-  // On the rank's stream and waited for: a plain cudaMemcpy from pageable memory may return
-  // before the DMA lands, and a peer is told it may write next to these bytes right after.
+  bool BounceTooSmall(size_t bytes) {
+    fprintf(stderr, "device_buffers_cuda: a host copy of %zu bytes exceeds the largest buffer\n",
+            bytes);
+    return false;
+  }
+
+  // Through a pinned bounce buffer of this rank, on the rank's stream, and waited for. Never
+  // from pageable memory: the runtime stages pageable copies through buffers shared by the
+  // whole process, so with several ranks on one GPU a rank's copy can wait behind a peer's copy
+  // that is queued after a collective waiting for this very rank (a deadlock seen at 4 ranks on
+  // one H200).
   bool CopyToDevice(void* dst, const void* src, size_t bytes) override {
-    return CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_)) &&
+    if (bytes > bounce_bytes_) return BounceTooSmall(bytes);
+    memcpy(bounce_, src, bytes);
+    return CUDA_OK(cudaMemcpyAsync(dst, bounce_, bytes, cudaMemcpyHostToDevice, stream_)) &&
            Synchronize();
   }
   bool CopyToHost(void* dst, const void* src, size_t bytes) override {
-    return CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_)) &&
-           Synchronize();
+    if (bytes > bounce_bytes_) return BounceTooSmall(bytes);
+    if (!CUDA_OK(cudaMemcpyAsync(bounce_, src, bytes, cudaMemcpyDeviceToHost, stream_)) ||
+        !Synchronize())
+      return false;
+    memcpy(dst, bounce_, bytes);
+    return true;
   }
 
   xcclStream_t Stream() override { return static_cast<xcclStream_t>(stream_); }
@@ -141,6 +168,8 @@ class CudaBuffers final : public DeviceBuffers {
   std::string name_;
   std::string bus_id_;
   cudaStream_t stream_ = nullptr;
+  void* bounce_ = nullptr;  // pinned, for CopyToDevice / CopyToHost
+  size_t bounce_bytes_ = 0;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
   cudaGraph_t graph_ = nullptr;
