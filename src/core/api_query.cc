@@ -75,6 +75,12 @@ xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* async_error) {
     if (async_error == nullptr)
       return Fail(xcclInvalidArgument, "xcclCommGetAsyncError: asyncError is NULL");
     *async_error = impl->async_error();
+    // A failure found on the device reaches the caller here first: its message becomes the
+    // communicator's last error, so that xcclGetLastError(comm) names the peer.
+    if (*async_error != xcclSuccess) {
+      std::lock_guard<std::mutex> lock(comm->last_error_mutex);
+      comm->last_error = impl->failure_message();
+    }
     return xcclSuccess;
   });
 }

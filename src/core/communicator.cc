@@ -62,6 +62,11 @@ xcclResult_t Communicator::async_error() {
   return failure_result_;
 }
 
+std::string Communicator::failure_message() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_message_;
+}
+
 void Communicator::Abort() {
   if (platform_) platform_->Abort(rank());
   if (bootstrap_) bootstrap_->Abort();

@@ -41,6 +41,8 @@ class Communicator {
   xcclResult_t CheckHealthy(const char* op);
   // The first failure, including one a device-side wait recorded (GPU platforms).
   xcclResult_t async_error();
+  // The message of the first failure ("" if none).
+  std::string failure_message() const;
 
   // Stops queued work without waiting for peers (xcclCommAbort).
   void Abort();
