@@ -3,12 +3,11 @@
 // the benchmarks is in this file; a HIP build is this file with cuda renamed to hip (and
 // cudaDeviceProp to hipDeviceProp_t).
 #include <cuda_runtime_api.h>
-
-#include <cstring>
 #include <errno.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "harness/device_buffers.h"

@@ -19,7 +19,7 @@ struct Params {
   int64_t spin_count = -1;      // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)
   int64_t yield_count = -1;     // XCCL_YIELD_COUNT: polls with sched_yield, then sleep (-1: auto)
   int64_t window_bytes = int64_t(512) << 20;  // XCCL_WINDOW_BYTES: GPU inboxes per rank
-  int64_t gpu_queues = 0;        // XCCL_GPU_QUEUES: copy-engine streams per rank (0: auto)
+  int64_t gpu_queues = 0;       // XCCL_GPU_QUEUES: copy-engine streams per rank (0: auto)
   int64_t eager_bytes = 65536;  // XCCL_EAGER_BYTES: blocks up to this go through the window
 };
 

@@ -51,7 +51,7 @@ void RunKilledProcess(int queued) {
         if (!stream.Create(ctx) || !send.Allocate(ctx, block) ||
             !recv.Allocate(ctx, block * ctx.nranks))
           return;
-        std::vector<unsigned char> host_send(block), host_recv(block * ctx.nranks);
+        HostBytes host_send(block), host_recv(block * ctx.nranks);
         for (uint64_t call = 0; call < 3; ++call) {
           FillBlock(host_send.data(), block, ctx.seed, ctx.rank, call);
           if (!GPU_OK(ctx,

@@ -366,6 +366,29 @@ bool DeviceBuffer::Allocate(RankContext& ctx, size_t bytes) {
   return true;
 }
 
+namespace {
+// Blocks handed back, by size; reused by the next TakePinned of at most that size.
+thread_local std::vector<std::pair<void*, size_t>> t_pinned_pool;
+}  // namespace
+
+void* TakePinned(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  for (size_t i = 0; i < t_pinned_pool.size(); ++i) {
+    if (t_pinned_pool[i].second >= bytes) {
+      void* ptr = t_pinned_pool[i].first;
+      t_pinned_pool.erase(t_pinned_pool.begin() + static_cast<long>(i));
+      return ptr;
+    }
+  }
+  void* ptr = nullptr;
+  if (gpu::MallocHost(&ptr, bytes) != gpu::kSuccess || ptr == nullptr) throw std::bad_alloc();
+  return ptr;
+}
+
+void GivePinned(void* ptr, size_t bytes) {
+  if (ptr != nullptr) t_pinned_pool.emplace_back(ptr, bytes == 0 ? 1 : bytes);
+}
+
 PinnedBuffer::~PinnedBuffer() {
   if (ptr_ != nullptr) gpu::FreeHost(ptr_);
 }
@@ -409,8 +432,8 @@ void CheckedAllGather(RankContext& ctx, const Stream& stream, size_t count, int 
   if (!in_place && !send_mem.Allocate(ctx, offset + block)) return;
   unsigned char* recv = recv_mem.get() + offset;
   unsigned char* send = in_place ? recv + ctx.rank * block : send_mem.get() + offset;
-  std::vector<unsigned char> host_send(block);
-  std::vector<unsigned char> host_recv(recv_mem.bytes());
+  HostBytes host_send(block);
+  HostBytes host_recv(recv_mem.bytes());
   FillBlock(host_send.data(), block, ctx.seed, ctx.rank, call);
   if (!GPU_OK(ctx, gpu::MemsetAsync(recv_mem.get(), kPoisonByte, recv_mem.bytes(), stream.get())))
     return;

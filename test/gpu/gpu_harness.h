@@ -127,6 +127,27 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Host memory for copies to and from the device: pinned, from a per-thread pool that only
+// grows and is never given back. Copies from pageable memory are staged by the runtime through
+// buffers shared by the whole process, so with several ranks on one GPU one rank's copy can
+// wait behind a peer's copy that is queued after a collective waiting for this very rank (a
+// deadlock seen at 4 ranks on one H200); freeing pinned memory may wait for the whole device.
+void* TakePinned(size_t bytes);
+void GivePinned(void* ptr, size_t bytes);
+
+template <typename T>
+struct PinnedAllocator {
+  using value_type = T;
+  PinnedAllocator() = default;
+  template <typename U>
+  PinnedAllocator(const PinnedAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(TakePinned(n * sizeof(T))); }
+  void deallocate(T* ptr, size_t n) { GivePinned(ptr, n * sizeof(T)); }
+  bool operator==(const PinnedAllocator&) const { return true; }
+  bool operator!=(const PinnedAllocator&) const { return false; }
+};
+using HostBytes = std::vector<unsigned char, PinnedAllocator<unsigned char>>;
+
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;

@@ -1,6 +1,6 @@
-#include "platform/gpu/device_kernels.h"
-
 #include <algorithm>
+
+#include "platform/gpu/device_kernels.h"
 
 namespace xccl {
 
@@ -119,18 +119,18 @@ gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream) {
 }
 
 gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, int skip_rank,
-                           const uint32_t* epoch, uint64_t timeout_ns,
-                           DeviceFailureRecord* record, gpuStream_t stream) {
+                           const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
+                           gpuStream_t stream) {
   WaitSlotsKernel<<<1, 32 * nranks, 0, stream>>>(slots, first_slot, nranks, skip_rank, epoch,
-                                            timeout_ns, record);
+                                                 timeout_ns, record);
   return gpuGetLastError();
 }
 
 gpuError_t LaunchBarrier(uint32_t* const* peers, int signal_slot, const uint32_t* own,
                          int wait_first_slot, int rank, int nranks, const uint32_t* epoch,
                          uint64_t timeout_ns, DeviceFailureRecord* record, gpuStream_t stream) {
-  BarrierKernel<<<1, 32 * nranks, 0, stream>>>(peers, signal_slot, own, wait_first_slot, rank, nranks,
-                                          epoch, timeout_ns, record);
+  BarrierKernel<<<1, 32 * nranks, 0, stream>>>(peers, signal_slot, own, wait_first_slot, rank,
+                                               nranks, epoch, timeout_ns, record);
   return gpuGetLastError();
 }
 

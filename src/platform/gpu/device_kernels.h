@@ -24,8 +24,8 @@ gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream);
 
 // Waits until slots[first_slot + r] reaches *epoch for every rank r != skip_rank.
 gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, int skip_rank,
-                           const uint32_t* epoch, uint64_t timeout_ns,
-                           DeviceFailureRecord* record, gpuStream_t stream);
+                           const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
+                           gpuStream_t stream);
 
 // Barrier step: stores *epoch into peers[r][signal_slot] for every peer r (release, system
 // scope), then waits until own[wait_first_slot + r] reaches it for every peer.

@@ -121,11 +121,11 @@ class GpuPlatform final : public Platform {
     }
     // Closing barrier: every rank has copied its inboxes out before any rank's next operation
     // writes them. It reuses the operation's epoch on the barrier slots.
-    Check(LaunchBarrier(peer_slots_device_, ControlLayout::BarrierFrom(topology_.rank, topology_.nranks),
-                        Slots(topology_.rank), ControlLayout::BarrierFrom(0, topology_.nranks),
-                        topology_.rank, topology_.nranks,
-                        Slots(topology_.rank) + ControlLayout::kDeviceEpoch, TimeoutNs(),
-                        record_device_, stream_),
+    Check(LaunchBarrier(
+              peer_slots_device_, ControlLayout::BarrierFrom(topology_.rank, topology_.nranks),
+              Slots(topology_.rank), ControlLayout::BarrierFrom(0, topology_.nranks),
+              topology_.rank, topology_.nranks, Slots(topology_.rank) + ControlLayout::kDeviceEpoch,
+              TimeoutNs(), record_device_, stream_),
           "closing barrier kernel");
     return TakeLaunchFailure(failure);
   }
@@ -162,10 +162,9 @@ class GpuPlatform final : public Platform {
       Check(gpuStreamWaitEvent(queue, fork_event_, 0), "stream wait (fork)");
       queue_used_[q] = true;
     }
-    char* inbox = reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ +
-                  topology_.rank * inbox_bytes_;
-    if (bytes > 0)
-      Check(gpuMemcpyAsync(inbox, src, bytes, gpuMemcpyDeviceToDevice, queue), "put");
+    char* inbox =
+        reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ + topology_.rank * inbox_bytes_;
+    if (bytes > 0) Check(gpuMemcpyAsync(inbox, src, bytes, gpuMemcpyDeviceToDevice, queue), "put");
     // The flag is a copy of this rank's epoch as the device holds it now: no value is baked
     // into the call, so a graph replay signals the replay's epoch.
     Check(gpuMemcpyAsync(Slots(peer, /*as_peer=*/true) + signal_slot,
@@ -309,8 +308,8 @@ class GpuPlatform final : public Platform {
     void* device_table = nullptr;
     XCCL_GPU_TRY(gpuMalloc(&device_table, nranks * sizeof(uint32_t*)));
     peer_slots_device_ = static_cast<uint32_t**>(device_table);
-    XCCL_GPU_TRY(gpuMemcpy(device_table, table.data(), nranks * sizeof(uint32_t*),
-                           gpuMemcpyDefault));
+    XCCL_GPU_TRY(
+        gpuMemcpy(device_table, table.data(), nranks * sizeof(uint32_t*), gpuMemcpyDefault));
     // The kernel engine's tables: this rank's inbox in every peer's window, and its arrival
     // slot there.
     std::vector<char*> dsts(nranks);
@@ -399,8 +398,8 @@ class GpuPlatform final : public Platform {
   bool put_launched_ = false;
   DeviceFailureRecord* record_ = nullptr;
   DeviceFailureRecord* record_device_ = nullptr;
-  std::vector<gpuStream_t> streams_;      // this rank's DMA queues
-  std::vector<gpuStream_t> queues_;       // per peer: the stream that serves it
+  std::vector<gpuStream_t> streams_;  // this rank's DMA queues
+  std::vector<gpuStream_t> queues_;   // per peer: the stream that serves it
   std::vector<int> queue_of_peer_;
   std::vector<gpuEvent_t> join_events_;
   gpuEvent_t fork_event_ = nullptr;
