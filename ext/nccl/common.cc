@@ -1,0 +1,110 @@
+// Handle registry, error bookkeeping and parameters of the shim.
+#include <strings.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "shim_internal.h"
+
+namespace xccl_shim {
+namespace {
+
+std::mutex& RegistryMutex() {
+  static auto* mu = new std::mutex();  // leaked on purpose: usable from atexit paths
+  return *mu;
+}
+std::unordered_set<ncclComm_t>& Registry() {
+  static auto* set = new std::unordered_set<ncclComm_t>();
+  return *set;
+}
+
+std::string& LastErrorStorage() {
+  thread_local std::string message;
+  return message;
+}
+
+struct NativeSet {
+  bool allgather = true;
+};
+
+NativeSet ParseNative() {
+  NativeSet set;
+  const char* env = getenv("XCCL_NCCL_NATIVE");
+  if (!env) return set;
+  set.allgather = false;
+  std::stringstream ss(env);
+  std::string op;
+  while (std::getline(ss, op, ',')) {
+    op.erase(std::remove_if(op.begin(), op.end(), [](unsigned char ch) { return isspace(ch); }),
+             op.end());
+    std::transform(op.begin(), op.end(), op.begin(),
+                   [](unsigned char ch) { return static_cast<char>(tolower(ch)); });
+    if (op == "allgather" || op == "all_gather") {
+      set.allgather = true;
+    } else if (!op.empty() && op != "none") {
+      // Listing an op xccl cannot run yet is not an error: it is simply forwarded.
+      fprintf(stderr,
+              "xccl nccl shim: WARN XCCL_NCCL_NATIVE lists '%s', which has no native "
+              "path; it is forwarded to the vendor library\n",
+              op.c_str());
+    }
+  }
+  return set;
+}
+
+}  // namespace
+
+void RegisterComm(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry().insert(comm);
+}
+void UnregisterComm(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry().erase(comm);
+}
+bool IsLiveComm(ncclComm_t comm) {
+  if (!comm) return false;
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  return Registry().count(comm) != 0;
+}
+
+void SetLastError(const std::string& message) { LastErrorStorage() = message; }
+const std::string& LastError() { return LastErrorStorage(); }
+
+ncclResult_t Fail(ncclResult_t result, const char* function, const std::string& message) {
+  SetLastError(std::string(function) + ": " + message);
+  return result;
+}
+
+ncclResult_t FromXccl(xcclResult_t result) {
+  if (result >= xcclSuccess && result <= xcclInProgress) return static_cast<ncclResult_t>(result);
+  // xcclTimeout: a wait passed its deadline because a peer never arrived or stalled. NCCL has
+  // no timeout code; ncclRemoteError ("a remote process failed") is what its clients
+  // (PyTorch's watchdog among them) treat as a peer problem, which this is.
+  if (result == xcclTimeout) return ncclRemoteError;
+  return ncclInternalError;
+}
+
+ncclResult_t CheckXccl(xcclResult_t result, const char* function, xcclComm_t comm) {
+  if (result == xcclSuccess) return ncclSuccess;
+  return Fail(FromXccl(result), function, xcclGetLastError(comm));
+}
+
+bool NativeAllGather() {
+  static const NativeSet set = ParseNative();
+  return set.allgather;
+}
+
+int& GroupDepth() {
+  thread_local int depth = 0;
+  return depth;
+}
+int& VendorGroupDepth() {
+  thread_local int depth = 0;
+  return depth;
+}
+
+}  // namespace xccl_shim

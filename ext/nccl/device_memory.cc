@@ -1,0 +1,75 @@
+#include "device_memory.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#if defined(XCCL_SHIM_PLATFORM_CUDA)
+#include <cuda_runtime.h>
+#define XCCL_SHIM_GPU(name) cuda##name
+using GpuError = cudaError_t;
+#elif defined(XCCL_SHIM_PLATFORM_HIP)
+#include <hip/hip_runtime.h>
+#define XCCL_SHIM_GPU(name) hip##name
+using GpuError = hipError_t;
+#endif
+
+namespace xccl_shim {
+namespace device {
+
+namespace {
+constexpr int kUnhandledCudaError = 1;  // ncclUnhandledCudaError
+constexpr int kSystemError = 2;         // ncclSystemError
+}  // namespace
+
+#if defined(XCCL_SHIM_PLATFORM_CUDA) || defined(XCCL_SHIM_PLATFORM_HIP)
+
+namespace {
+int Check(GpuError e, const char* what, std::string* error) {
+  if (e == XCCL_SHIM_GPU(Success)) return 0;
+  *error = std::string(what) + " failed: " + XCCL_SHIM_GPU(GetErrorString)(e);
+  return kUnhandledCudaError;
+}
+}  // namespace
+
+int Alloc(void** ptr, size_t bytes, std::string* error) {
+  return Check(XCCL_SHIM_GPU(Malloc)(ptr, bytes), "device allocation", error);
+}
+int Free(void* ptr, std::string* error) {
+  return Check(XCCL_SHIM_GPU(Free)(ptr), "device free", error);
+}
+int ToDevice(void* dst, const void* src, size_t bytes, std::string* error) {
+  return Check(XCCL_SHIM_GPU(Memcpy)(dst, src, bytes, XCCL_SHIM_GPU(MemcpyHostToDevice)),
+               "copy to device", error);
+}
+int ToHost(void* dst, const void* src, size_t bytes, std::string* error) {
+  return Check(XCCL_SHIM_GPU(Memcpy)(dst, src, bytes, XCCL_SHIM_GPU(MemcpyDeviceToHost)),
+               "copy to host", error);
+}
+
+#else  // host platform
+
+int Alloc(void** ptr, size_t bytes, std::string* error) {
+  // Page-aligned like a GPU allocation, so registration-minded callers see the same shape.
+  size_t rounded = (bytes + 4095) / 4096 * 4096;
+  *ptr = aligned_alloc(4096, rounded ? rounded : 4096);
+  if (*ptr) return 0;
+  *error = "out of host memory";
+  return kSystemError;
+}
+int Free(void* ptr, std::string*) {
+  free(ptr);
+  return 0;
+}
+int ToDevice(void* dst, const void* src, size_t bytes, std::string*) {
+  memcpy(dst, src, bytes);
+  return 0;
+}
+int ToHost(void* dst, const void* src, size_t bytes, std::string*) {
+  memcpy(dst, src, bytes);
+  return 0;
+}
+
+#endif
+
+}  // namespace device
+}  // namespace xccl_shim

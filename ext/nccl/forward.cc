@@ -1,0 +1,270 @@
+// Calls that go to the vendor library (and ncclAllGather, native unless XCCL_NCCL_NATIVE
+// leaves it out). Each forwarded call checks the shim handle, finds the vendor function,
+// creates the vendor communicator on first use, mirrors the client's group level on the
+// vendor, and records the vendor's message on failure.
+#include <string>
+
+#include "shim_internal.h"
+
+using namespace xccl_shim;
+
+namespace {
+
+template <typename Fn>
+ncclResult_t Prepare(const char* name, ncclComm_t comm, Fn* fn, ncclComm_t* vendor_comm,
+                     const char* alt_name = nullptr) {
+  if (!IsLiveComm(comm))
+    return Fail(ncclInvalidArgument, name,
+                comm ? "not a live communicator (destroyed, or not made by this library)"
+                     : "communicator is NULL");
+  if (!GetVendor().handle) return NoVendor(name);
+  *fn = VendorFunction<Fn>(name);
+  if (!*fn && alt_name) *fn = VendorFunction<Fn>(alt_name);
+  if (!*fn)
+    return Fail(ncclInvalidUsage, name,
+                "xccl has no native path for it and the vendor library " + GetVendor().path +
+                    " does not export it");
+  void* vc = nullptr;
+  ncclResult_t r = EnsureVendorComm(comm, name, &vc);
+  if (r != ncclSuccess) return r;
+  r = SyncVendorGroup();
+  if (r != ncclSuccess) return r;
+  *vendor_comm = static_cast<ncclComm_t>(vc);
+  return ncclSuccess;
+}
+
+ncclResult_t Finish(const char* name, ncclComm_t vendor_comm, ncclResult_t r) {
+  if (r == ncclSuccess || r == ncclInProgress) return r;
+  auto last = VendorFunction<decltype(&ncclGetLastError)>("ncclGetLastError");
+  const char* msg = last ? last(vendor_comm) : nullptr;
+  return Fail(r, name, std::string("the vendor library failed: ") + (msg ? msg : "?"));
+}
+
+}  // namespace
+
+// Runs the vendor's `name` with the given arguments (vc names the vendor communicator).
+#define XCCL_SHIM_FORWARD(name, comm, ...)             \
+  do {                                                 \
+    decltype(&name) fn_ = nullptr;                     \
+    ncclComm_t vc = nullptr;                           \
+    ncclResult_t r_ = Prepare(#name, comm, &fn_, &vc); \
+    if (r_ != ncclSuccess) return r_;                  \
+    return Finish(#name, vc, fn_(__VA_ARGS__));        \
+  } while (0)
+
+XCCL_SHIM_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                            ncclDataType_t datatype, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  if (IsLiveComm(comm) && comm->xccl && NativeAllGather()) {
+    return CheckXccl(xcclAllGather(sendbuff, recvbuff, sendcount,
+                                   static_cast<xcclDataType_t>(datatype), comm->xccl, stream),
+                     "ncclAllGather", comm->xccl);
+  }
+  XCCL_SHIM_FORWARD(ncclAllGather, comm, sendbuff, recvbuff, sendcount, datatype, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclAllGather,
+                (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                 ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                            ncclDataType_t datatype, ncclRedOp_t op,
+                                            ncclComm_t comm, cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclAllReduce, comm, sendbuff, recvbuff, count, datatype, op, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclAllReduce,
+                (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
+                                                size_t recvcount, ncclDataType_t datatype,
+                                                ncclRedOp_t op, ncclComm_t comm,
+                                                cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op, vc,
+                    stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclReduceScatter,
+                (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                         ncclComm_t comm, cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclReduce, comm, sendbuff, recvbuff, count, datatype, op, root, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclReduce,
+                (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                                        ncclComm_t comm, cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclBcast, comm, buff, count, datatype, root, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclBcast,
+                (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                 cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                            ncclDataType_t datatype, int root, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclBroadcast, comm, sendbuff, recvbuff, count, datatype, root, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclBroadcast,
+                (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 int root, ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  decltype(&ncclAlltoAll) fn = nullptr;
+  ncclComm_t vc = nullptr;
+  // RCCL spells it ncclAllToAll.
+  ncclResult_t r = Prepare("ncclAlltoAll", comm, &fn, &vc, "ncclAllToAll");
+  if (r != ncclSuccess) return r;
+  return Finish("ncclAlltoAll", vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclAlltoAll,
+                (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  decltype(&ncclAllToAll) fn = nullptr;
+  ncclComm_t vc = nullptr;
+  // NCCL (2.28+) spells it ncclAlltoAll.
+  ncclResult_t r = Prepare("ncclAllToAll", comm, &fn, &vc, "ncclAlltoAll");
+  if (r != ncclSuccess) return r;
+  return Finish("ncclAllToAll", vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclAllToAll,
+                (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclAllToAllv(const void* sendbuff, const size_t sendcounts[],
+                                            const size_t sdispls[], void* recvbuff,
+                                            const size_t recvcounts[], const size_t rdispls[],
+                                            ncclDataType_t datatype, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclAllToAllv, comm, sendbuff, sendcounts, sdispls, recvbuff, recvcounts,
+                    rdispls, datatype, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclAllToAllv,
+                (const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                 void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, int root, ncclComm_t comm,
+                                         cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclGather, comm, sendbuff, recvbuff, count, datatype, root, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclGather,
+                (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 int root, ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                          ncclDataType_t datatype, int root, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclScatter, comm, sendbuff, recvbuff, count, datatype, root, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclScatter,
+                (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 int root, ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
+                                       int peer, ncclComm_t comm, cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclSend, comm, sendbuff, count, datatype, peer, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclSend,
+                (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                 ncclComm_t comm, cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       int peer, ncclComm_t comm, cudaStream_t stream) {
+  XCCL_SHIM_FORWARD(ncclRecv, comm, recvbuff, count, datatype, peer, vc, stream);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclRecv,
+                (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                 cudaStream_t stream));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar,
+                                                       ncclDataType_t datatype,
+                                                       ncclScalarResidence_t residence,
+                                                       ncclComm_t comm) {
+  XCCL_SHIM_FORWARD(ncclRedOpCreatePreMulSum, comm, op, scalar, datatype, residence, vc);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclRedOpCreatePreMulSum,
+                (ncclRedOp_t * op, void* scalar, ncclDataType_t datatype,
+                 ncclScalarResidence_t residence, ncclComm_t comm));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  XCCL_SHIM_FORWARD(ncclRedOpDestroy, comm, op, vc);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size,
+                                                     ncclWindow_t* win, int winFlags) {
+  XCCL_SHIM_FORWARD(ncclCommWindowRegister, comm, vc, buff, size, win, winFlags);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclCommWindowRegister,
+                (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  XCCL_SHIM_FORWARD(ncclCommWindowDeregister, comm, vc, win);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win));
+
+// Revoke stops in-flight work after a failure: creating a vendor communicator then (a
+// collective) would be wrong, so only an existing one is revoked.
+XCCL_SHIM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  if (IsLiveComm(comm) && !comm->vendor)
+    return Fail(ncclInvalidUsage, "ncclCommRevoke",
+                "xccl has no native revoke and this communicator has no vendor communicator");
+  XCCL_SHIM_FORWARD(ncclCommRevoke, comm, vc, revokeFlags);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags));
+
+// Split and Shrink make vendor-only communicators: their native calls are forwarded too.
+XCCL_SHIM_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                                            ncclComm_t* newcomm, ncclConfig_t* config) {
+  const char* name = "ncclCommSplit";
+  if (!newcomm) return Fail(ncclInvalidArgument, name, "newcomm is NULL");
+  decltype(&ncclCommSplit) fn = nullptr;
+  ncclComm_t vc = nullptr;
+  ncclResult_t r = Prepare(name, comm, &fn, &vc);
+  if (r != ncclSuccess) return r;
+  ncclComm_t vendor_new = nullptr;
+  r = Finish(name, vc, fn(vc, color, key, &vendor_new, config));
+  if (r != ncclSuccess && r != ncclInProgress) return r;
+  *newcomm = nullptr;
+  return vendor_new ? WrapVendorComm(vendor_new, newcomm, name) : r;
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclCommSplit,
+                (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
+                                             int excludeRanksCount, ncclComm_t* newcomm,
+                                             ncclConfig_t* config, int shrinkFlags) {
+  const char* name = "ncclCommShrink";
+  if (!newcomm) return Fail(ncclInvalidArgument, name, "newcomm is NULL");
+  decltype(&ncclCommShrink) fn = nullptr;
+  ncclComm_t vc = nullptr;
+  ncclResult_t r = Prepare(name, comm, &fn, &vc);
+  if (r != ncclSuccess) return r;
+  ncclComm_t vendor_new = nullptr;
+  r = Finish(name, vc,
+             fn(vc, excludeRanksList, excludeRanksCount, &vendor_new, config, shrinkFlags));
+  if (r != ncclSuccess && r != ncclInProgress) return r;
+  *newcomm = nullptr;
+  return vendor_new ? WrapVendorComm(vendor_new, newcomm, name) : r;
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclCommShrink,
+                (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                 ncclConfig_t* config, int shrinkFlags));
+
+// Logging is the vendor's business here (xccl reads its own XCCL_DEBUG once).
+XCCL_SHIM_EXPORT void ncclResetDebugInit() {
+  auto fn = VendorFunction<decltype(&ncclResetDebugInit)>("ncclResetDebugInit");
+  if (fn) fn();
+}
+XCCL_SHIM_PNCCL(void, ncclResetDebugInit, ());

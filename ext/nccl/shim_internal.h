@@ -1,0 +1,117 @@
+// State shared by the shim's translation units: the communicator struct behind ncclComm_t,
+// the vendor library (the real NCCL/RCCL the shim forwards to), and error bookkeeping.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "nccl_abi.h"
+#include "xccl.h"
+
+// Exports a pnccl twin as an alias of the nccl function defined just above it: the profiler
+// interface (PMPI-style) expects both names to reach the same code.
+#define XCCL_SHIM_EXPORT extern "C" __attribute__((visibility("default")))
+#define XCCL_SHIM_PNCCL(ret, name, params) \
+  XCCL_SHIM_EXPORT ret p##name params __attribute__((alias(#name)))
+
+namespace xccl_shim {
+
+// Comms that share a single ncclCommInitAll call. One thread drives all of them, so their
+// vendor communicators must come from one vendor ncclCommInitAll as well (a per-rank vendor
+// ncclCommInitRank would wait for ranks this same thread has not reached yet).
+struct Clique {
+  std::vector<ncclComm_t> comms;
+  std::vector<int> devices;  // empty: the vendor's default (devlist NULL)
+  bool vendor_tried = false;
+  ncclResult_t vendor_result = ncclSuccess;
+};
+
+}  // namespace xccl_shim
+
+// The struct ncclComm_t points to. It is the shim's own, so a handle given to the client is
+// always recognisable; the vendor communicator (if any) is created lazily on the first
+// forwarded call.
+struct ncclComm {
+  xcclComm_t xccl = nullptr;  // null for vendor-only comms (ncclCommSplit/Shrink results)
+  int nranks = 0;
+  int rank = 0;
+  int device = 0;
+
+  // Vendor id chosen by rank 0 at init and spread over xccl, so that every rank can create
+  // its vendor communicator later without another rendezvous.
+  bool have_vendor_id = false;
+  ncclUniqueId vendor_id{};
+  // The caller's config (bytes as given, capped) for the vendor's init; strings copied
+  // because the caller's pointers need not outlive ncclCommInitRankConfig.
+  bool have_config = false;
+  std::vector<unsigned char> config_bytes;
+  std::string comm_name, net_name;
+
+  std::shared_ptr<xccl_shim::Clique> clique;  // set by ncclCommInitAll
+
+  std::mutex vendor_mu;
+  void* vendor = nullptr;  // the vendor's ncclComm_t
+  bool vendor_tried = false;
+  ncclResult_t vendor_result = ncclSuccess;
+
+  std::mutex reg_mu;
+  std::unordered_set<void*> registrations;  // handles given out by ncclCommRegister
+};
+
+namespace xccl_shim {
+
+// Live handles: a destroyed or foreign pointer is refused with ncclInvalidArgument instead of
+// being dereferenced.
+void RegisterComm(ncclComm_t comm);
+void UnregisterComm(ncclComm_t comm);
+bool IsLiveComm(ncclComm_t comm);
+
+// The message ncclGetLastError returns; set by every failing shim call, per thread.
+ncclResult_t Fail(ncclResult_t result, const char* function, const std::string& message);
+void SetLastError(const std::string& message);
+const std::string& LastError();
+ncclResult_t FromXccl(xcclResult_t result);
+// Maps an xccl failure and records xccl's message under the function's name.
+ncclResult_t CheckXccl(xcclResult_t result, const char* function, xcclComm_t comm);
+
+// Which collectives run natively (XCCL_NCCL_NATIVE, read once).
+bool NativeAllGather();
+
+// Group depth of this thread (ncclGroupStart/End), and how many of those levels have been
+// opened on the vendor too (only once a forwarded call happened inside the group).
+int& GroupDepth();
+int& VendorGroupDepth();
+
+// The vendor library: null when none is loadable; the message says why.
+struct Vendor {
+  void* handle = nullptr;
+  std::string path;
+  std::string why_none;
+  void* Symbol(const char* name) const;
+};
+const Vendor& GetVendor();
+
+// Rank 0's vendor unique id, spread to all ranks through xccl (collective over the comm).
+ncclResult_t ExchangeVendorId(ncclComm_t comm);
+// The vendor communicator of comm, created on first use (collective over the comm's ranks,
+// so it is only called from calls every rank makes). Sets *vendor_comm or fails naming
+// `function`.
+ncclResult_t EnsureVendorComm(ncclComm_t comm, const char* function, void** vendor_comm);
+// Wraps a vendor communicator (from Split/Shrink) into a shim handle.
+ncclResult_t WrapVendorComm(void* vendor_comm, ncclComm_t* out, const char* function);
+
+// Forwarding helpers for calls without a communicator.
+template <typename Fn>
+Fn VendorFunction(const char* name) {
+  return reinterpret_cast<Fn>(GetVendor().Symbol(name));
+}
+ncclResult_t NoVendor(const char* function);
+
+// Opens vendor group levels so that the vendor sees the same grouping as the client.
+ncclResult_t SyncVendorGroup();
+
+}  // namespace xccl_shim
