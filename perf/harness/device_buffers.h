@@ -1,8 +1,8 @@
 // The device a rank runs on, as the benchmarks see it: its memory, the stream collectives are
 // issued on, the timer around a timed loop and graph capture of that loop. The host build
 // allocates aligned host memory and times with the CPU clock; a GPU build implements the same
-// interface with the runtime (device_buffers_cuda.cc), so the benchmarks never name a GPU
-// runtime and every vendor call stays in one file.
+// interface with the runtime (device_buffers_cuda.cc, device_buffers_hip.cc), so the benchmarks
+// never name a GPU runtime and every vendor call stays in one file.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,7 @@ class DeviceBuffers {
   // it runs in the rank's thread after fork(), never before.
   static std::unique_ptr<DeviceBuffers> Create(int device);
 
-  // "host" or "cuda": the platform this binary was built for.
+  // "host", "cuda" or "hip": the platform this binary was built for.
   static const char* Platform();
   // Whether Begin/EndCapture work here (-G); the host platform has no graphs.
   static bool SupportsGraphs();

@@ -3,6 +3,11 @@
 #pragma once
 
 #if defined(XCCL_PLATFORM_HIP)
+// Built against ROCm 5.2 (Debian's packages) and meant for later ROCm as well, so only names
+// present from 5.2 on: pinned host memory is hipHostMalloc/hipHostFree with hipHostMallocMapped
+// (hipHostAlloc was deprecated for much of 5.x/6.x). hipError_t is [[nodiscard]] in HIP: calls
+// whose result is deliberately dropped are cast to void. Should a name differ between ROCm
+// releases, guard it here by HIP_VERSION (hip/hip_version.h).
 #include <hip/hip_runtime.h>
 
 using gpuError_t = hipError_t;

@@ -50,8 +50,8 @@ TEST_P(GpuGraphTest, CapturedAllGatherAndBarrierReplayWithFreshData) {
     gpu::GraphExecHandle exec = nullptr;
     if (captured) captured = GPU_OK(ctx, gpu::GraphInstantiate(&exec, graph));
     if (!HostBarrier(ctx, kPhaseSlot, 1) || !captured) {
-      if (exec != nullptr) gpu::GraphExecDestroy(exec);
-      if (graph != nullptr) gpu::GraphDestroy(graph);
+      if (exec != nullptr) (void)gpu::GraphExecDestroy(exec);
+      if (graph != nullptr) (void)gpu::GraphDestroy(graph);
       return;
     }
 
@@ -71,8 +71,8 @@ TEST_P(GpuGraphTest, CapturedAllGatherAndBarrierReplayWithFreshData) {
     }
     GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
     ExpectNoAsyncError(ctx, "after the replays");
-    gpu::GraphExecDestroy(exec);
-    gpu::GraphDestroy(graph);
+    (void)gpu::GraphExecDestroy(exec);
+    (void)gpu::GraphDestroy(graph);
     if (!ctx.failures.empty()) return;
     for (int i = 0; i < kReplays; ++i) {
       std::string wrong = CheckGathered(host_recv.get() + i * total, block, ctx.nranks, ctx.seed,

@@ -353,7 +353,7 @@ bool XcclOk(RankContext& ctx, xcclResult_t result, const char* expr, const char*
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_ != nullptr) gpu::Free(ptr_);
+  if (ptr_ != nullptr) (void)gpu::Free(ptr_);
 }
 
 bool DeviceBuffer::Allocate(RankContext& ctx, size_t bytes) {
@@ -390,7 +390,7 @@ void GivePinned(void* ptr, size_t bytes) {
 }
 
 PinnedBuffer::~PinnedBuffer() {
-  if (ptr_ != nullptr) gpu::FreeHost(ptr_);
+  if (ptr_ != nullptr) (void)gpu::FreeHost(ptr_);
 }
 
 bool PinnedBuffer::Allocate(RankContext& ctx, size_t bytes) {
@@ -402,7 +402,7 @@ bool PinnedBuffer::Allocate(RankContext& ctx, size_t bytes) {
 }
 
 Stream::~Stream() {
-  if (stream_ != nullptr) gpu::StreamDestroy(stream_);
+  if (stream_ != nullptr) (void)gpu::StreamDestroy(stream_);
 }
 
 bool Stream::Create(RankContext& ctx) {

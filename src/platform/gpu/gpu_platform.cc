@@ -290,7 +290,7 @@ class GpuPlatform final : public Platform {
                       device_, all[r].device, r);
         gpuError_t err = gpuDeviceEnablePeerAccess(all[r].device, 0);
         if (err != gpuSuccess && err != gpuErrorPeerAccessAlreadyEnabled) XCCL_GPU_TRY(err);
-        gpuGetLastError();  // clear a sticky "already enabled"
+        (void)gpuGetLastError();  // clear a sticky "already enabled"
       }
       if (topology_.SameProcess(r)) {
         // IPC handles cannot be opened in the process that made them (DESIGN.md 12).
@@ -367,19 +367,19 @@ class GpuPlatform final : public Platform {
     if (gpuSetDevice(device_) != gpuSuccess) return;
     for (gpuStream_t queue : streams_)
       if (queue != nullptr) {
-        gpuStreamSynchronize(queue);
-        gpuStreamDestroy(queue);
+        (void)gpuStreamSynchronize(queue);
+        (void)gpuStreamDestroy(queue);
       }
     for (gpuEvent_t event : join_events_)
-      if (event != nullptr) gpuEventDestroy(event);
-    if (fork_event_ != nullptr) gpuEventDestroy(fork_event_);
+      if (event != nullptr) (void)gpuEventDestroy(event);
+    if (fork_event_ != nullptr) (void)gpuEventDestroy(fork_event_);
     for (size_t r = 0; r < opened_.size(); ++r)
-      if (opened_[r]) gpuIpcCloseMemHandle(peer_windows_[r]);
-    if (peer_slots_device_ != nullptr) gpuFree(peer_slots_device_);
-    if (put_dsts_device_ != nullptr) gpuFree(put_dsts_device_);
-    if (put_flags_device_ != nullptr) gpuFree(put_flags_device_);
-    if (own_window_ != nullptr) gpuFree(own_window_);
-    if (record_ != nullptr) gpuFreeHost(record_);
+      if (opened_[r]) (void)gpuIpcCloseMemHandle(peer_windows_[r]);
+    if (peer_slots_device_ != nullptr) (void)gpuFree(peer_slots_device_);
+    if (put_dsts_device_ != nullptr) (void)gpuFree(put_dsts_device_);
+    if (put_flags_device_ != nullptr) (void)gpuFree(put_flags_device_);
+    if (own_window_ != nullptr) (void)gpuFree(own_window_);
+    if (record_ != nullptr) (void)gpuFreeHost(record_);
   }
 
   Topology topology_;
