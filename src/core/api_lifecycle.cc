@@ -19,6 +19,9 @@ namespace xccl {
 
 namespace {
 
+// InitOneRank's device argument for "the calling thread's current device".
+constexpr int kCurrentDevice = -1;
+
 xcclResult_t InitOneRank(xcclComm_t* comm, int nranks, const xcclUniqueId& id, int rank, int device,
                          const xcclConfig_t* config, const char* op) {
   LogParamsOnce();
@@ -31,6 +34,9 @@ xcclResult_t InitOneRank(xcclComm_t* comm, int nranks, const xcclUniqueId& id, i
   XCCL_TRY(DecodeUniqueId(id, &contents));
   CommConfig resolved;
   XCCL_TRY(ResolveConfig(config, GetParams(), &resolved));
+  // The device is looked up only once the arguments are known good, so that a bad argument is
+  // reported as such even where no GPU is usable.
+  if (device == kCurrentDevice) XCCL_TRY(DefaultDevice(-1, &device));
   std::unique_ptr<Communicator> impl;
   XCCL_TRY(Communicator::Create(id, nranks, rank, device, resolved, &impl));
   auto handle = new xcclComm();
@@ -66,18 +72,14 @@ xcclResult_t xcclGetUniqueId(xcclUniqueId* unique_id) {
 
 xcclResult_t xcclCommInitRank(xcclComm_t* comm, int nranks, xcclUniqueId id, int rank) {
   return GuardedCall("xcclCommInitRank", nullptr, [&] {
-    int device = 0;
-    XCCL_TRY(DefaultDevice(-1, &device));
-    return InitOneRank(comm, nranks, id, rank, device, nullptr, "xcclCommInitRank");
+    return InitOneRank(comm, nranks, id, rank, kCurrentDevice, nullptr, "xcclCommInitRank");
   });
 }
 
 xcclResult_t xcclCommInitRankConfig(xcclComm_t* comm, int nranks, xcclUniqueId id, int rank,
                                     xcclConfig_t* config) {
   return GuardedCall("xcclCommInitRankConfig", nullptr, [&] {
-    int device = 0;
-    XCCL_TRY(DefaultDevice(-1, &device));
-    return InitOneRank(comm, nranks, id, rank, device, config, "xcclCommInitRankConfig");
+    return InitOneRank(comm, nranks, id, rank, kCurrentDevice, config, "xcclCommInitRankConfig");
   });
 }
 

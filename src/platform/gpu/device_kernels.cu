@@ -76,8 +76,8 @@ __global__ void WaitSlotsKernel(const uint32_t* slots, int first_slot, int nrank
                                 DeviceFailureRecord* record) {
   // One warp per watched slot: spin loops of several threads of one warp are left to the
   // scheduler's divergence handling, separate warps progress independently.
-  if (threadIdx.x % 32 != 0) return;
-  const int r = threadIdx.x / 32;
+  if (threadIdx.x % kLanesPerSlot != 0) return;
+  const int r = threadIdx.x / kLanesPerSlot;
   if (r >= nranks || r == skip_rank) return;
   WaitSlot(slots + first_slot + r, *epoch, r, timeout_ns, record);
 }
@@ -85,8 +85,8 @@ __global__ void WaitSlotsKernel(const uint32_t* slots, int first_slot, int nrank
 __global__ void BarrierKernel(uint32_t* const* peers, int signal_slot, const uint32_t* own,
                               int wait_first_slot, int rank, int nranks, const uint32_t* epoch,
                               uint64_t timeout_ns, DeviceFailureRecord* record) {
-  if (threadIdx.x % 32 != 0) return;
-  const int r = threadIdx.x / 32;
+  if (threadIdx.x % kLanesPerSlot != 0) return;
+  const int r = threadIdx.x / kLanesPerSlot;
   if (r >= nranks || r == rank) return;
   const uint32_t target = *epoch;
   GpuStoreReleaseSystem(peers[r] + signal_slot, target);
@@ -121,16 +121,16 @@ gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream) {
 gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, int skip_rank,
                            const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
                            gpuStream_t stream) {
-  WaitSlotsKernel<<<1, 32 * nranks, 0, stream>>>(slots, first_slot, nranks, skip_rank, epoch,
-                                                 timeout_ns, record);
+  WaitSlotsKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(slots, first_slot, nranks, skip_rank,
+                                                            epoch, timeout_ns, record);
   return gpuGetLastError();
 }
 
 gpuError_t LaunchBarrier(uint32_t* const* peers, int signal_slot, const uint32_t* own,
                          int wait_first_slot, int rank, int nranks, const uint32_t* epoch,
                          uint64_t timeout_ns, DeviceFailureRecord* record, gpuStream_t stream) {
-  BarrierKernel<<<1, 32 * nranks, 0, stream>>>(peers, signal_slot, own, wait_first_slot, rank,
-                                               nranks, epoch, timeout_ns, record);
+  BarrierKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(peers, signal_slot, own, wait_first_slot,
+                                                          rank, nranks, epoch, timeout_ns, record);
   return gpuGetLastError();
 }
 

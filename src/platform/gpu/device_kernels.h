@@ -33,6 +33,15 @@ gpuError_t LaunchBarrier(uint32_t* const* peers, int signal_slot, const uint32_t
                          int wait_first_slot, int rank, int nranks, const uint32_t* epoch,
                          uint64_t timeout_ns, DeviceFailureRecord* record, gpuStream_t stream);
 
+// Threads per watched slot in the wait and barrier kernels: a whole warp (wavefront on AMD),
+// so that spinning lanes never share one. Bounds the ranks a launch can watch (1024 threads).
+#if defined(XCCL_PLATFORM_HIP)
+constexpr int kLanesPerSlot = 64;
+#else
+constexpr int kLanesPerSlot = 32;
+#endif
+constexpr int kMaxWatchedRanks = 1024 / kLanesPerSlot;
+
 // Blocks of PutAll: a power of two, the same in every launch, so that the completion counter
 // is a multiple of it between launches (it is never reset and may wrap).
 constexpr int kPutBlocks = 128;

@@ -63,6 +63,10 @@ class GpuPlatform final : public Platform {
     XCCL_GPU_TRY(gpuSetDevice(device_));
     const Params& params = GetParams();
     const size_t slots_bytes = 4096;  // ControlLayout fits for up to ~1000 ranks
+    if (nranks > kMaxWatchedRanks)
+      return Fail(xcclInvalidUsage,
+                  "the GPU platform's wait kernels watch at most %d ranks, not %d",
+                  kMaxWatchedRanks, nranks);
     if (static_cast<size_t>(ControlLayout::SlotCount(nranks)) * 4 > slots_bytes)
       return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
     inbox_bytes_ = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
