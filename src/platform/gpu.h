@@ -16,6 +16,7 @@ using gpuEvent_t = hipEvent_t;
 using gpuIpcMemHandle_t = hipIpcMemHandle_t;
 using gpuGraph_t = hipGraph_t;
 using gpuGraphExec_t = hipGraphExec_t;
+using gpuDeviceProp_t = hipDeviceProp_t;
 constexpr gpuError_t gpuSuccess = hipSuccess;
 constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = hipErrorPeerAccessAlreadyEnabled;
 constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
@@ -51,6 +52,31 @@ constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
 #define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
 #define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
 #define gpuDeviceSynchronize hipDeviceSynchronize
+#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define gpuGetErrorName hipGetErrorName
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuEventCreate hipEventCreate
+#define gpuEventSynchronize hipEventSynchronize
+#define gpuEventElapsedTime hipEventElapsedTime
+#define gpuStreamBeginCapture hipStreamBeginCapture
+#define gpuStreamEndCapture hipStreamEndCapture
+#define gpuGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphDestroy hipGraphDestroy
+#define gpuGraphExecDestroy hipGraphExecDestroy
+inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return hipHostMalloc(ptr, bytes, 0); }
+// hipGraphUpload arrived in ROCm 6; before it, the first launch uploads.
+inline gpuError_t gpuGraphUpload(gpuGraphExec_t exec, gpuStream_t stream) {
+#if HIP_VERSION >= 60000000
+  return hipGraphUpload(exec, stream);
+#else
+  (void)exec;
+  (void)stream;
+  return hipSuccess;
+#endif
+}
 
 #else  // CUDA
 #include <cuda_runtime.h>
@@ -61,6 +87,7 @@ using gpuEvent_t = cudaEvent_t;
 using gpuIpcMemHandle_t = cudaIpcMemHandle_t;
 using gpuGraph_t = cudaGraph_t;
 using gpuGraphExec_t = cudaGraphExec_t;
+using gpuDeviceProp_t = cudaDeviceProp;
 constexpr gpuError_t gpuSuccess = cudaSuccess;
 constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = cudaErrorPeerAccessAlreadyEnabled;
 constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
@@ -96,6 +123,22 @@ constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
 #define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
 #define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
 #define gpuDeviceSynchronize cudaDeviceSynchronize
+#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define gpuGetErrorName cudaGetErrorName
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuEventCreate cudaEventCreate
+#define gpuEventSynchronize cudaEventSynchronize
+#define gpuEventElapsedTime cudaEventElapsedTime
+#define gpuStreamBeginCapture cudaStreamBeginCapture
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphExecDestroy cudaGraphExecDestroy
+#define gpuGraphUpload cudaGraphUpload
+inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
 #endif
 
 // Device side: system-scope acquire load and release store of a 32-bit signal, and the global
