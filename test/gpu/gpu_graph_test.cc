@@ -26,12 +26,10 @@ TEST_P(GpuGraphTest, CapturedAllGatherAndBarrierReplayWithFreshData) {
     const size_t total = block * ctx.nranks;
     Stream stream;
     DeviceBuffer send, recv;
-    PinnedBuffer host_send, host_recv;
-    if (!stream.Create(ctx) || !send.Allocate(ctx, block) || !recv.Allocate(ctx, total) ||
-        !host_send.Allocate(ctx, block * kReplays) || !host_recv.Allocate(ctx, total * kReplays))
-      return;
+    HostBytes host_send(block * kReplays), host_recv(total * kReplays);
+    if (!stream.Create(ctx) || !send.Allocate(ctx, block) || !recv.Allocate(ctx, total)) return;
     for (int i = 0; i < kReplays; ++i)
-      FillBlock(host_send.get() + i * block, block, ctx.seed, ctx.rank, kFirstReplayCall + i);
+      FillBlock(host_send.data() + i * block, block, ctx.seed, ctx.rank, kFirstReplayCall + i);
 
     // An ordinary call first, so that the graph is captured at an epoch other than the first.
     CheckedAllGather(ctx, stream, kCount, xcclFloat32, false, 0, 0);
@@ -60,11 +58,11 @@ TEST_P(GpuGraphTest, CapturedAllGatherAndBarrierReplayWithFreshData) {
     for (int i = 0; i < kReplays; ++i) {
       if (i % ctx.nranks == ctx.rank) usleep(200);
       if (!GPU_OK(ctx, gpu::MemsetAsync(recv.get(), kPoisonByte, total, stream.get())) ||
-          !GPU_OK(ctx,
-                  gpu::MemcpyAsync(send.get(), host_send.get() + i * block, block, stream.get())) ||
+          !GPU_OK(ctx, gpu::MemcpyAsync(send.get(), host_send.data() + i * block, block,
+                                        stream.get())) ||
           !GPU_OK(ctx, gpu::GraphLaunch(exec, stream.get())) ||
-          !GPU_OK(ctx,
-                  gpu::MemcpyAsync(host_recv.get() + i * total, recv.get(), total, stream.get()))) {
+          !GPU_OK(ctx, gpu::MemcpyAsync(host_recv.data() + i * total, recv.get(), total,
+                                        stream.get()))) {
         ctx.Fail("replay " + std::to_string(i) + " could not be enqueued; later ones not made");
         break;
       }
@@ -75,7 +73,7 @@ TEST_P(GpuGraphTest, CapturedAllGatherAndBarrierReplayWithFreshData) {
     (void)gpu::GraphDestroy(graph);
     if (!ctx.failures.empty()) return;
     for (int i = 0; i < kReplays; ++i) {
-      std::string wrong = CheckGathered(host_recv.get() + i * total, block, ctx.nranks, ctx.seed,
+      std::string wrong = CheckGathered(host_recv.data() + i * total, block, ctx.nranks, ctx.seed,
                                         kFirstReplayCall + i, 4);
       RANK_EXPECT(ctx, wrong.empty(), "replay " << i << ": " << wrong);
       if (ctx.failures.size() > 4) return;

@@ -389,18 +389,6 @@ void GivePinned(void* ptr, size_t bytes) {
   if (ptr != nullptr) t_pinned_pool.emplace_back(ptr, bytes == 0 ? 1 : bytes);
 }
 
-PinnedBuffer::~PinnedBuffer() {
-  if (ptr_ != nullptr) (void)gpu::FreeHost(ptr_);
-}
-
-bool PinnedBuffer::Allocate(RankContext& ctx, size_t bytes) {
-  void* ptr = nullptr;
-  if (!GPU_OK(ctx, gpu::MallocHost(&ptr, bytes == 0 ? 1 : bytes))) return false;
-  ptr_ = static_cast<unsigned char*>(ptr);
-  bytes_ = bytes;
-  return true;
-}
-
 Stream::~Stream() {
   if (stream_ != nullptr) (void)gpu::StreamDestroy(stream_);
 }

@@ -148,21 +148,6 @@ struct PinnedAllocator {
 };
 using HostBytes = std::vector<unsigned char, PinnedAllocator<unsigned char>>;
 
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer();
-  bool Allocate(RankContext& ctx, size_t bytes);
-  unsigned char* get() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  unsigned char* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
-
 class Stream {
  public:
   Stream() = default;

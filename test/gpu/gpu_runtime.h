@@ -35,10 +35,8 @@ inline Error Malloc(void** ptr, size_t bytes) { return XCCL_TEST_GPU(Malloc)(ptr
 inline Error Free(void* ptr) { return XCCL_TEST_GPU(Free)(ptr); }
 #if defined(XCCL_PLATFORM_HIP)
 inline Error MallocHost(void** ptr, size_t bytes) { return hipHostMalloc(ptr, bytes, 0); }
-inline Error FreeHost(void* ptr) { return hipHostFree(ptr); }
 #else
 inline Error MallocHost(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
-inline Error FreeHost(void* ptr) { return cudaFreeHost(ptr); }
 #endif
 
 // Copies and fills are always stream-ordered: the legacy default stream is never used, so no
