@@ -110,6 +110,14 @@ const std::vector<ParamSpec>& Specs() {
        "by the calling thread (0 disables)",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 1 << 24, &p->eager_bytes); },
        [](const Params& p) { return std::to_string(p.eager_bytes); }},
+      {"XCCL_GEMM_PLUGIN",
+       "ag_gemm's GEMM plugin when the caller names none: a name (loads "
+       "libxccl-gemm-<name>.so) or a path",
+       [](const char* t, Params* p) {
+         p->gemm_plugin = t;
+         return true;
+       },
+       [](const Params& p) { return p.gemm_plugin; }},
   };
   return specs;
 }

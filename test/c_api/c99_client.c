@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "xccl.h"
+#include "xccl_gemm.h" /* only compiled: the plugin ABI header must be C99-clean too */
 
 #define CHECK(call)                                                                    \
   do {                                                                                 \

@@ -16,7 +16,8 @@ namespace {
 const char* const kAllNames[] = {"XCCL_DEBUG",          "XCCL_DEBUG_SUBSYS", "XCCL_DEBUG_FILE",
                                  "XCCL_TIMEOUT_MS",     "XCCL_COMM_ID",      "XCCL_SOCKET_IFNAME",
                                  "XCCL_ALLGATHER_ALGO", "XCCL_EPOCH_BASE",   "XCCL_SPIN_COUNT",
-                                 "XCCL_EAGER_BYTES"};
+                                 "XCCL_EAGER_BYTES",    "XCCL_YIELD_COUNT",  "XCCL_WINDOW_BYTES",
+                                 "XCCL_GPU_QUEUES",     "XCCL_GEMM_PLUGIN"};
 
 // A fake environment that also records which names were asked for.
 struct FakeEnv {

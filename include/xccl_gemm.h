@@ -1,0 +1,122 @@
+/*
+ * xccl GEMM plugin ABI (version 1).
+ *
+ * ag_gemm does not own a GEMM: it calls a plugin, once per band of rows (or once per call
+ * through the optional tile-wait entry). A plugin is a shared library libxccl-gemm-<name>.so
+ * that exports one symbol, XCCL_GEMM_PLUGIN_SYMBOL_V1, of type xcclGemmPlugin_v1_t; a caller
+ * may also hand xccl such a struct directly. Like NCCL's net and tuner plugins the struct is
+ * versioned: its first two fields (abi_version, struct_size) never move in any version, so a
+ * loader reads them first and refuses an older or newer plugin with a message instead of
+ * calling through a pointer it misreads.
+ *
+ * The problem (same for every version 1 call):
+ *   C[m, n] = (A[m, k] @ B[n, k]^T) * a_scale[m] (per row) * b_scale[n] (per column)
+ *   A row-major with row stride lda (elements), B row-major [n, k] with row stride ldb (that
+ *   is, each output column reads one contiguous row of B: the weight layout of a linear
+ *   layer), C row-major with row stride ldc. Products are accumulated in fp32; the scales,
+ *   when present, multiply the fp32 sum, which is then rounded (to nearest, ties to even) to
+ *   C's type.
+ * Input types: xcclBfloat16 or xcclFloat16 (a_type == b_type), or xcclFloat8e4m3 (OCP e4m3:
+ * bias 7, no infinities, S.1111.111 is NaN, largest finite 448) with per-token A scales and
+ * per-channel B scales in fp32 (xcclGemmScalePtpc). Output: xcclBfloat16 or xcclFloat16.
+ *
+ * C99-clean; needs no GPU header (streams are opaque pointers, as in xccl.h).
+ */
+#ifndef XCCL_GEMM_H_
+#define XCCL_GEMM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XCCL_GEMM_PLUGIN_ABI_V1 1u
+/* The symbol a plugin library exports, and the library name the loader builds from a name. */
+#define XCCL_GEMM_PLUGIN_SYMBOL_V1 "xcclGemmPlugin_v1"
+#define XCCL_GEMM_PLUGIN_LIB_PREFIX "libxccl-gemm-"
+#define XCCL_GEMM_PLUGIN_LIB_SUFFIX ".so"
+
+typedef enum {
+  xcclGemmScaleNone = 0, /* C = A @ B^T; a_scale and b_scale are ignored (may be NULL) */
+  xcclGemmScalePtpc = 1  /* per-token a_scale[m] and per-channel b_scale[n], fp32 */
+} xcclGemmScaleMode_t;
+
+/* One GEMM. In a supports() query only the shape, types, scale mode and strides are read;
+ * the pointers may be NULL there. In run() every pointer refers to memory the plugin can read
+ * (device memory on GPU platforms, host memory on the host platform). */
+typedef struct {
+  int64_t m, n, k;
+  xcclDataType_t a_type, b_type, c_type;
+  xcclGemmScaleMode_t scale_mode;
+  int64_t lda, ldb, ldc; /* row strides in elements: lda >= k, ldb >= k, ldc >= n */
+  const void* a;         /* [m][lda] */
+  const void* b;         /* [n][ldb] */
+  void* c;               /* [m][ldc] */
+  const float* a_scale;  /* [m], ptpc only */
+  const float* b_scale;  /* [n], ptpc only */
+} xcclGemmProblem;
+
+/* The rows of C one run() call computes: [row_begin, row_end), 0 <= row_begin <= row_end <= m,
+ * from rows [row_begin, row_end) of A and of a_scale and all of B. Rows outside the band are
+ * neither read (A) nor written (C), so bands may be computed as their inputs arrive; a band's
+ * bytes must not depend on how C was cut into bands. */
+typedef struct {
+  int64_t row_begin;
+  int64_t row_end;
+} xcclGemmBand;
+
+/* Arguments of the optional tile-wait entry: one launch covers rows [row_begin, row_end) of C
+ * cut into num_bands bands of band_rows rows each (the last may be shorter). Band i covers rows
+ * [row_begin + i*band_rows, min(row_begin + (i+1)*band_rows, row_end)); its inputs are ready
+ * once flags[i] has reached *epoch, compared modulo 2^32 ((int32_t)(flags[i] - *epoch) >= 0).
+ * Each output tile, before reading A, waits on the device for the flags of every band its rows
+ * overlap. The epoch is read on the device when the kernel runs, never passed by value, so a
+ * captured graph replays with the current epoch. flags and epoch are device memory written by
+ * other agents (DMA queues, peers): read them with volatile/acquire loads. Host plugins leave
+ * run_tile_wait NULL; the op then waits per band itself and calls run(). */
+typedef struct {
+  int64_t row_begin;
+  int64_t row_end;
+  int64_t band_rows;
+  int32_t num_bands;
+  const volatile uint32_t* flags; /* [num_bands] */
+  const volatile uint32_t* epoch; /* one word */
+} xcclGemmTileWait;
+
+/* Every entry returns xcclSuccess or a failure code; none may be called concurrently on one
+ * ctx unless the plugin says otherwise. */
+typedef struct xcclGemmPlugin_v1 {
+  /* Never move, in any version: the loader reads these two before anything else. */
+  uint32_t abi_version; /* XCCL_GEMM_PLUGIN_ABI_V1 */
+  size_t struct_size;   /* sizeof(xcclGemmPlugin_v1_t) as the plugin was built */
+
+  const char* name; /* short, e.g. "reference"; shown in logs and errors */
+
+  /* Creates the plugin's state for one device (the GPU ordinal; 0 on the host platform). */
+  xcclResult_t (*init)(void** ctx, int device);
+  xcclResult_t (*finalize)(void* ctx);
+
+  /* xcclSuccess: run() handles this problem. xcclInvalidArgument: it does not (the caller may
+   * try another plugin). Anything else: the query itself failed. */
+  xcclResult_t (*supports)(void* ctx, const xcclGemmProblem* problem);
+
+  /* Computes one band of C, enqueued on `stream` (cudaStream_t/hipStream_t; NULL and
+   * synchronous on the host platform). */
+  xcclResult_t (*run)(void* ctx, const xcclGemmProblem* problem, const xcclGemmBand* band,
+                      void* stream);
+
+  /* Optional (NULL if absent): rows [wait->row_begin, wait->row_end) in one launch whose
+   * tiles each wait for their band's flag; see xcclGemmTileWait. */
+  xcclResult_t (*run_tile_wait)(void* ctx, const xcclGemmProblem* problem,
+                                const xcclGemmTileWait* wait, void* stream);
+} xcclGemmPlugin_v1_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* XCCL_GEMM_H_ */

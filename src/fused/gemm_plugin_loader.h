@@ -1,0 +1,50 @@
+// Finds, loads and validates a GEMM plugin (include/xccl_gemm.h) before anything calls it.
+// A plugin is checked field by field (ABI version, struct size, required entries) so that an
+// older, newer or broken plugin is refused with a message naming it, never called blindly.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "xccl.h"
+#include "xccl_gemm.h"
+
+namespace xccl {
+
+// A validated plugin; owns its library handle when it was loaded from one (dlclose on
+// destruction, so a GemmPlugin must outlive every ctx created through it).
+class GemmPlugin {
+ public:
+  ~GemmPlugin();
+  GemmPlugin(const GemmPlugin&) = delete;
+  GemmPlugin& operator=(const GemmPlugin&) = delete;
+
+  // The version 1 entries, copied out of the plugin's struct.
+  const xcclGemmPlugin_v1_t& api() const { return api_; }
+  const char* name() const { return api_.name; }
+  // Where it came from: the library path dlopen resolved, or "caller struct".
+  const std::string& origin() const { return origin_; }
+
+  // Validates a struct the caller passes in (not copied into until it is valid).
+  static xcclResult_t FromStruct(const xcclGemmPlugin_v1_t* plugin,
+                                 std::unique_ptr<GemmPlugin>* out);
+  // `spec` is a name ("reference": dlopen("libxccl-gemm-reference.so") on the normal library
+  // search path) or a path (anything containing '/'). Empty: XCCL_GEMM_PLUGIN; refused if that
+  // is empty too, since which GEMM runs is the caller's choice, not ours.
+  static xcclResult_t Load(const std::string& spec, std::unique_ptr<GemmPlugin>* out);
+
+ private:
+  GemmPlugin() = default;
+  xcclGemmPlugin_v1_t api_{};
+  void* handle_ = nullptr;
+  std::string origin_;
+};
+
+// Checks a plugin struct as found at `where` (for messages); fills *out with its v1 entries.
+xcclResult_t ValidateGemmPlugin(const xcclGemmPlugin_v1_t* plugin, const char* where,
+                                xcclGemmPlugin_v1_t* out);
+
+// The library file name for a plugin name: libxccl-gemm-<name>.so.
+std::string GemmPluginLibraryName(const std::string& name);
+
+}  // namespace xccl
