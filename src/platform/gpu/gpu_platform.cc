@@ -171,7 +171,7 @@ class GpuPlatform final : public Platform {
     if (bytes > 0) Check(gpuMemcpyAsync(inbox, src, bytes, gpuMemcpyDeviceToDevice, queue), "put");
     // The flag is a copy of this rank's epoch as the device holds it now: no value is baked
     // into the call, so a graph replay signals the replay's epoch.
-    Check(gpuMemcpyAsync(Slots(peer, /*as_peer=*/true) + signal_slot,
+    Check(gpuMemcpyAsync(Slots(peer) + signal_slot,
                          Slots(topology_.rank) + ControlLayout::kDeviceEpoch, sizeof(uint32_t),
                          gpuMemcpyDeviceToDevice, queue),
           "signal");
@@ -236,10 +236,8 @@ class GpuPlatform final : public Platform {
  private:
   uint64_t TimeoutNs() const { return static_cast<uint64_t>(timeout_ms_) * 1000000ull; }
 
-  // This rank's control slots (as_peer=false), or peer's as mapped here.
-  uint32_t* Slots(int rank, bool /*as_peer*/ = false) const {
-    return static_cast<uint32_t*>(peer_windows_[rank]);
-  }
+  // A rank's control slots as mapped in this process.
+  uint32_t* Slots(int rank) const { return static_cast<uint32_t*>(peer_windows_[rank]); }
 
   // Launch-time failures of the runtime are kept until the operation reports them.
   void Check(gpuError_t err, const char* what) {
