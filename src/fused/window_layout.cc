@@ -1,0 +1,129 @@
+#include "fused/window_layout.h"
+
+#include <limits>
+
+#include "core/error.h"
+#include "fused/chunk_rule.h"
+
+namespace xccl {
+
+namespace {
+
+// a * b into *out; false on overflow of size_t.
+bool MulSize(size_t a, size_t b, size_t* out) { return !__builtin_mul_overflow(a, b, out); }
+bool AddSize(size_t a, size_t b, size_t* out) { return !__builtin_add_overflow(a, b, out); }
+
+}  // namespace
+
+int64_t PaddedM(int64_t m) {
+  if (m < 0) return -1;
+  if (m > std::numeric_limits<int64_t>::max() - (kGemmTileRows - 1)) return -1;
+  return (m + kGemmTileRows - 1) / kGemmTileRows * kGemmTileRows;
+}
+
+xcclResult_t WindowLayout::Create(int world, int rank, int64_t m_max, int64_t k,
+                                  size_t a_dtype_size, bool has_scales, WindowLayout* out) {
+  if (out == nullptr) return Fail(xcclInvalidArgument, "ag_gemm window layout: out is NULL");
+  if (world < 1) return Fail(xcclInvalidArgument, "ag_gemm window layout: world %d < 1", world);
+  if (rank < 0 || rank >= world) {
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: rank %d outside [0, %d)", rank, world);
+  }
+  if (m_max < 1) {
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: m_max %lld < 1",
+                static_cast<long long>(m_max));
+  }
+  if (k < 1) {
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: k %lld < 1",
+                static_cast<long long>(k));
+  }
+  if (a_dtype_size == 0) {
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: element size 0");
+  }
+  const int64_t padded = PaddedM(m_max);
+  // Every later query multiplies numbers no larger than these, so checking the largest window
+  // once here makes all of them overflow-free.
+  size_t slot = 0, data = 0, scales = 0, base = 0, total = 0;
+  bool ok = padded > 0 && MulSize(static_cast<size_t>(padded), static_cast<size_t>(k), &slot) &&
+            MulSize(slot, a_dtype_size, &slot) && MulSize(slot, static_cast<size_t>(world), &data);
+  if (ok && has_scales) {
+    ok = AddSize(data, kScaleAlignment - 1, &base) &&
+         MulSize(static_cast<size_t>(padded), sizeof(float), &scales) &&
+         MulSize(scales, static_cast<size_t>(world), &scales);
+    base = base / kScaleAlignment * kScaleAlignment;
+    ok = ok && AddSize(base, scales, &total);
+  } else {
+    base = 0;
+    total = data;
+  }
+  if (!ok) {
+    return Fail(xcclInvalidArgument,
+                "ag_gemm window layout: world %d x m_max %lld (padded %lld) x k %lld x %zu bytes "
+                "does not fit in size_t",
+                world, static_cast<long long>(m_max), static_cast<long long>(padded),
+                static_cast<long long>(k), a_dtype_size);
+  }
+  WindowLayout layout;
+  layout.world_ = world;
+  layout.rank_ = rank;
+  layout.padded_m_max_ = padded;
+  layout.k_ = k;
+  layout.element_size_ = a_dtype_size;
+  layout.has_scales_ = has_scales;
+  layout.scale_base_ = base;
+  layout.total_bytes_ = total;
+  *out = layout;
+  return xcclSuccess;
+}
+
+xcclResult_t WindowLayout::Check(int source, int64_t m, int64_t* rows) const {
+  if (world_ < 1) return Fail(xcclInvalidArgument, "ag_gemm window layout: not created");
+  if (source < 0 || source >= world_) {
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: source %d outside [0, %d)", source,
+                world_);
+  }
+  if (m < 0 || m > padded_m_max_) {
+    return Fail(xcclInvalidArgument,
+                "ag_gemm window layout: m %lld outside [0, %lld] (the window's padded m_max)",
+                static_cast<long long>(m), static_cast<long long>(padded_m_max_));
+  }
+  *rows = PaddedM(m);  // <= padded_m_max_, since padded_m_max_ is itself a tile multiple
+  return xcclSuccess;
+}
+
+xcclResult_t WindowLayout::SlotBytes(int64_t m, size_t* bytes) const {
+  int64_t rows = 0;
+  XCCL_TRY(Check(0, m, &rows));
+  *bytes = static_cast<size_t>(rows) * static_cast<size_t>(k_) * element_size_;
+  return xcclSuccess;
+}
+
+xcclResult_t WindowLayout::DataBytes(int64_t m, size_t* bytes) const {
+  size_t slot = 0;
+  XCCL_TRY(SlotBytes(m, &slot));
+  *bytes = slot * static_cast<size_t>(world_);
+  return xcclSuccess;
+}
+
+xcclResult_t WindowLayout::SlotOffset(int source, int64_t m, size_t* offset) const {
+  int64_t rows = 0;
+  XCCL_TRY(Check(source, m, &rows));
+  *offset = static_cast<size_t>(source) * static_cast<size_t>(rows) * static_cast<size_t>(k_) *
+            element_size_;
+  return xcclSuccess;
+}
+
+xcclResult_t WindowLayout::ScaleOffset(int source, int64_t m, size_t* offset) const {
+  if (!has_scales_) {
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: no scales in this window");
+  }
+  int64_t rows = 0;
+  XCCL_TRY(Check(source, m, &rows));
+  *offset = scale_base_ + static_cast<size_t>(source) * static_cast<size_t>(rows) * sizeof(float);
+  return xcclSuccess;
+}
+
+xcclResult_t WindowLayout::LocalRows(int64_t m, size_t* offset) const {
+  return SlotOffset(rank_, m, offset);
+}
+
+}  // namespace xccl
