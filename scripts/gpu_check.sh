@@ -47,7 +47,7 @@ for n in 2 4 8; do
   bar=$(awk '/^# nThread/ {k++} k == 1 && $1 ~ /^[0-9]+$/ {v=$2} END {print v}' "$out/barrier_t$n.txt")
   barg=$(awk '/^# nThread/ {k++} k == 2 && $1 ~ /^[0-9]+$/ {v=$2} END {print v}' "$out/barrier_t$n.txt")
   rate=$(awk -v n="$n" -v m="${memcpy_rate:-0}" '$1 == 1073741824 && $6 > 0 {
-      r = (2 * n - 1) * $1 / $6 / 1e3; printf "%.0f (%.2f)", r, m > 0 ? r / m : 0 }' "$f")
+      r = (2 * n - 1) * $1 / $6 / 1e3; printf "%.0f (%.2f)", r, (m > 0 ? r / m : 0) }' "$f")
   printf "  %5s %10s %18s %18s %14s %12s %12s %16s\n" "$n" "${small:--}" "$(row 134217728)" \
     "$(row 1073741824)" "${wrong:-FAILED}" "${bar:--}" "${barg:--}" "${rate:--}"
 done
