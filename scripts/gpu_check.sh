@@ -43,7 +43,7 @@ for n in 2 4 8; do
   f=$out/all_gather_t$n.txt
   row() { awk -v s="$1" '$1 == s {printf "%s (%s)", $8, $12}' "$f"; }
   small=$(awk '$1 ~ /^[0-9]+$/ && $1 > 0 {print $6; exit}' "$f")
-  wrong=$(grep -E "Out of bounds" "$f" | awk '{print $6, $7}')
+  wrong=$(grep -E "Out of bounds" "$f" | awk '{print $7, $8}')
   bar=$(awk '/^# nThread/ {k++} k == 1 && $1 ~ /^[0-9]+$/ {v=$2} END {print v}' "$out/barrier_t$n.txt")
   barg=$(awk '/^# nThread/ {k++} k == 2 && $1 ~ /^[0-9]+$/ {v=$2} END {print v}' "$out/barrier_t$n.txt")
   rate=$(awk -v n="$n" -v m="${memcpy_rate:-0}" '$1 == 1073741824 && $6 > 0 {
