@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/error.h"
 #include "core/logging.h"
 #include "transport/bootstrap.h"
 
@@ -67,6 +68,14 @@ void GroupNodes(Topology* topology) {
   for (int r = 0; r < topology->nranks; ++r)
     if (topology->node_of_rank[r] == topology->node_of_rank[topology->rank])
       topology->local_ranks.push_back(r);
+}
+
+xcclResult_t RequireOneNode(const Topology& topology, const char* platform) {
+  if (topology.node_count == 1) return xcclSuccess;
+  return Fail(xcclInvalidUsage,
+              "the %s platform reaches the ranks of one node only (no network transport is built "
+              "yet), but these %d ranks span %d nodes",
+              platform, topology.nranks, topology.node_count);
 }
 
 xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, Topology* out) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+
 namespace xccl {
 namespace {
 
@@ -182,6 +184,33 @@ TEST(TopologyTest, DescribeThisRank) {
   EXPECT_NE(a.process_token, 0u);
   EXPECT_EQ(a.process_token, b.process_token);  // one process
   EXPECT_NE(memchr(a.hostname, '\0', sizeof(a.hostname)), nullptr) << "NUL-terminated";
+}
+
+// The platforms refuse ranks on several nodes with a message naming the platform and the counts.
+TEST(TopologyTest, RequireOneNodeRefusesSeveralNodes) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (int nodes : {1, 2, 3}) {
+    Topology topology;
+    topology.nranks = 6;
+    topology.rank = static_cast<int>(rng() % 6);
+    topology.ranks.assign(6, DescribeThisRank(0));
+    const uint64_t base = rng();
+    for (int r = 0; r < 6; ++r)
+      topology.ranks[r].host_hash = base + static_cast<uint64_t>(r % nodes);
+    GroupNodes(&topology);
+    ASSERT_EQ(topology.node_count, nodes);
+    ClearThreadLastError();
+    xcclResult_t result = RequireOneNode(topology, "testplat");
+    if (nodes == 1) {
+      EXPECT_EQ(result, xcclSuccess);
+      EXPECT_TRUE(ThreadLastError().empty());
+    } else {
+      EXPECT_EQ(result, xcclInvalidUsage);
+      EXPECT_NE(ThreadLastError().find("testplat"), std::string::npos) << ThreadLastError();
+      EXPECT_NE(ThreadLastError().find(std::to_string(nodes) + " nodes"), std::string::npos)
+          << ThreadLastError();
+    }
+  }
 }
 
 }  // namespace

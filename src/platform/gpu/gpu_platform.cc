@@ -54,12 +54,7 @@ class GpuPlatform final : public Platform {
 
   xcclResult_t Init(Bootstrap* bootstrap) {
     const int nranks = topology_.nranks;
-    if (topology_.node_count != 1) {
-      return Fail(xcclInvalidUsage,
-                  "the GPU platform's DMA queues reach the ranks of one node, but these %d ranks "
-                  "span %d nodes (no network transport is built yet)",
-                  nranks, topology_.node_count);
-    }
+    XCCL_TRY(RequireOneNode(topology_, name()));
     XCCL_GPU_TRY(gpuSetDevice(device_));
     const Params& params = GetParams();
     const size_t slots_bytes = 4096;  // ControlLayout fits for up to ~1000 ranks

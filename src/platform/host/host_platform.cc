@@ -46,12 +46,7 @@ class HostPlatform final : public Platform {
 
   xcclResult_t Init(Bootstrap* bootstrap) {
     const int nranks = topology_.nranks;
-    if (topology_.node_count != 1) {
-      return Fail(xcclInvalidUsage,
-                  "the host platform runs every rank on one node, but these %d ranks span %d "
-                  "nodes",
-                  nranks, topology_.node_count);
-    }
+    XCCL_TRY(RequireOneNode(topology_, "host"));
     RemoveStaleShmObjects();
     // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight
     // ranks fit a container's default 64 MiB /dev/shm with room to spare.
@@ -147,8 +142,8 @@ class HostPlatform final : public Platform {
       Signal((rank + step) % nranks, ControlLayout::BarrierFrom(rank, nranks), epoch);
     for (int step = 1; step < nranks; ++step) {
       int peer = (rank - step + nranks) % nranks;
-      XCCL_TRY(WaitSlot(ControlLayout::BarrierFrom(peer, nranks), epoch, peer, "barrier",
-                        deadline, failure));
+      XCCL_TRY(WaitSlot(ControlLayout::BarrierFrom(peer, nranks), epoch, peer, "barrier", deadline,
+                        failure));
     }
     return xcclSuccess;
   }
