@@ -12,6 +12,7 @@
 #include "core/comm_handle.h"
 #include "core/datatype.h"
 #include "gpu/gpu_harness.h"
+#include "mp/bad_arguments.h"
 #include "mp/data_pattern.h"
 
 namespace xccl_test {
@@ -280,35 +281,7 @@ TEST_P(GpuAllGatherTest, BadArgumentsLeaveTheCommUsable) {
     uint32_t* send = reinterpret_cast<uint32_t*>(send_mem.get());
     uint32_t* recv = reinterpret_cast<uint32_t*>(recv_mem.get());
     if (ctx.rank == 0) {
-      struct Case {
-        const char* what;
-        const void* send;
-        void* recv;
-        size_t count;
-        int dtype;
-        xcclComm_t comm;
-        xcclResult_t expected;
-      } cases[] = {
-          {"null comm", send, recv, kCount, xcclUint32, nullptr, xcclInvalidArgument},
-          {"null sendbuff", nullptr, recv, kCount, xcclUint32, ctx.comm, xcclInvalidArgument},
-          {"null recvbuff", send, nullptr, kCount, xcclUint32, ctx.comm, xcclInvalidArgument},
-          {"dtype -1", send, recv, kCount, -1, ctx.comm, xcclInvalidArgument},
-          {"dtype 12", send, recv, kCount, 12, ctx.comm, xcclInvalidArgument},
-          {"overflowing count", send, recv, SIZE_MAX / 4, xcclUint32, ctx.comm,
-           xcclInvalidArgument},
-          {"overlap not in place", recv + 1, recv, kCount, xcclUint32, ctx.comm,
-           xcclInvalidArgument},
-      };
-      for (const Case& c : cases) {
-        xcclResult_t result = xcclAllGather(
-            c.send, c.recv, c.count, static_cast<xcclDataType_t>(c.dtype), c.comm, stream.xccl());
-        RANK_EXPECT(ctx, result == c.expected, c.what << ": got " << xcclGetErrorString(result));
-        std::string message = xcclGetLastError(c.comm);
-        RANK_EXPECT(ctx, !message.empty(), c.what << ": no message from xcclGetLastError");
-      }
-      RANK_EXPECT(ctx, xcclBarrier(nullptr, stream.xccl()) == xcclInvalidArgument,
-                  "barrier null comm");
-      RANK_EXPECT(ctx, xcclCommCount(ctx.comm, nullptr) == xcclInvalidArgument, "count NULL out");
+      ExpectBadArgumentsRefused(ctx, send, recv, kCount, stream.xccl());
       // Nothing bad was enqueued: the stream is idle and clean.
       GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
       ExpectNoAsyncError(ctx, "after the bad calls");

@@ -479,15 +479,6 @@ uint64_t MonotonicNs() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-size_t OpenFileDescriptors() {
-  size_t count = 0;
-  if (DIR* dir = opendir("/proc/self/fd")) {
-    while (readdir(dir) != nullptr) ++count;
-    closedir(dir);
-  }
-  return count;
-}
-
 size_t ThreadCount() {
   size_t count = 0;
   if (DIR* dir = opendir("/proc/self/task")) {

@@ -188,7 +188,6 @@ inline double SecondsSince(std::chrono::steady_clock::time_point start) {
 uint64_t MonotonicNs();
 
 // Resource counts of this process, for leak checks.
-size_t OpenFileDescriptors();
 size_t ThreadCount();
 
 }  // namespace xccl_test

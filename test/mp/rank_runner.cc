@@ -199,6 +199,15 @@ std::vector<std::string> LeftoverShm(const std::vector<pid_t>& pids) {
   return found;
 }
 
+size_t OpenFileDescriptors() {
+  size_t count = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (readdir(dir) != nullptr) ++count;
+    closedir(dir);
+  }
+  return count;
+}
+
 const std::vector<pid_t>& LastChildPids() { return g_last_children; }
 
 }  // namespace xccl_test

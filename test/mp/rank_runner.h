@@ -49,6 +49,8 @@ std::vector<std::string> RunRanks(RankMode mode, int nranks,
 
 // /dev/shm entries made by xccl for any of `pids` (should be none once init is done).
 std::vector<std::string> LeftoverShm(const std::vector<pid_t>& pids);
+// Entries of /proc/self/fd: leak checks compare it before and after.
+size_t OpenFileDescriptors();
 // The pids of the children of the last process-mode run.
 const std::vector<pid_t>& LastChildPids();
 
