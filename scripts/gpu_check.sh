@@ -1,54 +1,140 @@
 #!/usr/bin/env bash
-# On a fresh GPU machine: configure and build the cuda platform, run the gpu tests, a short
-# all_gather_perf / barrier_perf sweep with ranks sharing the GPU(s), and print a short table
-# last. Results go to $OUT (or /tmp/xccl-gpu-check). Usage: scripts/gpu_check.sh [build-dir]
+# On a fresh GPU machine: configure and build the cuda platform, then run the stages named in
+# GPU_CHECK_STAGES (default: all of them, in this order), and print a short table last.
+#   multi   several GPUs: all_gather_perf over all GPUs (threads, then one process per GPU)
+#           with --compare vendor, default / dma / kernel engines; barrier_perf and the 8-byte
+#           all_gather, plain and graph-launched, against NCCL
+#   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
+#   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
+#           device-to-device memcpy of the same sizes in the same run (the roofline)
+#   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several)
+# Logs go to a folder that is packed into $OUT/logs.tgz after every stage (so a run cut short
+# still brings back what it did); the table goes to stdout and $OUT/summary.txt.
+# Usage: GPU_CHECK_STAGES="multi torch" scripts/gpu_check.sh [build-dir]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0  # never NVLink multicast on the lent machines
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1  # never NVLink multicast here
 build=${1:-build-gpu}
 out=${OUT:-/tmp/xccl-gpu-check}
-mkdir -p "$out"
-budget=${GPU_CHECK_TEST_SECONDS:-300}
+logs=/tmp/xccl-gpu-logs
+stages=${GPU_CHECK_STAGES:-multi torch single tests}
+test_budget=${GPU_CHECK_TEST_SECONDS:-300}
+mkdir -p "$out" "$logs"
+pack() { tar -C "$logs" -czf "$out/logs.tgz" . 2>/dev/null; }
+has_stage() { [[ " $stages " == *" $1 "* ]]; }
+agp=$build/perf/all_gather_perf
+bp=$build/perf/barrier_perf
+export XCCL_TIMEOUT_MS=${XCCL_TIMEOUT_MS:-20000}
 
-# Few files in $OUT: setup.txt (configure, build, GPUs), gpu_tests.txt, and one file per run.
-cmake -S . -B "$build" -DXCCL_PLATFORM=cuda >"$out/setup.txt" 2>&1 || { cat "$out/setup.txt"; exit 1; }
-cmake --build "$build" -j"$(nproc)" >>"$out/setup.txt" 2>&1 || { tail -40 "$out/setup.txt"; exit 1; }
-nvidia-smi -L | tee -a "$out/setup.txt"
-
-timeout "$budget" ctest --test-dir "$build" -L gpu --timeout 120 --output-on-failure \
-  >"$out/gpu_tests.txt" 2>&1
-tests_rc=$?
-
+{
+  nvidia-smi -L
+  nvidia-smi topo -m
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw --format=csv
+} >"$logs/setup.txt" 2>&1
+cmake -S . -B "$build" -DXCCL_PLATFORM=cuda >>"$logs/setup.txt" 2>&1 &&
+  cmake --build "$build" -j"$(nproc)" >>"$logs/setup.txt" 2>&1 ||
+  { tail -40 "$logs/setup.txt"; pack; exit 1; }
 gpus=$(nvidia-smi -L | wc -l)
-# The roofline, in the same run: device-to-device copies of the same sizes.
-timeout 60 "$build/perf/copy_roofline" -b 128M -e 1G -f 8 >"$out/copy_roofline.txt" 2>&1
-memcpy_rate=$(awk '$1 == 1073741824 {print $3}' "$out/copy_roofline.txt")
-for n in 2 4 8; do
-  XCCL_TIMEOUT_MS=20000 timeout 120 "$build/perf/all_gather_perf" -t "$n" -b 8 -e 1G -f 8 -n 20 -w 5 \
-    >"$out/all_gather_t$n.txt" 2>&1
-  XCCL_TIMEOUT_MS=20000 timeout 60 "$build/perf/barrier_perf" -t "$n" -n 200 -w 20 \
-    >"$out/barrier_t$n.txt" 2>&1
-  XCCL_TIMEOUT_MS=20000 timeout 60 "$build/perf/barrier_perf" -t "$n" -n 200 -w 20 -G 10 \
-    >>"$out/barrier_t$n.txt" 2>&1
-done
+echo "gpu_check: $gpus GPU(s), stages: $stages"
+pack
 
-echo
-echo "# gpu tests: $(grep -E 'tests passed' "$out/gpu_tests.txt" || echo "did not finish (rc $tests_rc)")"
-grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$out/gpu_tests.txt" | head -20
-echo "# ranks sharing $gpus GPU(s); busbw GB/s out-of-place (in-place), time us at 8 B; barrier us"
-echo "# copy rate: all bytes the ranks copy for a 1 GiB all_gather out-of-place ((2n-1) x size)"
-echo "# over its time, against a 1 GiB device-to-device memcpy measured in this run: ${memcpy_rate:-?} GB/s"
-printf "# %5s %10s %18s %18s %14s %12s %12s %16s\n" ranks "8B us" "128MiB busbw" "1GiB busbw" "wrong" "barrier" "barrier(-G)" "copy rate (x)"
-for n in 2 4 8; do
-  f=$out/all_gather_t$n.txt
-  row() { awk -v s="$1" '$1 == s {printf "%s (%s)", $8, $12}' "$f"; }
-  small=$(awk '$1 ~ /^[0-9]+$/ && $1 > 0 {print $6; exit}' "$f")
-  wrong=$(grep -E "Out of bounds" "$f" | awk '{print $7, $8}')
-  bar=$(awk '/^# nThread/ {k++} k == 1 && $1 ~ /^[0-9]+$/ {v=$2} END {print v}' "$out/barrier_t$n.txt")
-  barg=$(awk '/^# nThread/ {k++} k == 2 && $1 ~ /^[0-9]+$/ {v=$2} END {print v}' "$out/barrier_t$n.txt")
-  rate=$(awk -v n="$n" -v m="${memcpy_rate:-0}" '$1 == 1073741824 && $6 > 0 {
-      r = (2 * n - 1) * $1 / $6 / 1e3; printf "%.0f (%.2f)", r, (m > 0 ? r / m : 0) }' "$f")
-  printf "  %5s %10s %18s %18s %14s %12s %12s %16s\n" "$n" "${small:--}" "$(row 134217728)" \
-    "$(row 1073741824)" "${wrong:-FAILED}" "${bar:--}" "${barg:--}" "${rate:--}"
-done
+# ---- multi: one rank per GPU ----
+if has_stage multi && [ "$gpus" -ge 2 ]; then
+  sweep="-b 8 -e 8G -f 2 -n 20 -w 5"
+  timeout 240 "$agp" -t "$gpus" $sweep --compare vendor >"$logs/multi_ag_default.txt" 2>&1
+  pack
+  for engine in dma kernel; do
+    XCCL_ALLGATHER_ALGO=$engine timeout 120 "$agp" -t "$gpus" -b 8 -e 1G -f 4 -n 20 -w 5 \
+      --compare vendor >"$logs/multi_ag_$engine.txt" 2>&1
+  done
+  timeout 150 "$agp" -np "$gpus" -b 8 -e 1G -f 4 -n 20 -w 5 --compare vendor \
+    >"$logs/multi_ag_procs.txt" 2>&1
+  pack
+  for g in 0 10; do
+    timeout 60 "$bp" -t "$gpus" -n 500 -w 50 -G "$g" --compare vendor >>"$logs/multi_barrier.txt" 2>&1
+    timeout 60 "$agp" -t "$gpus" -b 8 -e 8 -n 500 -w 50 -G "$g" --compare vendor \
+      >>"$logs/multi_ag_8B.txt" 2>&1
+  done
+  pack
+fi
+
+# ---- torch: PyTorch over the shim ----
+if has_stage torch; then
+  timeout 300 ./scripts/torch_shim_check.sh "$build" >"$logs/torch.txt" 2>&1
+  pack
+fi
+
+# ---- single: ranks sharing GPU 0 ----
+if has_stage single; then
+  export CUDA_VISIBLE_DEVICES=0
+  timeout 60 "$build/perf/copy_roofline" -b 128M -e 1G -f 8 >"$logs/copy_roofline.txt" 2>&1
+  for n in 2 4 8; do
+    timeout 120 "$agp" -t "$n" -b 8 -e 1G -f 8 -n 20 -w 5 >"$logs/single_ag_t$n.txt" 2>&1
+    for g in 0 10; do
+      timeout 60 "$bp" -t "$n" -n 200 -w 20 -G "$g" >>"$logs/single_barrier_t$n.txt" 2>&1
+    done
+  done
+  unset CUDA_VISIBLE_DEVICES
+  pack
+fi
+
+# ---- tests ----
+tests_rc=0
+if has_stage tests; then
+  timeout "$test_budget" ctest --test-dir "$build" -L gpu --timeout 120 --output-on-failure \
+    >"$logs/gpu_tests.txt" 2>&1
+  tests_rc=$?
+  pack
+fi
+
+# ---- the table ----
+{
+  echo
+  col() {  # file size field -> value of that field on the row of that size
+    awk -v s="$2" -v f="$3" '$1 == s {print $f; exit}' "$1" 2>/dev/null
+  }
+  wrong() { grep -h "Out of bounds" "$@" 2>/dev/null | awk '{s += $(NF - 1)} END {print s + 0}'; }
+  if [ -f "$logs/multi_ag_default.txt" ]; then
+    echo "# all_gather over $gpus GPUs, busbw GB/s out-of-place: xccl / NCCL (ratio)"
+    printf "# %-14s %12s %24s %24s %24s\n" run 8B 64MiB 1GiB 8GiB
+    for run in default dma kernel procs; do
+      f=$logs/multi_ag_$run.txt
+      [ -f "$f" ] || continue
+      cells=""
+      for s in 8 67108864 1073741824 8589934592; do
+        cells+=$(printf " %24s" "$(col "$f" $s 8)/$(col "$f" $s 15) ($(col "$f" $s 16))")
+      done
+      printf "  %-14s%s  wrong=%s\n" "$run" "$cells" "$(wrong "$f")"
+    done
+    echo "# 8-byte all_gather us (xccl / NCCL), plain then graph:"
+    grep -E "^ +8 " "$logs/multi_ag_8B.txt" | awk '{print "   ", $6, "/", $14}'
+    echo "# barrier (tail):"
+    grep -vE "^#|^$" "$logs/multi_barrier.txt" | tail -4
+  fi
+  if [ -f "$logs/torch.txt" ]; then
+    echo "# torch over the shim:"
+    grep -E "^torch_shim_check|all_gather 64MiB" "$logs/torch.txt" | sed 's/nccl libraries:.*//' |
+      head -20
+  fi
+  if [ -f "$logs/copy_roofline.txt" ]; then
+    memcpy_rate=$(awk '$1 == 1073741824 {print $3}' "$logs/copy_roofline.txt")
+    echo "# ranks sharing GPU 0: busbw GB/s at 1 GiB out-of-place (in-place), 8 B time us, barrier us"
+    echo "# copy rate = (2n-1) x 1 GiB / time, against a 1 GiB D2D memcpy in this run: ${memcpy_rate:-?} GB/s"
+    for n in 2 4 8; do
+      f=$logs/single_ag_t$n.txt
+      b=$logs/single_barrier_t$n.txt
+      bar=$(awk '/^# nThread/ {k++} k == 1 && $1 ~ /^[0-9]+$/ {v=$2} END {print v}' "$b")
+      barg=$(awk '/^# nThread/ {k++} k == 2 && $1 ~ /^[0-9]+$/ {v=$2} END {print v}' "$b")
+      rate=$(awk -v n="$n" -v m="${memcpy_rate:-0}" '$1 == 1073741824 && $6 > 0 {
+          r = (2 * n - 1) * $1 / $6 / 1e3; printf "%.0f (%.2f)", r, (m > 0 ? r / m : 0) }' "$f")
+      printf "  ranks %d: busbw %s (%s)  8B %s us  wrong %s  barrier %s / graph %s us  copy rate %s\n" \
+        "$n" "$(col "$f" 1073741824 8)" "$(col "$f" 1073741824 12)" "$(col "$f" 8 6)" \
+        "$(wrong "$f")" "${bar:--}" "${barg:--}" "${rate:--}"
+    done
+  fi
+  if [ -f "$logs/gpu_tests.txt" ]; then
+    echo "# gpu tests: $(grep -E 'tests passed' "$logs/gpu_tests.txt" || echo "did not finish (rc $tests_rc)")"
+    grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$logs/gpu_tests.txt" | head -20
+  fi
+} | tee "$out/summary.txt"
 exit $tests_rc

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# PyTorch's torch.distributed (nccl backend) with the xccl shim preloaded in place of NCCL:
+# world 1 (all_gather native, all_reduce and barrier forwarded to the real NCCL), 2 and 4
+# processes sharing GPU 0 (all_gather only: NCCL itself refuses ranks sharing a GPU), and,
+# where the machine has several GPUs, one process per GPU with the shim and then with plain
+# NCCL for the time comparison. Usage: scripts/torch_shim_check.sh [build-dir]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-gpu}
+shim=$PWD/$build/shim/libnccl.so.2
+[ -f "$shim" ] || { echo "torch_shim_check: $shim is not built"; exit 1; }
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# The real NCCL that torch would load, for the shim's forwarded calls.
+real=$(python3 -c 'import nvidia.nccl, os; d = os.path.join(list(nvidia.nccl.__path__)[0], "lib"); print(os.path.join(d, "libnccl.so.2"))' 2>/dev/null)
+[ -f "${real:-}" ] || real=$(ldconfig -p | awk '/libnccl.so.2 / {print $NF; exit}')
+echo "torch_shim_check: shim $shim, vendor fallback ${real:-none found}"
+export XCCL_NCCL_FALLBACK=${real:-none}
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+rc=0
+run() { "$@" || rc=1; }
+run env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world 1 --label shim
+for n in 2 4; do
+  run env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world $n --same-gpu \
+    --gather-only --label shim
+done
+if [ "$gpus" -ge 2 ]; then
+  run env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world "$gpus" --label shim
+  run python3 scripts/torch_shim_check.py --world "$gpus" --label plain-nccl
+fi
+exit $rc
