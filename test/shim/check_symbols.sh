@@ -14,6 +14,15 @@ trap 'rm -rf "$tmp"' EXIT
 grep -oE '^[[:space:]]*(ncclResult_t|const[[:space:]]+char[[:space:]]*\*|void)[[:space:]]*p?nccl[A-Za-z0-9_]+[[:space:]]*\(' \
     "$header" | sed -E 's/[[:space:]]*\($//; s/.*[^A-Za-z0-9_]//' | sort -u > "$tmp/header"
 for f in ncclAllToAll ncclAllToAllv pncclAllToAll pncclAllToAllv; do echo "$f"; done >> "$tmp/header"
+# NCCL 2.28's device API declares its host functions in nccl_device/*.h beside nccl.h
+# ("NCCL_EXTERN_C __host__ <type> name("); programs built against 2.28 link them, so the shim
+# exports them (and their twins) too.
+device_headers=$(ls "$(dirname "$header")"/nccl_device/*.h 2>/dev/null || true)
+if [ -n "$device_headers" ]; then
+  grep -ohE 'NCCL_EXTERN_C[[:space:]]+__host__[[:space:]]+[A-Za-z_]+[[:space:]*]+nccl[A-Za-z0-9_]+[[:space:]]*\(' \
+      $device_headers | sed -E 's/[[:space:]]*\($//; s/.*[^A-Za-z0-9_]//' |
+    while read -r f; do echo "$f"; echo "p$f"; done >> "$tmp/header"
+fi
 sort -u -o "$tmp/header" "$tmp/header"
 n=$(wc -l < "$tmp/header")
 # nccl.h 2.28 declares 42 functions, each with its twin; far fewer means the parse broke.

@@ -54,6 +54,16 @@ static int g_rank = -1;
 
 /* Element i of rank r's data for stream `salt`: a hash, so that every rank can compute every
  * other rank's contribution without exchanging it. */
+/* nccl_device/core.h is CUDA C++; its host team functions are declared here for C. */
+struct XcclTestTeam {
+  int nRanks, rank, stride;
+};
+struct XcclTestTeam ncclTeamWorld(ncclComm_t comm);
+struct XcclTestTeam ncclTeamLsa(ncclComm_t comm);
+struct XcclTestTeam ncclTeamRail(ncclComm_t comm);
+int ncclTeamRankToWorld(ncclComm_t comm, struct XcclTestTeam team, int rank);
+int ncclTeamRankToLsa(ncclComm_t comm, struct XcclTestTeam team, int rank);
+
 static uint64_t Mix(uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
@@ -108,6 +118,19 @@ static void CheckQueries(ncclComm_t comm, int nranks, int rank) {
   if (n != nranks || me != rank) FAIL("count/rank are %d/%d, expected %d/%d", n, me, nranks, rank);
   if (dev == -7) FAIL("ncclCommCuDevice left the device unset");
   if (async != ncclSuccess) FAIL("async error %d on a healthy communicator", (int)async);
+  /* The device API's teams (nccl_device/core.h, declared above): the world and the LSA team
+   * are all ranks, the rail team this rank alone; rank conversions go back to world ranks. */
+  struct XcclTestTeam world = ncclTeamWorld(comm), lsa = ncclTeamLsa(comm);
+  struct XcclTestTeam rail = ncclTeamRail(comm);
+  if (world.nRanks != nranks || world.rank != rank || world.stride != 1)
+    FAIL("ncclTeamWorld is {%d, %d, %d}", world.nRanks, world.rank, world.stride);
+  if (lsa.nRanks != nranks || lsa.rank != rank) FAIL("ncclTeamLsa is {%d, %d}", lsa.nRanks, lsa.rank);
+  if (rail.nRanks != 1 || rail.rank != 0) FAIL("ncclTeamRail is {%d, %d}", rail.nRanks, rail.rank);
+  for (int r = 0; r < nranks; ++r) {
+    if (ncclTeamRankToWorld(comm, world, r) != r || ncclTeamRankToLsa(comm, lsa, r) != r)
+      FAIL("team rank %d maps to world %d / lsa %d", r, ncclTeamRankToWorld(comm, world, r),
+           ncclTeamRankToLsa(comm, lsa, r));
+  }
 }
 
 static void ConfigRound(int nranks, int rank, ncclConfig_t* config, int id, int salt) {
