@@ -40,19 +40,20 @@ pack
 
 # ---- multi: one rank per GPU ----
 if has_stage multi && [ "$gpus" -ge 2 ]; then
-  sweep="-b 8 -e 8G -f 2 -n 20 -w 5"
+  small=$((8 * gpus))  # 8 bytes per rank
+  sweep="-b $small -e 8G -f 2 -n 20 -w 5"
   timeout 240 "$agp" -t "$gpus" $sweep --compare vendor >"$logs/multi_ag_default.txt" 2>&1
   pack
   for engine in dma kernel; do
-    XCCL_ALLGATHER_ALGO=$engine timeout 120 "$agp" -t "$gpus" -b 8 -e 1G -f 4 -n 20 -w 5 \
+    XCCL_ALLGATHER_ALGO=$engine timeout 120 "$agp" -t "$gpus" -b $small -e 1G -f 4 -n 20 -w 5 \
       --compare vendor >"$logs/multi_ag_$engine.txt" 2>&1
   done
-  timeout 150 "$agp" -np "$gpus" -b 8 -e 1G -f 4 -n 20 -w 5 --compare vendor \
+  timeout 150 "$agp" -np "$gpus" -b $small -e 1G -f 4 -n 20 -w 5 --compare vendor \
     >"$logs/multi_ag_procs.txt" 2>&1
   pack
   for g in 0 10; do
     timeout 60 "$bp" -t "$gpus" -n 500 -w 50 -G "$g" --compare vendor >>"$logs/multi_barrier.txt" 2>&1
-    timeout 60 "$agp" -t "$gpus" -b 8 -e 8 -n 500 -w 50 -G "$g" --compare vendor \
+    timeout 60 "$agp" -t "$gpus" -b $small -e $small -n 500 -w 50 -G "$g" --compare vendor \
       >>"$logs/multi_ag_8B.txt" 2>&1
   done
   pack
@@ -69,7 +70,7 @@ if has_stage single; then
   export CUDA_VISIBLE_DEVICES=0
   timeout 60 "$build/perf/copy_roofline" -b 128M -e 1G -f 8 >"$logs/copy_roofline.txt" 2>&1
   for n in 2 4 8; do
-    timeout 120 "$agp" -t "$n" -b 8 -e 1G -f 8 -n 20 -w 5 >"$logs/single_ag_t$n.txt" 2>&1
+    timeout 120 "$agp" -t "$n" -b $((8 * n)) -e 1G -f 8 -n 20 -w 5 >"$logs/single_ag_t$n.txt" 2>&1
     for g in 0 10; do
       timeout 60 "$bp" -t "$n" -n 200 -w 20 -G "$g" >>"$logs/single_barrier_t$n.txt" 2>&1
     done
@@ -96,18 +97,18 @@ fi
   wrong() { grep -h "Out of bounds" "$@" 2>/dev/null | awk '{s += $(NF - 1)} END {print s + 0}'; }
   if [ -f "$logs/multi_ag_default.txt" ]; then
     echo "# all_gather over $gpus GPUs, busbw GB/s out-of-place: xccl / NCCL (ratio)"
-    printf "# %-14s %12s %24s %24s %24s\n" run 8B 64MiB 1GiB 8GiB
+    printf "# %-14s %24s %24s %24s %24s\n" run "8B/rank" 64MiB 1GiB 8GiB
     for run in default dma kernel procs; do
       f=$logs/multi_ag_$run.txt
       [ -f "$f" ] || continue
       cells=""
-      for s in 8 67108864 1073741824 8589934592; do
+      for s in $((8 * gpus)) 67108864 1073741824 8589934592; do
         cells+=$(printf " %24s" "$(col "$f" $s 8)/$(col "$f" $s 15) ($(col "$f" $s 16))")
       done
       printf "  %-14s%s  wrong=%s\n" "$run" "$cells" "$(wrong "$f")"
     done
     echo "# 8-byte all_gather us (xccl / NCCL), plain then graph:"
-    grep -E "^ +8 " "$logs/multi_ag_8B.txt" | awk '{print "   ", $6, "/", $14}'
+    grep -E "^ +$((8 * gpus)) " "$logs/multi_ag_8B.txt" | awk '{print "   ", $6, "/", $14}'
     echo "# barrier (tail):"
     grep -vE "^#|^$" "$logs/multi_barrier.txt" | tail -4
   fi
@@ -128,7 +129,7 @@ fi
       rate=$(awk -v n="$n" -v m="${memcpy_rate:-0}" '$1 == 1073741824 && $6 > 0 {
           r = (2 * n - 1) * $1 / $6 / 1e3; printf "%.0f (%.2f)", r, (m > 0 ? r / m : 0) }' "$f")
       printf "  ranks %d: busbw %s (%s)  8B %s us  wrong %s  barrier %s / graph %s us  copy rate %s\n" \
-        "$n" "$(col "$f" 1073741824 8)" "$(col "$f" 1073741824 12)" "$(col "$f" 8 6)" \
+        "$n" "$(col "$f" 1073741824 8)" "$(col "$f" 1073741824 12)" "$(col "$f" $((8 * n)) 6)" \
         "$(wrong "$f")" "${bar:--}" "${barg:--}" "${rate:--}"
     done
   fi

@@ -141,6 +141,13 @@ constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
 #endif
 
+// Functions of headers shared by host code and kernels.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define XCCL_HOST_DEVICE __host__ __device__
+#else
+#define XCCL_HOST_DEVICE
+#endif
+
 // Device side: system-scope acquire load and release store of a 32-bit signal, and the global
 // nanosecond timer that deadlines are measured on.
 #if defined(__CUDACC__) || defined(__HIPCC__)

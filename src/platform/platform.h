@@ -95,6 +95,16 @@ class Platform {
   virtual xcclResult_t Barrier(uint32_t epoch, const Deadline& deadline,
                                PlatformFailure* failure) = 0;
 
+  // --- A whole all_gather in one device operation (GPU kernel engine). ---
+  virtual bool pipelined_all_gather() const { return false; }
+  // Enqueues the all_gather of `bytes` per rank on `stream`; failures of the device side are
+  // reported later through PollAsyncFailure, launch failures here.
+  virtual xcclResult_t PipelinedAllGather(const void* /*send*/, void* /*recv*/, size_t /*bytes*/,
+                                          xcclStream_t /*stream*/, PlatformFailure* failure) {
+    failure->result = xcclInternalError;
+    failure->message = "this platform has no pipelined all_gather";
+    return failure->result;
+  }
   // A failure that a device-side wait recorded since the last call (GPU), or xcclSuccess.
   virtual xcclResult_t PollAsyncFailure(PlatformFailure* failure) = 0;
   // Marks this rank failed (peers' waits see it) and makes queued work give up at once.

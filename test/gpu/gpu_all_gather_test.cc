@@ -11,6 +11,7 @@
 
 #include "core/comm_handle.h"
 #include "core/datatype.h"
+#include "core/params.h"
 #include "gpu/gpu_harness.h"
 #include "mp/bad_arguments.h"
 #include "mp/data_pattern.h"
@@ -18,7 +19,10 @@
 namespace xccl_test {
 namespace {
 
-class GpuAllGatherTest : public GpuWorldTest {};
+class GpuAllGatherTest : public GpuWorldTest {
+ protected:
+  void RingLapsAndPieces(const char* algo);
+};
 
 TEST_P(GpuAllGatherTest, EveryDtypeInAndOutOfPlaceUnaligned) {
   Run([](RankContext& ctx) {
@@ -216,6 +220,40 @@ TEST_P(GpuAllGatherTest, AcrossTheEpochWrap) {
       },
       options);
 }
+
+// A window of 256 KiB in all makes the kernel engine's rings a few small slots per lane, so
+// blocks of up to 1 MiB lap every ring many times within one call (flow control by credits),
+// and back-to-back calls with a held rank start laps while a peer still drains the last call.
+// The same calls through the dma engine (copy-engine queues; where ranks share a GPU the
+// library runs the kernel engine instead), which cuts them into inbox-sized pieces.
+void GpuAllGatherTest::RingLapsAndPieces(const char* algo) {
+  RunOptions options;
+  const std::string engine = algo;
+  options.before_init = [engine] {
+    xccl::Params params = xccl::GetParams();
+    params.window_bytes = 256 << 10;
+    params.allgather_algo = engine;
+    xccl::SetParamsForTesting(params);
+  };
+  Run(
+      [](RankContext& ctx) {
+        Stream stream;
+        if (!stream.Create(ctx)) return;
+        const size_t counts[] = {(1 << 20) / 4 + 3, 1, 25000, (600 << 10) / 4, 7};
+        uint64_t call = 0;
+        for (size_t count : counts) {
+          if (call % ctx.nranks == static_cast<uint64_t>(ctx.rank)) usleep(500);
+          CheckedAllGather(ctx, stream, count, xcclFloat32, call % 2 == 1, 0, 900 + call);
+          ++call;
+          if (!ctx.failures.empty()) return;
+        }
+      },
+      options);
+}
+
+TEST_P(GpuAllGatherTest, KernelEngineRingLapsWithSmallWindow) { RingLapsAndPieces("kernel"); }
+
+TEST_P(GpuAllGatherTest, DmaEngineInboxPiecesWithSmallWindow) { RingLapsAndPieces("dma"); }
 
 // No rank's barrier completes before the last rank has enqueued its own. Round r holds rank
 // r % world back on the host for a few ms; it stamps the shared page just before enqueueing

@@ -1,5 +1,5 @@
-// The small kernels of the GPU platform: they advance the epoch in device memory and wait for
-// signals against it, so that a call captured in a graph stays correct on every replay (no
+// The small kernels of the GPU platform (the pipelined all_gather has its own file): they
+// advance the epoch in device memory and wait for signals against it, so that a call captured in a graph stays correct on every replay (no
 // epoch value is baked into launch arguments). Every wait has a deadline on the global timer;
 // a wait that passes it, or sees the host's abort flag, records the failure in host-mapped
 // memory and returns, so the stream drains instead of hanging.
@@ -27,11 +27,13 @@ gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, in
                            const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
                            gpuStream_t stream);
 
-// Barrier step: stores *epoch into peers[r][signal_slot] for every peer r (release, system
-// scope), then waits until own[wait_first_slot + r] reaches it for every peer.
+// Barrier step: with `advance_epoch`, first *epoch += 1 (this kernel is then the operation's
+// only reader and writer of it); then stores *epoch into peers[r][signal_slot] for every peer r
+// (release, system scope) and waits until own[wait_first_slot + r] reaches it for every peer.
 gpuError_t LaunchBarrier(uint32_t* const* peers, int signal_slot, const uint32_t* own,
-                         int wait_first_slot, int rank, int nranks, const uint32_t* epoch,
-                         uint64_t timeout_ns, DeviceFailureRecord* record, gpuStream_t stream);
+                         int wait_first_slot, int rank, int nranks, uint32_t* epoch,
+                         bool advance_epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
+                         gpuStream_t stream);
 
 // Threads per watched slot in the wait and barrier kernels: a whole warp (wavefront on AMD),
 // so that spinning lanes never share one. Bounds the ranks a launch can watch (1024 threads).
@@ -41,19 +43,5 @@ constexpr int kLanesPerSlot = 64;
 constexpr int kLanesPerSlot = 32;
 #endif
 constexpr int kMaxWatchedRanks = 1024 / kLanesPerSlot;
-
-// Blocks of PutAll: a power of two, the same in every launch, so that the completion counter
-// is a multiple of it between launches (it is never reset and may wrap).
-constexpr int kPutBlocks = 128;
-
-// The kernel engine's put: copies `bytes` from `src` to dsts[peer] for every peer (rotated from
-// rank+1), then the last block to finish stores *epoch into flags[peer] of every peer (release,
-// system scope). `done_counter` counts finished blocks across launches.
-gpuError_t LaunchPutAll(const void* src, size_t bytes, char* const* dsts, uint32_t* const* flags,
-                        int nranks, int rank, const uint32_t* epoch, uint32_t* done_counter,
-                        gpuStream_t stream);
-
-// dst <- src on SMs (16-byte accesses where both are aligned).
-gpuError_t LaunchCopy(void* dst, const void* src, size_t bytes, gpuStream_t stream);
 
 }  // namespace xccl

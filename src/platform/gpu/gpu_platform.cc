@@ -1,12 +1,15 @@
 // The GPU platform (CUDA and HIP from one source through platform/gpu.h). Each rank owns a
-// window of device memory: control slots, then one inbox per peer. Every rank of the node maps
-// every window (the pointer itself for a rank of this process, an IPC handle otherwise). An
-// all_gather piece goes from the sender's buffer into its slot of each peer's inbox on a copy
-// engine (one non-blocking stream per peer: the DMA queue), followed on the same stream by a
-// 4-byte copy of the sender's device epoch into the peer's arrival slot; the receiver waits in
-// a one-block kernel whose threads each watch one slot against its own device epoch, then
-// copies the pieces out. A closing barrier step keeps a rank one operation ahead from writing
-// an inbox a slower rank still reads. Nothing waits on the host inside a call.
+// window of device memory: control slots, then one inbox per source rank. Every rank of the node
+// maps every window (the pointer itself for a rank of this process, an IPC handle otherwise).
+// Two all_gather engines run over the inboxes:
+//  - kernel (the default): one kernel per call pushes chunks into rings in the peers' inboxes
+//    and drains its own, with never-reset counters for flow control (pipelined_all_gather.h);
+//  - dma (XCCL_ALLGATHER_ALGO=dma, ranks with a device of their own): pieces go into the peers'
+//    inboxes on copy engines (one non-blocking stream per peer), each followed on the same
+//    stream by a 4-byte copy of the sender's device epoch into the peer's arrival slot; the
+//    receiver waits in a kernel against its own device epoch, copies the pieces out, and a
+//    closing barrier keeps a rank one operation ahead from writing an inbox still being read.
+// Nothing waits on the host inside a call.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +24,7 @@
 #include "platform/gpu.h"
 #include "platform/gpu/device_kernels.h"
 #include "platform/gpu/gpu_call.h"
+#include "platform/gpu/pipelined_all_gather.h"
 #include "platform/platform.h"
 #include "transport/bootstrap.h"
 
@@ -35,12 +39,17 @@ __attribute__((constructor)) void RaiseHardwareQueues() {
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
 }
 
-// The kernel engine's block counter (ControlLayout leaves slots 5-15 free).
-constexpr int kPutCounterSlot = 5;
+// Control slots: ControlLayout's, then the pipelined all_gather's ring counters.
+constexpr size_t kSlotsBytes = 16384;
+static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kSlotsBytes, "ring counters fit");
+// The largest chunk of the pipelined all_gather: a block pushes about 25 GB/s over NVLink, so a
+// 512 KiB chunk takes ~20 us against ~1-2 us of flag traffic per chunk.
+constexpr size_t kChunkMax = 512 * 1024;
 
 struct WindowAnnounce {
   gpuIpcMemHandle_t handle;
-  uint64_t address;  // valid in the announcing process only
+  uint64_t address;      // valid in the announcing process only
+  uint64_t inbox_bytes;  // every rank must agree (XCCL_WINDOW_BYTES): peers address its inboxes
   int32_t device;
   int32_t ok;
 };
@@ -57,27 +66,46 @@ class GpuPlatform final : public Platform {
     XCCL_TRY(RequireOneNode(topology_, name()));
     XCCL_GPU_TRY(gpuSetDevice(device_));
     const Params& params = GetParams();
-    const size_t slots_bytes = 4096;  // ControlLayout fits for up to ~1000 ranks
-    if (nranks > kMaxWatchedRanks)
-      return Fail(xcclInvalidUsage,
-                  "the GPU platform's wait kernels watch at most %d ranks, not %d",
-                  kMaxWatchedRanks, nranks);
-    if (static_cast<size_t>(ControlLayout::SlotCount(nranks)) * 4 > slots_bytes)
+    const int max_ranks = std::min(kMaxWatchedRanks, PipelineSlots::kMaxRanks);
+    if (nranks > max_ranks)
+      return Fail(xcclInvalidUsage, "the GPU platform supports at most %d ranks, not %d",
+                  max_ranks, nranks);
+    if (ControlLayout::SlotCount(nranks) > PipelineSlots::kFirst)
       return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
     inbox_bytes_ = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
-    if (inbox_bytes_ == 0) inbox_bytes_ = 256;
-    window_bytes_ = slots_bytes + inbox_bytes_ * nranks;
-    slots_bytes_ = slots_bytes;
+    lanes_ = PipelineLanes(nranks);
+    // Ring slots: chunks of at most kChunkMax, at least two slots per lane where the inbox
+    // allows, and a power of two of them (slot = counter % slots must survive the wrap).
+    chunk_max_ = kChunkMax;
+    while (chunk_max_ > 256 && inbox_bytes_ / (lanes_ * chunk_max_) < 2) chunk_max_ /= 2;
+    const size_t slots = inbox_bytes_ / (lanes_ * chunk_max_);
+    if (slots == 0)
+      return Fail(xcclInvalidUsage,
+                  "XCCL_WINDOW_BYTES=%lld is too small for %d ranks (each inbox needs %zu bytes)",
+                  static_cast<long long>(params.window_bytes), nranks, lanes_ * chunk_max_);
+    slots_per_lane_ = 1;
+    while (slots_per_lane_ * 2 <= slots) slots_per_lane_ *= 2;
+    window_bytes_ = kSlotsBytes + inbox_bytes_ * nranks;
+    slots_bytes_ = kSlotsBytes;
 
     WindowAnnounce mine;
     memset(&mine, 0, sizeof(mine));
     mine.device = device_;
+    mine.inbox_bytes = inbox_bytes_;
     xcclResult_t local = CreateLocalWindow(params.epoch_base, &mine);
     std::vector<WindowAnnounce> all(nranks);
     all[topology_.rank] = mine;
     // Every rank takes part in the exchange even after a local failure, so no peer waits.
     XCCL_TRY(bootstrap->AllGather(all.data(), sizeof(WindowAnnounce)));
-    xcclResult_t mapped = local == xcclSuccess ? MapPeers(all) : local;
+    xcclResult_t mapped = local;
+    for (int r = 0; r < nranks && mapped == xcclSuccess; ++r) {
+      if (all[r].ok && all[r].inbox_bytes != inbox_bytes_)
+        mapped = Fail(xcclInvalidUsage,
+                      "rank %d has %llu-byte inboxes, this rank %zu: XCCL_WINDOW_BYTES must be "
+                      "the same on every rank",
+                      r, static_cast<unsigned long long>(all[r].inbox_bytes), inbox_bytes_);
+    }
+    if (mapped == xcclSuccess) mapped = MapPeers(all);
     std::vector<int32_t> verdicts(nranks, 0);
     verdicts[topology_.rank] = mapped == xcclSuccess;
     XCCL_TRY(bootstrap->AllGather(verdicts.data(), sizeof(int32_t)));
@@ -98,19 +126,22 @@ class GpuPlatform final : public Platform {
     return "cuda";
 #endif
   }
-  // The copy-engine streams of this rank; 0 when its puts ride on the caller's stream.
+  // The copy-engine streams of this rank; 0 where ranks share its device.
   int queue_count() const override { return static_cast<int>(streams_.size()); }
 
   void BeginOperation(xcclStream_t stream) override {
     stream_ = static_cast<gpuStream_t>(stream);
     queue_used_.assign(streams_.size(), false);
-    put_launched_ = false;
     Check(gpuSetDevice(device_), "cudaSetDevice");
+    if (!dma_engine_) return;  // the kernel engine's barrier advances the epoch itself
     Check(LaunchAdvanceEpoch(Slots(topology_.rank) + ControlLayout::kDeviceEpoch, stream_),
           "advance-epoch kernel");
     Check(gpuEventRecord(fork_event_, stream_), "event record (fork)");
   }
 
+  // The dma engine's end of an operation: the queues join the caller's stream, then a closing
+  // barrier (on the operation's epoch) makes sure every rank has copied its inboxes out before
+  // any rank's next operation writes them.
   xcclResult_t EndOperation(uint32_t /*epoch*/, const Deadline& /*deadline*/,
                             PlatformFailure* failure) override {
     for (size_t q = 0; q < streams_.size(); ++q) {
@@ -118,14 +149,7 @@ class GpuPlatform final : public Platform {
       Check(gpuEventRecord(join_events_[q], streams_[q]), "event record (join)");
       Check(gpuStreamWaitEvent(stream_, join_events_[q], 0), "stream wait (join)");
     }
-    // Closing barrier: every rank has copied its inboxes out before any rank's next operation
-    // writes them. It reuses the operation's epoch on the barrier slots.
-    Check(LaunchBarrier(
-              peer_slots_device_, ControlLayout::BarrierFrom(topology_.rank, topology_.nranks),
-              Slots(topology_.rank), ControlLayout::BarrierFrom(0, topology_.nranks),
-              topology_.rank, topology_.nranks, Slots(topology_.rank) + ControlLayout::kDeviceEpoch,
-              TimeoutNs(), record_device_, stream_),
-          "closing barrier kernel");
+    LaunchBarrierStep(/*advance_epoch=*/false, "closing barrier kernel");
     return TakeLaunchFailure(failure);
   }
 
@@ -139,22 +163,39 @@ class GpuPlatform final : public Platform {
     return failure->result;
   }
 
+  bool pipelined_all_gather() const override { return !dma_engine_; }
+
+  xcclResult_t PipelinedAllGather(const void* send, void* recv, size_t bytes, xcclStream_t stream,
+                                  PlatformFailure* failure) override {
+    BeginOperation(stream);
+    PipelinedAllGatherArgs args;
+    args.send = static_cast<const char*>(send);
+    args.recv = static_cast<char*>(recv);
+    args.bytes = bytes;
+    args.chunk = PipelineChunk(bytes, lanes_, chunk_max_);
+    args.slot_stride = chunk_max_;
+    args.slots_per_lane = static_cast<uint32_t>(slots_per_lane_);
+    args.lanes = lanes_;
+    args.rank = topology_.rank;
+    args.nranks = topology_.nranks;
+    args.inbox_at_peer = put_dsts_device_;
+    args.peer_slots = peer_slots_device_;
+    args.own_inbox = static_cast<const char*>(own_window_) + slots_bytes_;
+    args.inbox_bytes = inbox_bytes_;
+    args.own_slots = Slots(topology_.rank);
+    args.timeout_ns = TimeoutNs();
+    args.record = record_device_;
+    Check(LaunchPipelinedAllGather(args, stream_), "all_gather kernel");
+    return TakeLaunchFailure(failure);
+  }
+
   size_t inbox_limit() const override { return inbox_bytes_; }
 
+  // The dma engine's put: this rank's piece into peer's inbox on the peer's copy-engine queue,
+  // then the flag, a copy of this rank's device epoch (no value is baked into the call, so a
+  // graph replay signals the replay's epoch).
   void InboxPut(int peer, uint32_t /*epoch*/, const void* src, size_t bytes,
                 int signal_slot) override {
-    if (kernel_engine_) {
-      // One kernel puts the piece to every peer and signals each: the algorithm's per-peer
-      // calls of one operation all carry the same piece, so the first launches it for all.
-      if (put_launched_) return;
-      put_launched_ = true;
-      Check(LaunchPutAll(src, bytes, put_dsts_device_, put_flags_device_, topology_.nranks,
-                         topology_.rank, Slots(topology_.rank) + ControlLayout::kDeviceEpoch,
-                         Slots(topology_.rank) + kPutCounterSlot, stream_),
-            "put kernel");
-      (void)signal_slot;
-      return;
-    }
     gpuStream_t queue = streams_.empty() ? stream_ : queues_[peer];
     const int q = queue_of_peer_[peer];
     if (!streams_.empty() && !queue_used_[q]) {
@@ -164,8 +205,6 @@ class GpuPlatform final : public Platform {
     char* inbox =
         reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ + topology_.rank * inbox_bytes_;
     if (bytes > 0) Check(gpuMemcpyAsync(inbox, src, bytes, gpuMemcpyDeviceToDevice, queue), "put");
-    // The flag is a copy of this rank's epoch as the device holds it now: no value is baked
-    // into the call, so a graph replay signals the replay's epoch.
     Check(gpuMemcpyAsync(Slots(peer) + signal_slot,
                          Slots(topology_.rank) + ControlLayout::kDeviceEpoch, sizeof(uint32_t),
                          gpuMemcpyDeviceToDevice, queue),
@@ -178,10 +217,6 @@ class GpuPlatform final : public Platform {
   }
 
   void LocalCopy(void* dst, const void* src, size_t bytes) override {
-    if (kernel_engine_) {
-      Check(LaunchCopy(dst, src, bytes, stream_), "copy kernel");
-      return;
-    }
     if (bytes > 0)
       Check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, stream_), "local copy");
   }
@@ -198,14 +233,10 @@ class GpuPlatform final : public Platform {
     return TakeLaunchFailure(failure);
   }
 
+  // One kernel: with the kernel engine it also advances the epoch (BeginOperation did for dma).
   xcclResult_t Barrier(uint32_t /*epoch*/, const Deadline& /*deadline*/,
                        PlatformFailure* failure) override {
-    const int rank = topology_.rank, nranks = topology_.nranks;
-    Check(LaunchBarrier(peer_slots_device_, ControlLayout::BarrierFrom(rank, nranks), Slots(rank),
-                        ControlLayout::BarrierFrom(0, nranks), rank, nranks,
-                        Slots(rank) + ControlLayout::kDeviceEpoch, TimeoutNs(), record_device_,
-                        stream_),
-          "barrier kernel");
+    LaunchBarrierStep(/*advance_epoch=*/!dma_engine_, "barrier kernel");
     return TakeLaunchFailure(failure);
   }
 
@@ -231,6 +262,15 @@ class GpuPlatform final : public Platform {
  private:
   uint64_t TimeoutNs() const { return static_cast<uint64_t>(timeout_ms_) * 1000000ull; }
 
+  void LaunchBarrierStep(bool advance_epoch, const char* what) {
+    const int rank = topology_.rank, nranks = topology_.nranks;
+    Check(LaunchBarrier(peer_slots_device_, ControlLayout::BarrierFrom(rank, nranks), Slots(rank),
+                        ControlLayout::BarrierFrom(0, nranks), rank, nranks,
+                        Slots(rank) + ControlLayout::kDeviceEpoch, advance_epoch, TimeoutNs(),
+                        record_device_, stream_),
+          what);
+  }
+
   // A rank's control slots as mapped in this process.
   uint32_t* Slots(int rank) const { return static_cast<uint32_t*>(peer_windows_[rank]); }
 
@@ -255,7 +295,6 @@ class GpuPlatform final : public Platform {
     own_window_ = window;
     std::vector<uint32_t> slots(slots_bytes_ / 4, epoch_base);
     slots[ControlLayout::kAbort] = 0;
-    slots[kPutCounterSlot] = 0;
     XCCL_GPU_TRY(gpuMemcpy(window, slots.data(), slots_bytes_, gpuMemcpyDefault));
     XCCL_GPU_TRY(gpuIpcGetMemHandle(&announce->handle, window));
     announce->address = reinterpret_cast<uintptr_t>(window);
@@ -307,41 +346,42 @@ class GpuPlatform final : public Platform {
     peer_slots_device_ = static_cast<uint32_t**>(device_table);
     XCCL_GPU_TRY(
         gpuMemcpy(device_table, table.data(), nranks * sizeof(uint32_t*), gpuMemcpyDefault));
-    // The kernel engine's tables: this rank's inbox in every peer's window, and its arrival
-    // slot there.
+    // This rank's inbox in every peer's window (where its pushes go).
     std::vector<char*> dsts(nranks);
-    std::vector<uint32_t*> flags(nranks);
-    for (int r = 0; r < nranks; ++r) {
+    for (int r = 0; r < nranks; ++r)
       dsts[r] = static_cast<char*>(peer_windows_[r]) + slots_bytes_ + topology_.rank * inbox_bytes_;
-      flags[r] = static_cast<uint32_t*>(peer_windows_[r]) + ControlLayout::Arrival(topology_.rank);
-    }
     void* dst_table = nullptr;
-    void* flag_table = nullptr;
     XCCL_GPU_TRY(gpuMalloc(&dst_table, nranks * sizeof(char*)));
     put_dsts_device_ = static_cast<char**>(dst_table);
     XCCL_GPU_TRY(gpuMemcpy(dst_table, dsts.data(), nranks * sizeof(char*), gpuMemcpyDefault));
-    XCCL_GPU_TRY(gpuMalloc(&flag_table, nranks * sizeof(uint32_t*)));
-    put_flags_device_ = static_cast<uint32_t**>(flag_table);
-    XCCL_GPU_TRY(gpuMemcpy(flag_table, flags.data(), nranks * sizeof(uint32_t*), gpuMemcpyDefault));
     return xcclSuccess;
   }
 
   // One copy-engine stream per peer, as DESIGN.md asks, when this rank has its device to
-  // itself: the dma engine. When ranks share a device, puts and copies run as kernels on the
-  // caller's stream instead (the kernel engine) and no queue stream is made: copy-engine work
-  // of several ranks shares the device's few copy channels, and a rank's copy for its next
-  // operation, waiting in a channel for that operation's start, holds up another rank's copy
-  // for the current one, which that start transitively waits for. Seen as deadlocks on one H200
-  // at 4 ranks with queue streams and at 8 ranks with copies on the callers' streams; 2 ranks
-  // ran (docs/PERF.md). XCCL_ALLGATHER_ALGO and XCCL_GPU_QUEUES override.
+  // itself. Where ranks share a device no queue stream is made: copy-engine work of several
+  // ranks shares the device's few copy channels, and a rank's copy for its next operation,
+  // waiting in a channel for that operation's start, holds up another rank's copy for the
+  // current one, which that start transitively waits for. Seen as deadlocks on one H200 at 4
+  // ranks with queue streams and at 8 ranks with copies on the callers' streams (docs/PERF.md).
+  // The all_gather engine is the same on every rank: dma only when XCCL_ALLGATHER_ALGO=dma asks
+  // for it and no device of the communicator is shared; the kernel engine otherwise (it beat
+  // the copy engines at every size measured, docs/PERF.md).
   xcclResult_t CreateQueues() {
     const int nranks = topology_.nranks;
+    bool any_shared = false;
+    for (int r : topology_.local_ranks) {
+      for (int q : topology_.local_ranks)
+        any_shared |= q != r && topology_.ranks[q].device == topology_.ranks[r].device;
+    }
     int sharing = 0;
     for (int r : topology_.local_ranks) sharing += topology_.ranks[r].device == device_;
     int count = sharing > 1 ? 0 : nranks - 1;
     if (GetParams().gpu_queues > 0) count = std::min<int>(nranks - 1, GetParams().gpu_queues);
     const std::string& algo = GetParams().allgather_algo;
-    kernel_engine_ = algo == "kernel" || (algo.empty() && sharing > 1) || count == 0;
+    dma_engine_ = algo == "dma" && !any_shared && count > 0;
+    if (algo == "dma" && !dma_engine_ && topology_.rank == 0)
+      XCCL_WARN(kLogInit, "XCCL_ALLGATHER_ALGO=dma: ranks share a GPU (their copy engines can deadlock "
+                "each other), so the kernel engine runs instead");
     streams_.assign(count, nullptr);
     join_events_.assign(count, nullptr);
     for (int q = 0; q < count; ++q) {
@@ -374,7 +414,6 @@ class GpuPlatform final : public Platform {
       if (opened_[r]) (void)gpuIpcCloseMemHandle(peer_windows_[r]);
     if (peer_slots_device_ != nullptr) (void)gpuFree(peer_slots_device_);
     if (put_dsts_device_ != nullptr) (void)gpuFree(put_dsts_device_);
-    if (put_flags_device_ != nullptr) (void)gpuFree(put_flags_device_);
     if (own_window_ != nullptr) (void)gpuFree(own_window_);
     if (record_ != nullptr) (void)gpuFreeHost(record_);
   }
@@ -390,9 +429,10 @@ class GpuPlatform final : public Platform {
   std::vector<bool> opened_;
   uint32_t** peer_slots_device_ = nullptr;
   char** put_dsts_device_ = nullptr;
-  uint32_t** put_flags_device_ = nullptr;
-  bool kernel_engine_ = false;  // puts and copies by SMs (see CreateQueues)
-  bool put_launched_ = false;
+  bool dma_engine_ = false;  // all_gather over the copy-engine queues (see CreateQueues)
+  int lanes_ = 1;             // pipelined all_gather: lanes per peer
+  size_t chunk_max_ = 0;      // ... its largest chunk (the ring slot size)
+  size_t slots_per_lane_ = 1;
   DeviceFailureRecord* record_ = nullptr;
   DeviceFailureRecord* record_device_ = nullptr;
   std::vector<gpuStream_t> streams_;  // this rank's DMA queues
@@ -426,10 +466,12 @@ xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int6
   XCCL_TRY(platform->Init(bootstrap));
   int sharing = 0;
   for (int r : topology.local_ranks) sharing += topology.ranks[r].device == device;
-  XCCL_INFO(kLogInit, "rank %d: %s platform, device %d%s, %d DMA queues (copy-engine streams)",
+  XCCL_INFO(kLogInit,
+            "rank %d: %s platform, device %d%s, %d DMA queues (copy-engine streams), all_gather "
+            "engine %s",
             topology.rank, platform->name(), device,
             sharing > 1 ? " (shared with other ranks: allowed, unlike NCCL)" : "",
-            platform->queue_count());
+            platform->queue_count(), platform->pipelined_all_gather() ? "kernel" : "dma");
   *out = std::move(platform);
   return xcclSuccess;
 }

@@ -1,0 +1,119 @@
+#include "platform/gpu/pipelined_all_gather.h"
+
+#include <algorithm>
+
+#include "platform/gpu/device_primitives.cuh"
+
+namespace xccl {
+
+namespace {
+
+constexpr int kThreads = 512;
+
+// Chunks of a call that fall on `lane` (chunk k goes to lane k % lanes).
+__device__ inline uint32_t LaneChunks(size_t chunks, int lane, int lanes) {
+  return chunks > static_cast<size_t>(lane)
+             ? static_cast<uint32_t>((chunks - 1 - lane) / lanes + 1)
+             : 0u;
+}
+
+// Thread 0 waits; every thread of the block learns whether the wait succeeded.
+__device__ inline bool BlockWait(const uint32_t* slot, uint32_t target, int peer,
+                                 const PipelinedAllGatherArgs& a) {
+  __shared__ int ok;
+  if (threadIdx.x == 0) ok = WaitSlot(slot, target, peer, a.timeout_ns, a.record) ? 1 : 0;
+  __syncthreads();
+  const bool result = ok != 0;
+  __syncthreads();  // `ok` is reused by the next wait
+  return result;
+}
+
+// Pushes this rank's chunks of `lane` into peer's ring, each followed by its `ready` count.
+__device__ void Push(const PipelinedAllGatherArgs& a, int peer, int lane, size_t chunks) {
+  uint32_t* own_sent = a.own_slots + PipelineSlots::Sent(peer, lane);
+  const uint32_t* credit = a.own_slots + PipelineSlots::Credit(peer, lane);
+  uint32_t* ready = a.peer_slots[peer] + PipelineSlots::Ready(a.rank, lane);
+  char* ring = a.inbox_at_peer[peer] + static_cast<size_t>(lane) * a.slots_per_lane * a.slot_stride;
+  const uint32_t base = *own_sent;  // only this block writes it, at the end of the previous call
+  const uint32_t count = LaneChunks(chunks, lane, a.lanes);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t j = base + i;
+    // Slot j % S is free once chunk j - S was consumed, i.e. credit >= j + 1 - S.
+    if (!BlockWait(credit, j + 1 - a.slots_per_lane, peer, a)) return;
+    const size_t offset = (static_cast<size_t>(lane) + static_cast<size_t>(i) * a.lanes) * a.chunk;
+    const size_t n = a.bytes - offset < a.chunk ? a.bytes - offset : a.chunk;
+    CopyBytes<false>(ring + (j % a.slots_per_lane) * a.slot_stride, a.send + offset, n,
+                     threadIdx.x, blockDim.x);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();  // the whole block's stores before the count
+      GpuStoreReleaseSystem(ready, j + 1);
+    }
+  }
+  if (threadIdx.x == 0) *own_sent = base + count;
+}
+
+// Copies the chunks of `lane` from src's ring in this rank's inbox into the receive buffer,
+// returning each slot to src with a `credit` count.
+__device__ void Drain(const PipelinedAllGatherArgs& a, int src, int lane, size_t chunks) {
+  uint32_t* own_consumed = a.own_slots + PipelineSlots::Consumed(src, lane);
+  const uint32_t* ready = a.own_slots + PipelineSlots::Ready(src, lane);
+  uint32_t* credit = a.peer_slots[src] + PipelineSlots::Credit(a.rank, lane);
+  const char* ring = a.own_inbox + static_cast<size_t>(src) * a.inbox_bytes +
+                     static_cast<size_t>(lane) * a.slots_per_lane * a.slot_stride;
+  char* out = a.recv + static_cast<size_t>(src) * a.bytes;
+  const uint32_t base = *own_consumed;
+  const uint32_t count = LaneChunks(chunks, lane, a.lanes);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t j = base + i;
+    if (!BlockWait(ready, j + 1, src, a)) return;
+    const size_t offset = (static_cast<size_t>(lane) + static_cast<size_t>(i) * a.lanes) * a.chunk;
+    const size_t n = a.bytes - offset < a.chunk ? a.bytes - offset : a.chunk;
+    CopyBytes<true>(out + offset, ring + (j % a.slots_per_lane) * a.slot_stride, n, threadIdx.x,
+                    blockDim.x);
+    // Every thread's loads of the slot have returned (their values are stored) once all pass
+    // the barrier: the slot can go back to the sender.
+    __syncthreads();
+    if (threadIdx.x == 0) GpuStoreReleaseSystem(credit, j + 1);
+  }
+  if (threadIdx.x == 0) *own_consumed = base + count;
+}
+
+__global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAllGatherArgs a) {
+  const size_t chunks = (a.bytes + a.chunk - 1) / a.chunk;
+  const int peers = a.nranks - 1;
+  const int role = blockIdx.x / a.lanes;  // [0, peers): push, [peers, 2 peers): drain, last: own
+  const int lane = blockIdx.x % a.lanes;
+  if (role < peers) {
+    Push(a, (a.rank + 1 + role) % a.nranks, lane, chunks);
+  } else if (role < 2 * peers) {
+    Drain(a, (a.rank - 1 - (role - peers) + a.nranks) % a.nranks, lane, chunks);
+  } else {
+    char* own = a.recv + static_cast<size_t>(a.rank) * a.bytes;
+    if (own != a.send) {
+      CopyBytes<false>(own, a.send, a.bytes, static_cast<size_t>(lane) * blockDim.x + threadIdx.x,
+                       static_cast<size_t>(a.lanes) * blockDim.x);
+    }
+  }
+}
+
+}  // namespace
+
+int PipelineLanes(int nranks) {
+  const int peers = std::max(1, nranks - 1);
+  return std::max(1, std::min(PipelineSlots::kMaxLanes, 16 / peers));
+}
+
+size_t PipelineChunk(size_t bytes, int lanes, size_t chunk_max) {
+  if (bytes < 16) return std::max<size_t>(bytes, 1);
+  const size_t per_lane = (bytes + lanes - 1) / lanes;
+  return std::min(chunk_max, (per_lane + 15) / 16 * 16);
+}
+
+gpuError_t LaunchPipelinedAllGather(const PipelinedAllGatherArgs& args, gpuStream_t stream) {
+  const unsigned blocks = static_cast<unsigned>((2 * (args.nranks - 1) + 1) * args.lanes);
+  PipelinedAllGatherKernel<<<blocks, kThreads, 0, stream>>>(args);
+  return gpuGetLastError();
+}
+
+}  // namespace xccl

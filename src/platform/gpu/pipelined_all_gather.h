@@ -1,0 +1,66 @@
+// The GPU platform's default all_gather: one kernel per call, any size. Each rank's block is cut
+// into chunks dealt round-robin over `lanes`; for every (peer, lane) one thread block pushes the
+// chunks into a ring of slots in that peer's inbox for this rank, and for every (source, lane)
+// one thread block copies arriving chunks out of this rank's inbox into the receive buffer.
+// Flow control is by counters that are never reset: the sender's `ready` in the receiver's
+// window counts chunks delivered, the receiver's `credit` in the sender's window counts chunks
+// consumed, and each side keeps its own position (`sent`, `consumed`) in its own window. The
+// kernel reads its position from device memory at start and writes it back at the end, so a
+// call captured in a graph is correct on every replay; no epoch, no closing barrier, and a rank
+// may run calls ahead of its peers as far as the ring lets it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "platform/gpu.h"
+#include "platform/gpu/device_kernels.h"
+
+namespace xccl {
+
+// Where the ring counters live in a rank's control slots (after ControlLayout's slots).
+struct PipelineSlots {
+  static constexpr int kMaxLanes = 16;
+  static constexpr int kMaxRanks = 32;
+  static constexpr int kFirst = 1024;  // 4 KiB into the control area
+  static constexpr int kArray = kMaxRanks * kMaxLanes;
+  // Written by `src`: chunks it delivered into this rank's inbox on `lane`.
+  XCCL_HOST_DEVICE static constexpr int Ready(int src, int lane) { return kFirst + src * kMaxLanes + lane; }
+  // Written by `dst`: chunks of this rank it consumed on `lane`.
+  XCCL_HOST_DEVICE static constexpr int Credit(int dst, int lane) { return kFirst + kArray + dst * kMaxLanes + lane; }
+  // This rank's own positions.
+  XCCL_HOST_DEVICE static constexpr int Sent(int dst, int lane) { return kFirst + 2 * kArray + dst * kMaxLanes + lane; }
+  XCCL_HOST_DEVICE static constexpr int Consumed(int src, int lane) {
+    return kFirst + 3 * kArray + src * kMaxLanes + lane;
+  }
+  static constexpr int kEnd = kFirst + 4 * kArray;
+};
+
+struct PipelinedAllGatherArgs {
+  const char* send;
+  char* recv;
+  size_t bytes;               // per rank
+  size_t chunk;               // bytes per chunk of this call (a multiple of 16 unless bytes < 16)
+  size_t slot_stride;         // bytes between ring slots
+  uint32_t slots_per_lane;    // a power of two, so slot = counter % slots survives the wrap
+  int lanes;
+  int rank;
+  int nranks;
+  char* const* inbox_at_peer;     // [peer] -> this rank's inbox in that peer's window
+  uint32_t* const* peer_slots;    // [peer] -> that peer's control slots
+  const char* own_inbox;          // this rank's inboxes: source s at s * inbox_bytes
+  size_t inbox_bytes;
+  uint32_t* own_slots;
+  uint64_t timeout_ns;
+  DeviceFailureRecord* record;
+};
+
+// Lanes per peer for a world: about 16 pushing blocks in all, as many copying out.
+int PipelineLanes(int nranks);
+// The chunk size of a call of `bytes` per rank with chunks of at most `chunk_max`.
+size_t PipelineChunk(size_t bytes, int lanes, size_t chunk_max);
+
+// Launches the call on `stream` ((2 * (nranks - 1) + 1) * lanes blocks).
+gpuError_t LaunchPipelinedAllGather(const PipelinedAllGatherArgs& args, gpuStream_t stream);
+
+}  // namespace xccl
