@@ -352,16 +352,38 @@ bool XcclOk(RankContext& ctx, xcclResult_t result, const char* expr, const char*
   return false;
 }
 
+namespace {
+// Device blocks handed back by this rank's thread, reused by its next Allocate of at most that
+// size and never freed: cudaFree waits for the whole device, and with ranks sharing a GPU a
+// rank blocked there holds up its next call while a peer's kernel waits for that very call
+// (seen on one H200 as a 60 s timeout with two ranks).
+thread_local std::vector<std::pair<void*, size_t>> t_device_pool;
+}  // namespace
+
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_ != nullptr) (void)gpu::Free(ptr_);
+  if (ptr_ != nullptr) t_device_pool.emplace_back(ptr_, capacity_);
 }
 
 bool DeviceBuffer::Allocate(RankContext& ctx, size_t bytes) {
-  void* ptr = nullptr;
   // cudaMalloc(0) gives NULL; a real pointer keeps "count 0 with valid buffers" apart from
   // "NULL buffers".
-  if (!GPU_OK(ctx, gpu::Malloc(&ptr, bytes == 0 ? 1 : bytes))) return false;
-  ptr_ = static_cast<unsigned char*>(ptr);
+  const size_t wanted = bytes == 0 ? 1 : bytes;
+  size_t best = t_device_pool.size();
+  for (size_t i = 0; i < t_device_pool.size(); ++i) {
+    if (t_device_pool[i].second >= wanted &&
+        (best == t_device_pool.size() || t_device_pool[i].second < t_device_pool[best].second))
+      best = i;
+  }
+  if (best < t_device_pool.size()) {
+    ptr_ = static_cast<unsigned char*>(t_device_pool[best].first);
+    capacity_ = t_device_pool[best].second;
+    t_device_pool.erase(t_device_pool.begin() + static_cast<long>(best));
+  } else {
+    void* ptr = nullptr;
+    if (!GPU_OK(ctx, gpu::Malloc(&ptr, wanted))) return false;
+    ptr_ = static_cast<unsigned char*>(ptr);
+    capacity_ = wanted;
+  }
   bytes_ = bytes;
   return true;
 }

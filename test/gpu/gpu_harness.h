@@ -112,6 +112,8 @@ bool XcclOk(RankContext& ctx, xcclResult_t result, const char* expr, const char*
 #define XCCL_OK(ctx, expr) ::xccl_test::XcclOk((ctx), (expr), #expr, __FILE__, __LINE__)
 
 // Owners of one rank's GPU objects. Allocate/Create record a failure in ctx and return false.
+// Device memory comes from a per-thread pool and goes back to it, never to cudaFree (which
+// waits for the whole device: see gpu_harness.cc).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -125,6 +127,7 @@ class DeviceBuffer {
  private:
   unsigned char* ptr_ = nullptr;
   size_t bytes_ = 0;
+  size_t capacity_ = 0;
 };
 
 // Host memory for copies to and from the device: pinned, from a per-thread pool that only
