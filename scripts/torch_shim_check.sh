@@ -18,8 +18,9 @@ export XCCL_NCCL_FALLBACK=${real:-none}
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 rc=0
 run() { "$@" || rc=1; }
+# TORCH_SHIM_CHECK_SHARED lists the world sizes run with processes sharing GPU 0.
 run env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world 1 --label shim
-for n in 2 4; do
+for n in ${TORCH_SHIM_CHECK_SHARED-2 4}; do
   run env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world $n --same-gpu \
     --gather-only --label shim
 done

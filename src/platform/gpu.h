@@ -17,6 +17,7 @@ using gpuIpcMemHandle_t = hipIpcMemHandle_t;
 using gpuGraph_t = hipGraph_t;
 using gpuGraphExec_t = hipGraphExec_t;
 using gpuDeviceProp_t = hipDeviceProp_t;
+using gpuFuncAttributes_t = hipFuncAttributes;
 constexpr gpuError_t gpuSuccess = hipSuccess;
 constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = hipErrorPeerAccessAlreadyEnabled;
 constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
@@ -57,6 +58,7 @@ constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
 #define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
 #define gpuGetErrorName hipGetErrorName
 #define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuFuncGetAttributes hipFuncGetAttributes
 #define gpuEventCreate hipEventCreate
 #define gpuEventSynchronize hipEventSynchronize
 #define gpuEventElapsedTime hipEventElapsedTime
@@ -88,6 +90,7 @@ using gpuIpcMemHandle_t = cudaIpcMemHandle_t;
 using gpuGraph_t = cudaGraph_t;
 using gpuGraphExec_t = cudaGraphExec_t;
 using gpuDeviceProp_t = cudaDeviceProp;
+using gpuFuncAttributes_t = cudaFuncAttributes;
 constexpr gpuError_t gpuSuccess = cudaSuccess;
 constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = cudaErrorPeerAccessAlreadyEnabled;
 constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
@@ -128,6 +131,7 @@ constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
 #define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
 #define gpuGetErrorName cudaGetErrorName
 #define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuFuncGetAttributes cudaFuncGetAttributes
 #define gpuEventCreate cudaEventCreate
 #define gpuEventSynchronize cudaEventSynchronize
 #define gpuEventElapsedTime cudaEventElapsedTime

@@ -38,6 +38,20 @@ __global__ void BarrierKernel(uint32_t* const* peers, int signal_slot, const uin
 
 }  // namespace
 
+gpuError_t PreloadPipelinedAllGather();  // pipelined_all_gather.cu
+
+gpuError_t PreloadKernels() {
+  gpuFuncAttributes_t attributes;
+  const void* kernels[] = {reinterpret_cast<const void*>(&AdvanceEpochKernel),
+                           reinterpret_cast<const void*>(&WaitSlotsKernel),
+                           reinterpret_cast<const void*>(&BarrierKernel)};
+  for (const void* kernel : kernels) {
+    gpuError_t err = gpuFuncGetAttributes(&attributes, kernel);
+    if (err != gpuSuccess) return err;
+  }
+  return PreloadPipelinedAllGather();
+}
+
 gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream) {
   AdvanceEpochKernel<<<1, 1, 0, stream>>>(epoch);
   return gpuGetLastError();

@@ -19,6 +19,13 @@ struct DeviceFailureRecord {
   uint32_t pad;
 };
 
+// Loads every kernel of the GPU platform into the current device's context. With lazy loading
+// (CUDA's default since 12.2) a kernel's first launch loads its module, which waits for the
+// device's running work and holds a process-wide lock meanwhile: a rank launching its first
+// barrier while its all_gather kernel waits for a peer whose launch is stuck behind that lock
+// deadlocks until the deadline (seen on one H200, four ranks as threads). Called at init.
+gpuError_t PreloadKernels();
+
 // epoch += 1 (one thread).
 gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream);
 

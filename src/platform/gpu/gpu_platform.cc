@@ -65,6 +65,7 @@ class GpuPlatform final : public Platform {
     const int nranks = topology_.nranks;
     XCCL_TRY(RequireOneNode(topology_, name()));
     XCCL_GPU_TRY(gpuSetDevice(device_));
+    XCCL_GPU_TRY(PreloadKernels());
     const Params& params = GetParams();
     const int max_ranks = std::min(kMaxWatchedRanks, PipelineSlots::kMaxRanks);
     if (nranks > max_ranks)

@@ -99,6 +99,12 @@ __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAl
 
 }  // namespace
 
+// Declared in device_kernels.h's PreloadKernels, which calls it (see there for why).
+gpuError_t PreloadPipelinedAllGather() {
+  gpuFuncAttributes_t attributes;
+  return gpuFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&PipelinedAllGatherKernel));
+}
+
 int PipelineLanes(int nranks) {
   const int peers = std::max(1, nranks - 1);
   return std::max(1, std::min(PipelineSlots::kMaxLanes, 16 / peers));
