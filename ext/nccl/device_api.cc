@@ -109,8 +109,7 @@ XCCL_SHIM_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t 
   ncclResult_t r = VendorCall("ncclDevCommDestroy", comm, &fn, &vc);
   return r != ncclSuccess ? r : Checked("ncclDevCommDestroy", fn(vc, dev_comm));
 }
-XCCL_SHIM_PNCCL(ncclResult_t, ncclDevCommDestroy,
-                (ncclComm_t comm, ncclDevComm_t const* dev_comm));
+XCCL_SHIM_PNCCL(ncclResult_t, ncclDevCommDestroy, (ncclComm_t comm, ncclDevComm_t const* dev_comm));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclGinBarrierCreateRequirement(
     ncclComm_t comm, ncclTeam_t team, int n_barriers, ncclGinBarrierHandle_t* out_handle,
@@ -126,12 +125,12 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclGinBarrierCreateRequirement,
                 (ncclComm_t comm, ncclTeam_t team, int n_barriers,
                  ncclGinBarrierHandle_t* out_handle, ncclDevResourceRequirements_t* out_req));
 
-XCCL_SHIM_EXPORT ncclResult_t ncclLsaBarrierCreateRequirement(
-    ncclTeam_t team, int n_barriers, ncclLsaBarrierHandle_t* out_handle,
-    ncclDevResourceRequirements_t* out_req) {
+XCCL_SHIM_EXPORT ncclResult_t
+ncclLsaBarrierCreateRequirement(ncclTeam_t team, int n_barriers, ncclLsaBarrierHandle_t* out_handle,
+                                ncclDevResourceRequirements_t* out_req) {
   decltype(&ncclLsaBarrierCreateRequirement) fn = nullptr;
-  ncclResult_t r = VendorCall<decltype(fn)>("ncclLsaBarrierCreateRequirement", nullptr, &fn,
-                                            nullptr);
+  ncclResult_t r =
+      VendorCall<decltype(fn)>("ncclLsaBarrierCreateRequirement", nullptr, &fn, nullptr);
   return r != ncclSuccess ? r
                           : Checked("ncclLsaBarrierCreateRequirement",
                                     fn(team, n_barriers, out_handle, out_req));

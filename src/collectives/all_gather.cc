@@ -27,7 +27,8 @@ xcclResult_t AllGatherDirect(Communicator* comm, const void* send, void* recv, s
   xcclResult_t result = platform->PutFromCaller((rank + 1) % nranks, epoch, send, rank * bytes,
                                                 bytes, ControlLayout::Arrival(rank), &failure);
   if (result == xcclSuccess) {
-    result = platform->WaitArrivals(epoch, deadline, [](int) {}, &failure);
+    result = platform->WaitArrivals(
+        epoch, deadline, [](int) {}, &failure);
   }
   if (result != xcclSuccess) {
     xcclResult_t recorded = comm->RecordFailure("xcclAllGather", failure);
@@ -45,8 +46,8 @@ xcclResult_t AllGatherDirect(Communicator* comm, const void* send, void* recv, s
 // Through the inboxes, in operations of at most inbox_limit() bytes per block: every peer gets
 // this rank's piece in its inbox (rotated order), the own piece is copied locally, and each
 // peer's piece is copied out of this rank's inbox once it has arrived.
-xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void* recv,
-                                     size_t bytes, xcclStream_t stream) {
+xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void* recv, size_t bytes,
+                                     xcclStream_t stream) {
   Platform* platform = comm->platform();
   const int rank = comm->rank(), nranks = comm->nranks();
   const size_t piece_limit = std::max<size_t>(platform->inbox_limit(), 1);

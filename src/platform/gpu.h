@@ -22,6 +22,13 @@ constexpr gpuError_t gpuSuccess = hipSuccess;
 constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = hipErrorPeerAccessAlreadyEnabled;
 constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
 #define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+// The DMA queues' copies: SDMA engines only (no compute units) where the ROCm has the kind
+// (HIP 6.2 and later); plain device-to-device copies (which HIP may run on a blit kernel) before.
+#if defined(HIP_VERSION) && HIP_VERSION >= 60200000
+#define gpuMemcpyQueueKind hipMemcpyDeviceToDeviceNoCU
+#else
+#define gpuMemcpyQueueKind hipMemcpyDeviceToDevice
+#endif
 #define gpuMemcpyDefault hipMemcpyDefault
 #define gpuStreamNonBlocking hipStreamNonBlocking
 #define gpuEventDisableTiming hipEventDisableTiming
@@ -95,6 +102,7 @@ constexpr gpuError_t gpuSuccess = cudaSuccess;
 constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = cudaErrorPeerAccessAlreadyEnabled;
 constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuMemcpyQueueKind cudaMemcpyDeviceToDevice  // copy engines for device-to-device
 #define gpuMemcpyDefault cudaMemcpyDefault
 #define gpuStreamNonBlocking cudaStreamNonBlocking
 #define gpuEventDisableTiming cudaEventDisableTiming

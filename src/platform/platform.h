@@ -25,7 +25,7 @@ struct ControlLayout {
   static constexpr int kReadyEpoch = 0;  // epoch whose receive buffer is published below
   static constexpr int kRecvAddrLo = 1;
   static constexpr int kRecvAddrHi = 2;
-  static constexpr int kAbort = 3;  // 0, or 1 + the rank this rank saw fail
+  static constexpr int kAbort = 3;        // 0, or 1 + the rank this rank saw fail
   static constexpr int kDeviceEpoch = 4;  // GPU: the epoch, advanced on the device
   static constexpr int kFirstPeerSlot = 16;
   static int Arrival(int src) { return kFirstPeerSlot + src; }
@@ -66,9 +66,8 @@ class Platform {
   // The same put made by the calling thread instead of a queue: the caller serves as one more
   // queue, which spares a thread hand-off and on a machine with few cores keeps a copy running
   // on each.
-  virtual xcclResult_t PutFromCaller(int peer, uint32_t epoch, const void* src,
-                                     size_t dst_offset, size_t bytes, int signal_slot,
-                                     PlatformFailure* failure) = 0;
+  virtual xcclResult_t PutFromCaller(int peer, uint32_t epoch, const void* src, size_t dst_offset,
+                                     size_t bytes, int signal_slot, PlatformFailure* failure) = 0;
 
   // --- Inbox puts: a block goes into the peer's inbox in its window, the peer copies it out. ---
   // Largest block an inbox holds. Host: the eager path for small blocks (copied by the calling

@@ -1,5 +1,4 @@
 #include "platform/gpu/device_kernels.h"
-
 #include "platform/gpu/device_primitives.cuh"
 
 namespace xccl {
@@ -69,9 +68,9 @@ gpuError_t LaunchBarrier(uint32_t* const* peers, int signal_slot, const uint32_t
                          int wait_first_slot, int rank, int nranks, uint32_t* epoch,
                          bool advance_epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
                          gpuStream_t stream) {
-  BarrierKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(
-      peers, signal_slot, own, wait_first_slot, rank, nranks, epoch, advance_epoch, timeout_ns,
-      record);
+  BarrierKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(peers, signal_slot, own, wait_first_slot,
+                                                          rank, nranks, epoch, advance_epoch,
+                                                          timeout_ns, record);
   return gpuGetLastError();
 }
 

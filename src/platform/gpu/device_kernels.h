@@ -1,8 +1,8 @@
 // The small kernels of the GPU platform (the pipelined all_gather has its own file): they
-// advance the epoch in device memory and wait for signals against it, so that a call captured in a graph stays correct on every replay (no
-// epoch value is baked into launch arguments). Every wait has a deadline on the global timer;
-// a wait that passes it, or sees the host's abort flag, records the failure in host-mapped
-// memory and returns, so the stream drains instead of hanging.
+// advance the epoch in device memory and wait for signals against it, so that a call captured in a
+// graph stays correct on every replay (no epoch value is baked into launch arguments). Every wait
+// has a deadline on the global timer; a wait that passes it, or sees the host's abort flag, records
+// the failure in host-mapped memory and returns, so the stream drains instead of hanging.
 #pragma once
 
 #include <cstdint>

@@ -69,8 +69,8 @@ class GpuPlatform final : public Platform {
     const Params& params = GetParams();
     const int max_ranks = std::min(kMaxWatchedRanks, PipelineSlots::kMaxRanks);
     if (nranks > max_ranks)
-      return Fail(xcclInvalidUsage, "the GPU platform supports at most %d ranks, not %d",
-                  max_ranks, nranks);
+      return Fail(xcclInvalidUsage, "the GPU platform supports at most %d ranks, not %d", max_ranks,
+                  nranks);
     if (ControlLayout::SlotCount(nranks) > PipelineSlots::kFirst)
       return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
     inbox_bytes_ = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
@@ -205,7 +205,7 @@ class GpuPlatform final : public Platform {
     }
     char* inbox =
         reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ + topology_.rank * inbox_bytes_;
-    if (bytes > 0) Check(gpuMemcpyAsync(inbox, src, bytes, gpuMemcpyDeviceToDevice, queue), "put");
+    if (bytes > 0) Check(gpuMemcpyAsync(inbox, src, bytes, gpuMemcpyQueueKind, queue), "put");
     Check(gpuMemcpyAsync(Slots(peer) + signal_slot,
                          Slots(topology_.rank) + ControlLayout::kDeviceEpoch, sizeof(uint32_t),
                          gpuMemcpyDeviceToDevice, queue),
@@ -381,7 +381,8 @@ class GpuPlatform final : public Platform {
     const std::string& algo = GetParams().allgather_algo;
     dma_engine_ = algo == "dma" && !any_shared && count > 0;
     if (algo == "dma" && !dma_engine_ && topology_.rank == 0)
-      XCCL_WARN(kLogInit, "XCCL_ALLGATHER_ALGO=dma: ranks share a GPU (their copy engines can deadlock "
+      XCCL_WARN(kLogInit,
+                "XCCL_ALLGATHER_ALGO=dma: ranks share a GPU (their copy engines can deadlock "
                 "each other), so the kernel engine runs instead");
     streams_.assign(count, nullptr);
     join_events_.assign(count, nullptr);
@@ -431,8 +432,8 @@ class GpuPlatform final : public Platform {
   uint32_t** peer_slots_device_ = nullptr;
   char** put_dsts_device_ = nullptr;
   bool dma_engine_ = false;  // all_gather over the copy-engine queues (see CreateQueues)
-  int lanes_ = 1;             // pipelined all_gather: lanes per peer
-  size_t chunk_max_ = 0;      // ... its largest chunk (the ring slot size)
+  int lanes_ = 1;            // pipelined all_gather: lanes per peer
+  size_t chunk_max_ = 0;     // ... its largest chunk (the ring slot size)
   size_t slots_per_lane_ = 1;
   DeviceFailureRecord* record_ = nullptr;
   DeviceFailureRecord* record_device_ = nullptr;

@@ -1,8 +1,7 @@
-#include "platform/gpu/pipelined_all_gather.h"
-
 #include <algorithm>
 
 #include "platform/gpu/device_primitives.cuh"
+#include "platform/gpu/pipelined_all_gather.h"
 
 namespace xccl {
 
@@ -12,9 +11,8 @@ constexpr int kThreads = 512;
 
 // Chunks of a call that fall on `lane` (chunk k goes to lane k % lanes).
 __device__ inline uint32_t LaneChunks(size_t chunks, int lane, int lanes) {
-  return chunks > static_cast<size_t>(lane)
-             ? static_cast<uint32_t>((chunks - 1 - lane) / lanes + 1)
-             : 0u;
+  return chunks > static_cast<size_t>(lane) ? static_cast<uint32_t>((chunks - 1 - lane) / lanes + 1)
+                                            : 0u;
 }
 
 // Thread 0 waits; every thread of the block learns whether the wait succeeded.
@@ -42,8 +40,8 @@ __device__ void Push(const PipelinedAllGatherArgs& a, int peer, int lane, size_t
     if (!BlockWait(credit, j + 1 - a.slots_per_lane, peer, a)) return;
     const size_t offset = (static_cast<size_t>(lane) + static_cast<size_t>(i) * a.lanes) * a.chunk;
     const size_t n = a.bytes - offset < a.chunk ? a.bytes - offset : a.chunk;
-    CopyBytes<false>(ring + (j % a.slots_per_lane) * a.slot_stride, a.send + offset, n,
-                     threadIdx.x, blockDim.x);
+    CopyBytes<false>(ring + (j % a.slots_per_lane) * a.slot_stride, a.send + offset, n, threadIdx.x,
+                     blockDim.x);
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence_system();  // the whole block's stores before the count
@@ -102,7 +100,8 @@ __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAl
 // Declared in device_kernels.h's PreloadKernels, which calls it (see there for why).
 gpuError_t PreloadPipelinedAllGather() {
   gpuFuncAttributes_t attributes;
-  return gpuFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&PipelinedAllGatherKernel));
+  return gpuFuncGetAttributes(&attributes,
+                              reinterpret_cast<const void*>(&PipelinedAllGatherKernel));
 }
 
 int PipelineLanes(int nranks) {

@@ -25,11 +25,17 @@ struct PipelineSlots {
   static constexpr int kFirst = 1024;  // 4 KiB into the control area
   static constexpr int kArray = kMaxRanks * kMaxLanes;
   // Written by `src`: chunks it delivered into this rank's inbox on `lane`.
-  XCCL_HOST_DEVICE static constexpr int Ready(int src, int lane) { return kFirst + src * kMaxLanes + lane; }
+  XCCL_HOST_DEVICE static constexpr int Ready(int src, int lane) {
+    return kFirst + src * kMaxLanes + lane;
+  }
   // Written by `dst`: chunks of this rank it consumed on `lane`.
-  XCCL_HOST_DEVICE static constexpr int Credit(int dst, int lane) { return kFirst + kArray + dst * kMaxLanes + lane; }
+  XCCL_HOST_DEVICE static constexpr int Credit(int dst, int lane) {
+    return kFirst + kArray + dst * kMaxLanes + lane;
+  }
   // This rank's own positions.
-  XCCL_HOST_DEVICE static constexpr int Sent(int dst, int lane) { return kFirst + 2 * kArray + dst * kMaxLanes + lane; }
+  XCCL_HOST_DEVICE static constexpr int Sent(int dst, int lane) {
+    return kFirst + 2 * kArray + dst * kMaxLanes + lane;
+  }
   XCCL_HOST_DEVICE static constexpr int Consumed(int src, int lane) {
     return kFirst + 3 * kArray + src * kMaxLanes + lane;
   }
@@ -39,16 +45,16 @@ struct PipelineSlots {
 struct PipelinedAllGatherArgs {
   const char* send;
   char* recv;
-  size_t bytes;               // per rank
-  size_t chunk;               // bytes per chunk of this call (a multiple of 16 unless bytes < 16)
-  size_t slot_stride;         // bytes between ring slots
-  uint32_t slots_per_lane;    // a power of two, so slot = counter % slots survives the wrap
+  size_t bytes;             // per rank
+  size_t chunk;             // bytes per chunk of this call (a multiple of 16 unless bytes < 16)
+  size_t slot_stride;       // bytes between ring slots
+  uint32_t slots_per_lane;  // a power of two, so slot = counter % slots survives the wrap
   int lanes;
   int rank;
   int nranks;
-  char* const* inbox_at_peer;     // [peer] -> this rank's inbox in that peer's window
-  uint32_t* const* peer_slots;    // [peer] -> that peer's control slots
-  const char* own_inbox;          // this rank's inboxes: source s at s * inbox_bytes
+  char* const* inbox_at_peer;   // [peer] -> this rank's inbox in that peer's window
+  uint32_t* const* peer_slots;  // [peer] -> that peer's control slots
+  const char* own_inbox;        // this rank's inboxes: source s at s * inbox_bytes
   size_t inbox_bytes;
   uint32_t* own_slots;
   uint64_t timeout_ns;
