@@ -140,6 +140,52 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
 /* Returns (host) or completes on the stream (GPU) once every rank has entered it. */
 xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t stream);
 
+/* ---- ag_gemm: fused all-gather + GEMM (DESIGN.md section 7) ----
+ * Each rank holds A_r [m][k] (its tokens) and B_r [n][k] (its weight shard, row-major, one
+ * row per output column) and receives C = concat_s(A_s) @ B_r^T, [nranks * padded_m][n],
+ * row-major, where padded_m = xcclAgGemmPaddedM(m): source s's rows start at row
+ * s * padded_m, and rows past its m (padding up to whole 256-row tiles) are zero.
+ * Inputs: bf16 or fp16 (no scales), or fp8 e4m3 with per-token A scales [m] and per-channel
+ * B scales [n] (fp32); output bf16 or fp16. The GEMM is a plugin (xccl_gemm.h). One op
+ * serves any m up to m_max. Every call is collective over the communicator's ranks, with the
+ * same m on every rank. */
+typedef struct xcclAgGemm* xcclAgGemm_t;
+struct xcclGemmPlugin_v1;
+
+typedef enum {
+  xcclAgGemmFused = 0, /* peers' rows pushed in bands, GEMM per band as they arrive (default) */
+  xcclAgGemmSplit = 1  /* xcclAllGather of A (and its scales), then one GEMM */
+} xcclAgGemmMode_t;
+
+/* plugin_name: a name ("reference": libxccl-gemm-reference.so) or a path; NULL or "" takes
+ * XCCL_GEMM_PLUGIN. plugin: a struct the caller passes instead (then plugin_name must be
+ * NULL). chunks: bands per source, 0 = the default rule; a pinned value takes the largest
+ * divisor of the row tiles up to it. Refused (nothing allocated): n not a positive multiple
+ * of 16, k or m_max < 1, unsupported dtypes, a plugin that does not support the shape, a
+ * communicator without DMA queues or spanning more than one node. */
+xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_max,
+                              xcclDataType_t in_type, xcclDataType_t out_type,
+                              xcclAgGemmMode_t mode, int chunks, const char* plugin_name,
+                              const struct xcclGemmPlugin_v1* plugin, xcclAgGemm_t* op);
+/* The row count every source's slot has for a call of m rows: m rounded up to 256. */
+xcclResult_t xcclAgGemmPaddedM(xcclAgGemm_t op, int64_t m, int64_t* padded_m);
+/* This rank's receive slot for a call of m rows ([padded_m][k] of in_type) and, for fp8, its
+ * scales ([padded_m] fp32; NULL otherwise): a caller may write A there (quantise into it) and
+ * pass these pointers to xcclAgGemmRun, which then skips the copy. */
+xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float** scales);
+/* The bands per source the op uses for a call of m rows. */
+xcclResult_t xcclAgGemmChunks(xcclAgGemm_t op, int64_t m, int* chunks);
+/* C for this call: into `out` ([nranks * padded_m][n] of out_type) or, with out NULL, into
+ * the op's own buffer; *result (if not NULL) says where C is. a_scale/b_scale: fp8 only. */
+xcclResult_t xcclAgGemmRun(xcclAgGemm_t op, const void* a, const float* a_scale, const void* b,
+                           const float* b_scale, int64_t m, void* out, void** result,
+                           xcclStream_t stream);
+/* Collective check of the gather path for m rows: every rank fills its slot with a pattern,
+ * the rows are exchanged as in a run, every rank checks every slot, all meet in a barrier, and
+ * only then does a rank that found a wrong slot fail (xcclInternalError naming the slot). */
+xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream);
+xcclResult_t xcclAgGemmDestroy(xcclAgGemm_t op);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,7 +30,15 @@ struct ControlLayout {
   static constexpr int kFirstPeerSlot = 16;
   static int Arrival(int src) { return kFirstPeerSlot + src; }
   static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
-  static int SlotCount(int nranks) { return kFirstPeerSlot + 2 * nranks; }
+  // ag_gemm: band `band` of source `src`'s rows has arrived (fused mode).
+  static constexpr int kMaxBands = 8;
+  static int BandFlag(int src, int band, int nranks) {
+    return kFirstPeerSlot + 2 * nranks + src * kMaxBands + band;
+  }
+  static int SlotCount(int nranks) { return kFirstPeerSlot + 2 * nranks + nranks * kMaxBands; }
+  // A put's signal_slot when nothing waits on that put alone (the next put of its queue
+  // signals).
+  static constexpr int kNoSignal = -1;
 };
 
 // What a failed wait or copy knows: which rank it was waiting for, and why.
@@ -89,6 +97,16 @@ class Platform {
   virtual xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
                                     const std::function<void(int peer)>& on_arrival,
                                     PlatformFailure* failure) = 0;
+  // Waits until this rank's slot `slot` reaches `epoch` (wrap-safe); `peer` is the rank that
+  // signals it, `what` says what for (both for the message of a failure).
+  virtual xcclResult_t WaitSignal(int slot, uint32_t /*epoch*/, int peer, const char* what,
+                                  const Deadline& /*deadline*/, PlatformFailure* failure) {
+    failure->result = xcclInternalError;
+    failure->peer = peer;
+    failure->message = std::string("this platform cannot wait for ") + what + " on slot " +
+                       std::to_string(slot) + " from the host";
+    return failure->result;
+  }
   // The epoch barrier of DESIGN.md section 6: write `epoch` into every peer's slot for this
   // rank, then wait until this rank's slots from every peer reach it.
   virtual xcclResult_t Barrier(uint32_t epoch, const Deadline& deadline,

@@ -135,6 +135,11 @@ class HostPlatform final : public Platform {
     return xcclSuccess;
   }
 
+  xcclResult_t WaitSignal(int slot, uint32_t epoch, int peer, const char* what,
+                          const Deadline& deadline, PlatformFailure* failure) override {
+    return WaitSlot(slot, epoch, peer, what, deadline, failure);
+  }
+
   xcclResult_t Barrier(uint32_t epoch, const Deadline& deadline,
                        PlatformFailure* failure) override {
     const int rank = topology_.rank, nranks = topology_.nranks;
@@ -187,7 +192,7 @@ class HostPlatform final : public Platform {
         XCCL_TRY(CopyToProcess(topology_.ranks[peer].pid, peer, dst, src, bytes, failure));
       }
     }
-    Signal(peer, signal_slot, epoch);
+    if (signal_slot != ControlLayout::kNoSignal) Signal(peer, signal_slot, epoch);
     return xcclSuccess;
   }
 

@@ -1,0 +1,355 @@
+#include "fused/ag_gemm_op.h"
+
+#include <cstring>
+#include <new>
+
+#include "collectives/all_gather.h"
+#include "collectives/barrier.h"
+#include "core/datatype.h"
+#include "core/deadline.h"
+#include "core/error.h"
+#include "core/topology.h"
+#include "fused/chunk_rule.h"
+#include "platform/platform.h"
+
+namespace xccl {
+
+namespace {
+
+bool IsInputType(xcclDataType_t t) {
+  return t == xcclBfloat16 || t == xcclFloat16 || t == xcclFloat8e4m3;
+}
+bool IsOutputType(xcclDataType_t t) { return t == xcclBfloat16 || t == xcclFloat16; }
+
+bool Aligned(const void* p, size_t alignment) {
+  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
+}
+
+// The self test's byte at position i of source s's slot (or scales) in test round `round`: no
+// two sources, rounds or positions share a pattern, and no byte pattern repeats at short
+// distances, so a misplaced band shows up.
+unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
+  uint64_t x = (static_cast<uint64_t>(round) << 40) ^ (static_cast<uint64_t>(source) << 32) ^
+               (scale ? 0x9E3779B97F4A7C15ull : 0) ^ i;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return static_cast<unsigned char>(x);
+}
+
+}  // namespace
+
+AgGemmOp::~AgGemmOp() {
+  if (plugin_ && plugin_ctx_ != nullptr) plugin_->api().finalize(plugin_ctx_);
+}
+
+size_t AgGemmOp::in_size() const { return DataTypeSize(shape_.in_type); }
+size_t AgGemmOp::out_size() const { return DataTypeSize(shape_.out_type); }
+
+xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
+                              std::unique_ptr<GemmPlugin> plugin, std::unique_ptr<AgGemmOp>* out) {
+  if (shape.n <= 0 || shape.n % 16 != 0)
+    return Fail(xcclInvalidArgument, "ag_gemm: n = %lld must be a positive multiple of 16",
+                static_cast<long long>(shape.n));
+  if (shape.k < 1 || shape.m_max < 1)
+    return Fail(xcclInvalidArgument, "ag_gemm: k = %lld and m_max = %lld must be at least 1",
+                static_cast<long long>(shape.k), static_cast<long long>(shape.m_max));
+  if (!IsInputType(shape.in_type) || !IsOutputType(shape.out_type))
+    return Fail(xcclInvalidArgument,
+                "ag_gemm: inputs must be bf16, fp16 or fp8 e4m3 and the output bf16 or fp16, "
+                "not %s -> %s",
+                DataTypeName(shape.in_type), DataTypeName(shape.out_type));
+  if (shape.mode != xcclAgGemmFused && shape.mode != xcclAgGemmSplit)
+    return Fail(xcclInvalidArgument, "ag_gemm: mode %d is neither fused (0) nor split (1)",
+                static_cast<int>(shape.mode));
+  if (shape.pinned_chunks < 0 || shape.pinned_chunks > ControlLayout::kMaxBands)
+    return Fail(xcclInvalidArgument, "ag_gemm: chunks = %d must be 0 (automatic) to %d",
+                shape.pinned_chunks, ControlLayout::kMaxBands);
+  Platform* platform = comm->platform();
+  if (strcmp(platform->name(), "host") != 0)
+    return Fail(xcclInvalidUsage,
+                "ag_gemm runs on the host platform only so far; the %s platform's is not built",
+                platform->name());
+  XCCL_TRY(RequireOneNode(comm->topology(), "ag_gemm"));
+  if (comm->nranks() > 1 && platform->queue_count() < comm->nranks() - 1)
+    return Fail(xcclInvalidUsage,
+                "ag_gemm needs one DMA queue per peer; this communicator has %d for %d peers",
+                platform->queue_count(), comm->nranks() - 1);
+
+  std::unique_ptr<AgGemmOp> op(new AgGemmOp);
+  op->comm_ = comm;
+  op->shape_ = shape;
+  const int world = comm->nranks();
+  XCCL_TRY(WindowLayout::Create(world, comm->rank(), shape.m_max, shape.k, op->in_size(),
+                                op->has_scales(), &op->layout_));
+  // The plugin must take the whole problem at m_max; bands are row ranges of it.
+  xcclGemmProblem problem{};
+  problem.m = world * op->layout_.padded_m_max();
+  problem.n = shape.n;
+  problem.k = shape.k;
+  problem.a_type = problem.b_type = shape.in_type;
+  problem.c_type = shape.out_type;
+  problem.scale_mode = op->has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
+  problem.lda = problem.ldb = shape.k;
+  problem.ldc = shape.n;
+  void* ctx = nullptr;
+  XCCL_TRY(plugin->api().init(&ctx, comm->device()));
+  op->plugin_ = std::move(plugin);
+  op->plugin_ctx_ = ctx;
+  xcclResult_t supported = op->plugin_->api().supports(ctx, &problem);
+  if (supported != xcclSuccess)
+    return Fail(supported == xcclInvalidArgument ? xcclInvalidArgument : supported,
+                "ag_gemm: GEMM plugin '%s' does not support m=%lld n=%lld k=%lld %s -> %s",
+                op->plugin_->name(), static_cast<long long>(problem.m),
+                static_cast<long long>(problem.n), static_cast<long long>(problem.k),
+                DataTypeName(shape.in_type), DataTypeName(shape.out_type));
+  const size_t output_bytes = static_cast<size_t>(problem.m) * shape.n * op->out_size();
+  op->window_.reset(new (std::nothrow) char[op->layout_.total_bytes()]);
+  op->output_.reset(new (std::nothrow) char[output_bytes]);
+  if (!op->window_ || !op->output_)
+    return Fail(xcclSystemError, "ag_gemm: cannot allocate %zu + %zu bytes of host memory",
+                op->layout_.total_bytes(), output_bytes);
+  *out = std::move(op);
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::PaddedRows(int64_t m, int64_t* padded) const {
+  if (m < 0 || m > shape_.m_max)
+    return Fail(xcclInvalidArgument, "ag_gemm: m = %lld is outside [0, m_max = %lld]",
+                static_cast<long long>(m), static_cast<long long>(shape_.m_max));
+  *padded = PaddedM(m);
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::LocalRows(int64_t m, void** rows, float** scales) {
+  int64_t padded = 0;
+  XCCL_TRY(PaddedRows(m, &padded));
+  size_t offset = 0;
+  XCCL_TRY(layout_.LocalRows(m, &offset));
+  *rows = window() + offset;
+  if (scales != nullptr) {
+    *scales = nullptr;
+    if (has_scales()) {
+      size_t scale_offset = 0;
+      XCCL_TRY(layout_.ScaleOffset(comm_->rank(), m, &scale_offset));
+      *scales = reinterpret_cast<float*>(window() + scale_offset);
+    }
+  }
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::Chunks(int64_t m, int* chunks) const {
+  int64_t padded = 0;
+  XCCL_TRY(PaddedRows(m, &padded));
+  *chunks = ChooseChunks(padded, shape_.n, comm_->nranks(), shape_.pinned_chunks);
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::CheckRun(const void* a, const float* a_scale, const void* b,
+                                const float* b_scale, int64_t m) const {
+  int64_t padded = 0;
+  XCCL_TRY(PaddedRows(m, &padded));
+  if (m > 0 && a == nullptr) return Fail(xcclInvalidArgument, "ag_gemm: a is NULL");
+  if (b == nullptr) return Fail(xcclInvalidArgument, "ag_gemm: b is NULL");
+  if (!Aligned(a, in_size()) || !Aligned(b, in_size()))
+    return Fail(xcclInvalidArgument, "ag_gemm: a (%p) and b (%p) must be aligned to %zu bytes", a,
+                b, in_size());
+  if (has_scales()) {
+    if ((m > 0 && a_scale == nullptr) || b_scale == nullptr)
+      return Fail(xcclInvalidArgument,
+                  "ag_gemm: fp8 inputs need a_scale [m] and b_scale [n] (per token, per channel)");
+    if (!Aligned(a_scale, sizeof(float)) || !Aligned(b_scale, sizeof(float)))
+      return Fail(xcclInvalidArgument, "ag_gemm: scales must be 4-byte aligned");
+  } else if (a_scale != nullptr || b_scale != nullptr) {
+    return Fail(xcclInvalidArgument, "ag_gemm: scales are for fp8 inputs only, not %s",
+                DataTypeName(shape_.in_type));
+  }
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::FillOwnSlot(const void* a, const float* a_scale, int64_t m) {
+  const int64_t padded = PaddedM(m);
+  size_t offset = 0;
+  XCCL_TRY(layout_.LocalRows(m, &offset));
+  char* slot = window() + offset;
+  const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
+  if (a != slot) memcpy(slot, a, static_cast<size_t>(m) * row_bytes);
+  memset(slot + m * row_bytes, 0, static_cast<size_t>(padded - m) * row_bytes);
+  if (has_scales()) {
+    size_t scale_offset = 0;
+    XCCL_TRY(layout_.ScaleOffset(comm_->rank(), m, &scale_offset));
+    float* scales = reinterpret_cast<float*>(window() + scale_offset);
+    if (a_scale != scales) memcpy(scales, a_scale, static_cast<size_t>(m) * sizeof(float));
+    for (int64_t i = m; i < padded; ++i) scales[i] = 0.0f;
+  }
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::Exchange(
+    int64_t m, const std::function<xcclResult_t(int, int64_t, int64_t)>& gemm_band) {
+  const int rank = comm_->rank(), world = comm_->nranks();
+  const int64_t padded = PaddedM(m);
+  const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
+  size_t slot_offset = 0, base = 0, slot_bytes = 0;
+  XCCL_TRY(layout_.SlotOffset(rank, m, &slot_offset));
+  XCCL_TRY(layout_.SlotOffset(0, m, &base));
+  XCCL_TRY(layout_.SlotBytes(m, &slot_bytes));
+  size_t scale_offset = 0, scale_base = 0;
+  if (has_scales()) {
+    XCCL_TRY(layout_.ScaleOffset(rank, m, &scale_offset));
+    XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
+  }
+
+  if (shape_.mode == xcclAgGemmSplit || world == 1) {
+    XCCL_TRY(AllGather(comm_, window() + slot_offset, window() + base, slot_bytes, nullptr));
+    if (has_scales()) {
+      XCCL_TRY(AllGather(comm_, window() + scale_offset, window() + scale_base,
+                         static_cast<size_t>(padded) * sizeof(float), nullptr));
+    }
+    // One GEMM over all world * padded rows (rows counted from source 0's slot).
+    return gemm_band(0, 0, world * padded);
+  }
+
+  // Fused: every peer's queue gets this rank's bands (data, scales, then the band's flag).
+  Platform* platform = comm_->platform();
+  const std::vector<RowRange> bands =
+      BandRows(padded, ChooseChunks(padded, shape_.n, world, shape_.pinned_chunks));
+  const uint32_t epoch = comm_->NextEpoch();
+  const Deadline deadline(comm_->timeout_ms());
+  platform->PublishRecvBuffer(epoch, window());
+  for (int step = 1; step < world; ++step) {
+    const int peer = (rank + step) % world;
+    for (size_t b = 0; b < bands.size(); ++b) {
+      const size_t offset = slot_offset + bands[b].begin * row_bytes;
+      const size_t bytes = (bands[b].end - bands[b].begin) * row_bytes;
+      const int flag = ControlLayout::BandFlag(rank, static_cast<int>(b), world);
+      platform->EnqueuePut(peer, epoch, window() + offset, offset, bytes,
+                           has_scales() ? ControlLayout::kNoSignal : flag);
+      if (has_scales()) {
+        const size_t scales_at = scale_offset + bands[b].begin * sizeof(float);
+        platform->EnqueuePut(peer, epoch, window() + scales_at, scales_at,
+                             (bands[b].end - bands[b].begin) * sizeof(float), flag);
+      }
+    }
+  }
+  // Own rows first, never waiting; then (band, source) pairs as they arrive.
+  xcclResult_t result = gemm_band(rank, 0, padded);
+  PlatformFailure failure;
+  for (size_t b = 0; b < bands.size() && result == xcclSuccess; ++b) {
+    for (int step = 1; step < world && result == xcclSuccess; ++step) {
+      const int source = (rank - step + world) % world;
+      result = platform->WaitSignal(ControlLayout::BandFlag(source, static_cast<int>(b), world),
+                                    epoch, source, "its ag_gemm rows", deadline, &failure);
+      if (result != xcclSuccess) {
+        result = comm_->RecordFailure("ag_gemm", failure);
+        break;
+      }
+      result = gemm_band(source, bands[b].begin, bands[b].end);
+    }
+  }
+  // The queues still read the own slot until they are done: wait for them either way.
+  PlatformFailure end_failure;
+  xcclResult_t ended = platform->EndOperation(epoch, deadline, &end_failure);
+  if (result != xcclSuccess) return result;
+  if (ended != xcclSuccess) return comm_->RecordFailure("ag_gemm", end_failure);
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end) {
+  if (row_end <= row_begin) return xcclSuccess;
+  const xcclGemmBand band{row_begin, row_end};
+  xcclResult_t result = plugin_->api().run(plugin_ctx_, &problem, &band, nullptr);
+  if (result != xcclSuccess)
+    return Fail(result, "ag_gemm: GEMM plugin '%s' failed on rows [%lld, %lld)", plugin_->name(),
+                static_cast<long long>(row_begin), static_cast<long long>(row_end));
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, const float* b_scale,
+                           int64_t m, void* out, void** result, xcclStream_t /*stream*/) {
+  XCCL_TRY(CheckRun(a, a_scale, b, b_scale, m));
+  if (out != nullptr && !Aligned(out, out_size()))
+    return Fail(xcclInvalidArgument, "ag_gemm: out (%p) must be aligned to %zu bytes", out,
+                out_size());
+  void* c = out != nullptr ? out : output_.get();
+  if (result != nullptr) *result = c;
+  if (m == 0) return xcclSuccess;  // every rank has m == 0: nothing to gather or multiply
+  XCCL_TRY(FillOwnSlot(a, a_scale, m));
+  const int64_t padded = PaddedM(m);
+  size_t base = 0, scale_base = 0;
+  XCCL_TRY(layout_.SlotOffset(0, m, &base));
+  if (has_scales()) XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
+  xcclGemmProblem problem{};
+  problem.m = comm_->nranks() * padded;
+  problem.n = shape_.n;
+  problem.k = shape_.k;
+  problem.a_type = problem.b_type = shape_.in_type;
+  problem.c_type = shape_.out_type;
+  problem.scale_mode = has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
+  problem.lda = problem.ldb = shape_.k;
+  problem.ldc = shape_.n;
+  problem.a = window() + base;
+  problem.b = b;
+  problem.c = c;
+  problem.a_scale = has_scales() ? reinterpret_cast<const float*>(window() + scale_base) : nullptr;
+  problem.b_scale = b_scale;
+  return Exchange(m, [&](int source, int64_t begin, int64_t end) {
+    return RunGemm(problem, source * padded + begin, source * padded + end);
+  });
+}
+
+xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
+  int64_t padded = 0;
+  XCCL_TRY(PaddedRows(m, &padded));
+  const int rank = comm_->rank(), world = comm_->nranks();
+  // The round number is the epoch every rank is at (all ranks made the same calls).
+  const uint32_t round = comm_->current_epoch();
+  size_t slot_bytes = 0, own = 0, scale_own = 0;
+  XCCL_TRY(layout_.SlotBytes(m, &slot_bytes));
+  XCCL_TRY(layout_.SlotOffset(rank, m, &own));
+  for (size_t i = 0; i < slot_bytes; ++i) window()[own + i] = PatternByte(round, rank, i, false);
+  const size_t scale_bytes = static_cast<size_t>(padded) * sizeof(float);
+  if (has_scales()) {
+    XCCL_TRY(layout_.ScaleOffset(rank, m, &scale_own));
+    for (size_t i = 0; i < scale_bytes; ++i)
+      window()[scale_own + i] = PatternByte(round, rank, i, true);
+  }
+  xcclResult_t exchanged = Exchange(m, [](int, int64_t, int64_t) { return xcclSuccess; });
+  if (exchanged != xcclSuccess) return exchanged;
+  if (corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
+    size_t offset = 0;
+    XCCL_TRY(layout_.SlotOffset(corrupt_source_, m, &offset));
+    window()[offset + slot_bytes / 2] ^= 0x5A;
+  }
+  corrupt_source_ = -1;
+  // Check every slot, but report only after the barrier, so no healthy rank waits for one that
+  // gave up.
+  std::string wrong;
+  for (int s = 0; s < world && wrong.empty(); ++s) {
+    size_t offset = 0;
+    XCCL_TRY(layout_.SlotOffset(s, m, &offset));
+    for (size_t i = 0; i < slot_bytes; ++i) {
+      if (static_cast<unsigned char>(window()[offset + i]) != PatternByte(round, s, i, false)) {
+        wrong = "the slot of rank " + std::to_string(s) + " is wrong from row " +
+                std::to_string(i / (shape_.k * in_size())) + " (byte " + std::to_string(i) + ")";
+        break;
+      }
+    }
+    if (!wrong.empty() || !has_scales()) continue;
+    XCCL_TRY(layout_.ScaleOffset(s, m, &offset));
+    for (size_t i = 0; i < scale_bytes; ++i) {
+      if (static_cast<unsigned char>(window()[offset + i]) != PatternByte(round, s, i, true)) {
+        wrong = "the scales of rank " + std::to_string(s) + " are wrong from row " +
+                std::to_string(i / sizeof(float));
+        break;
+      }
+    }
+  }
+  XCCL_TRY(Barrier(comm_, stream));
+  if (!wrong.empty())
+    return Fail(xcclInternalError, "ag_gemm self test on rank %d (m = %lld): %s", rank,
+                static_cast<long long>(m), wrong.c_str());
+  return xcclSuccess;
+}
+
+}  // namespace xccl

@@ -1,0 +1,81 @@
+// ag_gemm: all-gather of A fused with the GEMM against this rank's B (DESIGN.md section 7).
+//
+// The op owns a receive window laid out by WindowLayout ([world][padded_m][k] of A, then the
+// fp8 scales), an output buffer for callers that pass none, and a GEMM plugin context.
+// Fused mode (host platform): the caller's rows go into the own slot, then every peer gets
+// them over this rank's DMA queue to it, band by band, each band's last put raising the band's
+// flag in the peer's control window; meanwhile the calling thread runs the GEMM on its own rows
+// and then on (band, source) pairs in band order, sources rotated from rank-1, as their flags
+// reach the call's epoch. A peer writes into this rank's window only after this rank published
+// it for the call's epoch, which it does at the start of the call, after its previous GEMM:
+// no closing barrier is needed. Split mode: xcclAllGather of the slots (and scales), then one
+// GEMM over all rows. Both give the same bytes (a plugin's band results equal its full run).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/communicator.h"
+#include "fused/gemm_plugin_loader.h"
+#include "fused/window_layout.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class AgGemmOp {
+ public:
+  struct Shape {
+    int64_t n = 0, k = 0, m_max = 0;
+    xcclDataType_t in_type = xcclBfloat16, out_type = xcclBfloat16;
+    xcclAgGemmMode_t mode = xcclAgGemmFused;
+    int pinned_chunks = 0;  // 0: the default rule
+  };
+
+  ~AgGemmOp();
+
+  // Validates the shape, the communicator and the plugin, then allocates. Fails with a message
+  // (nothing allocated) on a bad shape, a plugin that does not support it, or a communicator
+  // the op cannot run on.
+  static xcclResult_t Create(Communicator* comm, const Shape& shape,
+                             std::unique_ptr<GemmPlugin> plugin, std::unique_ptr<AgGemmOp>* out);
+
+  xcclResult_t PaddedRows(int64_t m, int64_t* padded) const;
+  xcclResult_t LocalRows(int64_t m, void** rows, float** scales);
+  xcclResult_t Chunks(int64_t m, int* chunks) const;
+  xcclResult_t Run(const void* a, const float* a_scale, const void* b, const float* b_scale,
+                   int64_t m, void* out, void** result, xcclStream_t stream);
+  xcclResult_t SelfTest(int64_t m, xcclStream_t stream);
+
+  Communicator* comm() const { return comm_; }
+  // Tests: the next SelfTest damages this source's slot after the exchange, before the check.
+  void CorruptSlotForTesting(int source) { corrupt_source_ = source; }
+
+ private:
+  AgGemmOp() = default;
+  bool has_scales() const { return shape_.in_type == xcclFloat8e4m3; }
+  size_t in_size() const;
+  size_t out_size() const;
+  char* window() const { return window_.get(); }
+  xcclResult_t CheckRun(const void* a, const float* a_scale, const void* b, const float* b_scale,
+                        int64_t m) const;
+  // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
+  xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m);
+  // Exchanges the slots: every rank ends with every source's rows. Fused: over the queues,
+  // band by band, calling gemm_band(source, band rows) as bands arrive; split: all_gather.
+  xcclResult_t Exchange(int64_t m,
+                        const std::function<xcclResult_t(int, int64_t, int64_t)>& gemm_band);
+  xcclResult_t RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end);
+
+  Communicator* comm_ = nullptr;
+  Shape shape_;
+  WindowLayout layout_;
+  std::unique_ptr<GemmPlugin> plugin_;
+  void* plugin_ctx_ = nullptr;
+  std::unique_ptr<char[]> window_;  // host platform memory
+  std::unique_ptr<char[]> output_;  // C when the caller passes no buffer
+  int corrupt_source_ = -1;
+};
+
+}  // namespace xccl

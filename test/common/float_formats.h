@@ -1,0 +1,43 @@
+// Values of the GEMM's number formats, decoded by their formulas in double precision: written
+// independently of the reference plugin, so that tests check it rather than repeat it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "xccl.h"
+
+namespace xccl_test {
+
+inline double E4m3Value(uint8_t v) {
+  const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
+  if (e == 15 && m == 7) return NAN;
+  const double mag = e == 0 ? (m / 8.0) * std::pow(2.0, -6) : (1 + m / 8.0) * std::pow(2.0, e - 7);
+  return s ? -mag : mag;
+}
+
+// IEEE-style binary formats: `ebits` exponent bits, `mbits` mantissa bits, with inf and NaN.
+inline double IeeeValue(uint32_t code, int ebits, int mbits) {
+  const int s = (code >> (ebits + mbits)) & 1;
+  const int e = (code >> mbits) & ((1 << ebits) - 1);
+  const uint32_t m = code & ((1u << mbits) - 1);
+  const int bias = (1 << (ebits - 1)) - 1;
+  double mag;
+  if (e == (1 << ebits) - 1)
+    mag = m == 0 ? INFINITY : NAN;
+  else if (e == 0)
+    mag = std::ldexp(static_cast<double>(m), 1 - bias - mbits);
+  else
+    mag = std::ldexp(static_cast<double>(m + (1u << mbits)), e - bias - mbits);
+  return s ? -mag : mag;
+}
+inline double Bf16Value(uint16_t c) { return IeeeValue(c, 8, 7); }
+inline double Fp16Value(uint16_t c) { return IeeeValue(c, 5, 10); }
+
+inline double Value(xcclDataType_t t, const void* base, int64_t i) {
+  if (t == xcclFloat8e4m3) return E4m3Value(static_cast<const uint8_t*>(base)[i]);
+  const uint16_t c = static_cast<const uint16_t*>(base)[i];
+  return t == xcclBfloat16 ? Bf16Value(c) : Fp16Value(c);
+}
+
+}  // namespace xccl_test

@@ -1,0 +1,421 @@
+// ag_gemm on the host platform with the reference GEMM plugin, at world 2, 4 and 8 (threads;
+// one case as processes): every mode against a double-precision reference of the decoded
+// inputs on fresh operands, padding rows exactly zero, fused and split byte for byte, a
+// partial last column tile, back-to-back calls with held ranks, alternating M, local rows
+// (zero copy) and a caller's `out`, the epoch wrap, self tests (passing, a corrupted slot
+// failing on its owner only, a late rank), every operand check, and destroy.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/float_formats.h"
+#include "core/datatype.h"
+#include "core/params.h"
+#include "fused/ag_gemm_testing.h"
+#include "fused/chunk_rule.h"
+#include "mp/rank_runner.h"
+#include "xccl_gemm.h"
+
+#ifndef XCCL_GEMM_REFERENCE_PATH
+#error "the build passes the reference plugin's path"
+#endif
+
+namespace xccl_test {
+namespace {
+
+constexpr const char* kPlugin = XCCL_GEMM_REFERENCE_PATH;
+
+size_t TypeSize(xcclDataType_t t) { return t == xcclFloat8e4m3 ? 1 : 2; }
+
+// One rank's operands for one call: A [m][k], B [n][k], and fp8 scales. Codes are drawn with
+// bounded exponents (no inf/NaN, no overflow in bf16 out); any rank can regenerate any rank's.
+struct Operands {
+  std::vector<uint8_t> a, b;
+  std::vector<float> a_scale, b_scale;
+};
+
+uint16_t RandomHalfCode(std::mt19937_64& rng, xcclDataType_t t) {
+  const uint32_t sign = rng() & 1;
+  if (t == xcclBfloat16) {  // exponent 120..128: |v| in [2^-7, 2^2)
+    return static_cast<uint16_t>(sign << 15 | (120 + rng() % 9) << 7 | (rng() & 0x7F));
+  }
+  return static_cast<uint16_t>(sign << 15 | (10 + rng() % 7) << 10 | (rng() & 0x3FF));
+}
+
+uint8_t RandomE4m3Code(std::mt19937_64& rng) {  // exponent 3..9: |v| in [2^-4, 2^3)
+  return static_cast<uint8_t>((rng() & 1) << 7 | (3 + rng() % 7) << 3 | (rng() & 7));
+}
+
+void FillCodes(std::vector<uint8_t>* out, size_t count, xcclDataType_t t, std::mt19937_64& rng) {
+  out->resize(count * TypeSize(t));
+  for (size_t i = 0; i < count; ++i) {
+    if (t == xcclFloat8e4m3) {
+      (*out)[i] = RandomE4m3Code(rng);
+    } else {
+      const uint16_t c = RandomHalfCode(rng, t);
+      memcpy(out->data() + 2 * i, &c, 2);
+    }
+  }
+}
+
+Operands MakeOperands(uint64_t seed, int rank, uint64_t call, int64_t m, int64_t n, int64_t k,
+                      xcclDataType_t t) {
+  std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ull * (rank + 1)) ^ (call << 20));
+  Operands o;
+  FillCodes(&o.a, m * k, t, rng);
+  FillCodes(&o.b, n * k, t, rng);
+  if (t == xcclFloat8e4m3) {
+    std::uniform_real_distribution<float> scale(0.25f, 2.0f);
+    for (int64_t i = 0; i < m; ++i) o.a_scale.push_back(scale(rng));
+    for (int64_t j = 0; j < n; ++j) o.b_scale.push_back(scale(rng));
+  }
+  return o;
+}
+
+struct Case {
+  int64_t n = 48, k = 40, m_max = 512;
+  xcclDataType_t in = xcclBfloat16, out = xcclBfloat16;
+  xcclAgGemmMode_t mode = xcclAgGemmFused;
+  int chunks = 0;
+};
+
+const char* ModeText(xcclAgGemmMode_t mode) { return mode == xcclAgGemmFused ? "fused" : "split"; }
+
+bool Create(RankContext& ctx, const Case& c, xcclAgGemm_t* op) {
+  xcclResult_t r = xcclAgGemmCreate(ctx.comm, c.n, c.k, c.m_max, c.in, c.out, c.mode, c.chunks,
+                                    kPlugin, nullptr, op);
+  RANK_EXPECT(ctx, r == xcclSuccess, "create: " << xcclGetLastError(ctx.comm));
+  return r == xcclSuccess;
+}
+
+// Checks C ([world * padded][n] of c.out) of call `call` against a double-precision GEMM of the
+// decoded inputs of every source: relative L2 within `tolerance`, padding rows exactly zero.
+void CheckC(RankContext& ctx, const Case& c, const void* result, int64_t m, uint64_t call,
+            const std::string& what, double tolerance = 5e-3) {
+  const int64_t padded = (m + 255) / 256 * 256;
+  const Operands mine = MakeOperands(ctx.seed, ctx.rank, call, m, c.n, c.k, c.in);
+  double err2 = 0, ref2 = 0;
+  int64_t nonzero_padding = 0;
+  for (int s = 0; s < ctx.nranks; ++s) {
+    const Operands src = MakeOperands(ctx.seed, s, call, m, c.n, c.k, c.in);
+    for (int64_t i = 0; i < padded; ++i) {
+      for (int64_t j = 0; j < c.n; ++j) {
+        const double got = Value(c.out, result, (s * padded + i) * c.n + j);
+        if (i >= m) {
+          nonzero_padding += got != 0.0;
+          continue;
+        }
+        double sum = 0;
+        for (int64_t q = 0; q < c.k; ++q)
+          sum += Value(c.in, src.a.data(), i * c.k + q) * Value(c.in, mine.b.data(), j * c.k + q);
+        if (c.in == xcclFloat8e4m3) sum *= static_cast<double>(src.a_scale[i]) * mine.b_scale[j];
+        err2 += (got - sum) * (got - sum);
+        ref2 += sum * sum;
+      }
+    }
+  }
+  const double rel = std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
+  RANK_EXPECT(ctx, rel <= tolerance && std::isfinite(rel),
+              what << ": relative L2 " << rel << " above " << tolerance);
+  RANK_EXPECT(ctx, nonzero_padding == 0,
+              what << ": " << nonzero_padding << " padding values not 0");
+}
+
+// One checked call: fresh operands, C poisoned first (into the op's own buffer unless `out`).
+bool CheckedRun(RankContext& ctx, xcclAgGemm_t op, const Case& c, int64_t m, uint64_t call,
+                std::vector<uint8_t>* out_bytes = nullptr) {
+  const Operands o = MakeOperands(ctx.seed, ctx.rank, call, m, c.n, c.k, c.in);
+  const int64_t padded = (m + 255) / 256 * 256;
+  std::vector<uint8_t> out(static_cast<size_t>(ctx.nranks * padded * c.n) * TypeSize(c.out), 0xA5);
+  void* result = nullptr;
+  xcclResult_t r = xcclAgGemmRun(op, o.a.data(), o.a_scale.empty() ? nullptr : o.a_scale.data(),
+                                 o.b.data(), o.b_scale.empty() ? nullptr : o.b_scale.data(), m,
+                                 out.data(), &result, nullptr);
+  const std::string what =
+      std::string(ModeText(c.mode)) + " call " + std::to_string(call) + " m " + std::to_string(m);
+  RANK_EXPECT(ctx, r == xcclSuccess, what << ": " << xcclGetLastError(ctx.comm));
+  if (r != xcclSuccess) return false;
+  RANK_EXPECT(ctx, result == out.data(), what << ": result is not the caller's out");
+  CheckC(ctx, c, out.data(), m, call, what);
+  if (out_bytes != nullptr) *out_bytes = out;
+  return true;
+}
+
+class AgGemmTest : public ::testing::TestWithParam<std::tuple<RankMode, int>> {
+ protected:
+  RankMode mode() const { return std::get<0>(GetParam()); }
+  int world() const { return std::get<1>(GetParam()); }
+  void Run(const std::function<void(RankContext&)>& body, const RunOptions& options = {}) {
+    for (const auto& failure : RunRanks(mode(), world(), body, options)) ADD_FAILURE() << failure;
+  }
+};
+
+// Every input type and mode on two fresh operand sets, m not a tile multiple (padding rows);
+// fused and split must agree byte for byte.
+TEST_P(AgGemmTest, ModesMatchTheReferenceAndEachOther) {
+  Run([](RankContext& ctx) {
+    for (xcclDataType_t in : {xcclBfloat16, xcclFloat16, xcclFloat8e4m3}) {
+      Case fused, split;
+      fused.in = split.in = in;
+      split.mode = xcclAgGemmSplit;
+      xcclAgGemm_t f = nullptr, s = nullptr;
+      if (!Create(ctx, fused, &f) || !Create(ctx, split, &s)) return;
+      for (uint64_t call = 0; call < 2; ++call) {
+        std::vector<uint8_t> cf, cs;
+        const int64_t m = call == 0 ? 300 : 512;
+        if (!CheckedRun(ctx, f, fused, m, call, &cf) || !CheckedRun(ctx, s, split, m, call, &cs))
+          return;
+        RANK_EXPECT(ctx, cf == cs,
+                    xccl::DataTypeName(in) << " call " << call << ": fused and split differ");
+      }
+      RANK_EXPECT(ctx, xcclAgGemmDestroy(f) == xcclSuccess && xcclAgGemmDestroy(s) == xcclSuccess,
+                  "destroy: " << xcclGetLastError(nullptr));
+      if (!ctx.failures.empty()) return;
+    }
+  });
+}
+
+// N = 1168: the last 256-column tile is partial; C stays contiguous [rows][1168].
+TEST_P(AgGemmTest, PartialLastColumnTile) {
+  Run([](RankContext& ctx) {
+    for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit}) {
+      Case c;
+      c.n = 1168;
+      c.k = 16;
+      c.m_max = 256;
+      c.mode = mode;
+      xcclAgGemm_t op = nullptr;
+      if (!Create(ctx, c, &op)) return;
+      CheckedRun(ctx, op, c, 200, 7);
+      xcclAgGemmDestroy(op);
+    }
+  });
+}
+
+// Eight calls back to back, a different rank held on the host before each; pinned chunks (4)
+// so that several bands per source are in flight.
+TEST_P(AgGemmTest, BackToBackWithHeldRanks) {
+  Run([](RankContext& ctx) {
+    Case c;
+    c.k = 16;
+    c.m_max = 1024;
+    c.chunks = 4;
+    xcclAgGemm_t op = nullptr;
+    if (!Create(ctx, c, &op)) return;
+    int chunks = 0;
+    RANK_EXPECT(ctx, xcclAgGemmChunks(op, 1024, &chunks) == xcclSuccess && chunks == 4,
+                "chunks " << chunks);
+    for (uint64_t call = 0; call < 8 && ctx.failures.empty(); ++call) {
+      if (static_cast<int>(call % ctx.nranks) == ctx.rank) usleep(2000);
+      CheckedRun(ctx, op, c, 1024, 100 + call);
+    }
+    xcclAgGemmDestroy(op);
+  });
+}
+
+// M alternating as a serving loop would (512, 1024, 768, 1024, 256, 1024) on one op, a held
+// rank each time.
+TEST_P(AgGemmTest, AlternatingM) {
+  Run([](RankContext& ctx) {
+    Case c;
+    c.n = 32;
+    c.k = 8;
+    c.m_max = 1024;
+    xcclAgGemm_t op = nullptr;
+    if (!Create(ctx, c, &op)) return;
+    const int64_t ms[] = {512, 1024, 768, 1024, 256, 1024};
+    uint64_t call = 200;
+    for (int64_t m : ms) {
+      if (static_cast<int>(call % ctx.nranks) == ctx.rank) usleep(1000);
+      if (!CheckedRun(ctx, op, c, m, call++)) break;
+    }
+    xcclAgGemmDestroy(op);
+  });
+}
+
+// A written straight into the op's local rows (and scales): no copy; C into the op's own
+// buffer when out is NULL, into the caller's otherwise.
+TEST_P(AgGemmTest, LocalRowsZeroCopyAndOwnOutput) {
+  Run([](RankContext& ctx) {
+    Case c;
+    c.in = xcclFloat8e4m3;
+    xcclAgGemm_t op = nullptr;
+    if (!Create(ctx, c, &op)) return;
+    const int64_t m = 256;
+    const uint64_t call = 300;
+    const Operands o = MakeOperands(ctx.seed, ctx.rank, call, m, c.n, c.k, c.in);
+    void* rows = nullptr;
+    float* scales = nullptr;
+    if (xcclAgGemmLocalRows(op, m, &rows, &scales) != xcclSuccess || scales == nullptr) {
+      ctx.Fail(std::string("local rows: ") + xcclGetLastError(ctx.comm));
+      return;
+    }
+    memcpy(rows, o.a.data(), o.a.size());
+    memcpy(scales, o.a_scale.data(), o.a_scale.size() * sizeof(float));
+    void* result = nullptr;
+    xcclResult_t r =
+        xcclAgGemmRun(op, rows, scales, o.b.data(), o.b_scale.data(), m, nullptr, &result, nullptr);
+    RANK_EXPECT(ctx, r == xcclSuccess && result != nullptr, xcclGetLastError(ctx.comm));
+    if (r == xcclSuccess) CheckC(ctx, c, result, m, call, "local rows, own output");
+    xcclAgGemmDestroy(op);
+  });
+}
+
+// Every signal starts at 0xFFFFFFFE: the first calls cross 2^32, fused and split.
+TEST_P(AgGemmTest, AcrossTheEpochWrap) {
+  RunOptions options;
+  options.before_init = [] {
+    xccl::Params params = xccl::GetParams();
+    params.epoch_base = 0xFFFFFFFEu;
+    xccl::SetParamsForTesting(params);
+  };
+  Run(
+      [](RankContext& ctx) {
+        for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit}) {
+          Case c;
+          c.k = 8;
+          c.mode = mode;
+          xcclAgGemm_t op = nullptr;
+          if (!Create(ctx, c, &op)) return;
+          for (uint64_t call = 0; call < 4; ++call) CheckedRun(ctx, op, c, 256, 400 + call);
+          xcclAgGemmDestroy(op);
+        }
+      },
+      options);
+  // Threads share this process's parameters: back to the environment's.
+  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
+}
+
+// Self test: passes on a healthy op; with one corrupted slot it fails on the rank holding it,
+// naming the source, while every other rank passes and none hangs; on a warm op with one rank
+// 0.5 s late it passes.
+TEST_P(AgGemmTest, SelfTestPassesAndCatchesACorruptedSlot) {
+  Run([](RankContext& ctx) {
+    for (xcclDataType_t in : {xcclBfloat16, xcclFloat8e4m3}) {
+      Case c;
+      c.in = in;
+      xcclAgGemm_t op = nullptr;
+      if (!Create(ctx, c, &op)) return;
+      RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, 512, nullptr) == xcclSuccess,
+                  "healthy self test: " << xcclGetLastError(ctx.comm));
+      const int victim = ctx.nranks - 1;
+      if (ctx.rank == victim) xccl::CorruptAgGemmSlotForTesting(op, 0);
+      xcclResult_t r = xcclAgGemmSelfTest(op, 300, nullptr);
+      if (ctx.rank == victim) {
+        const std::string message = xcclGetLastError(ctx.comm);
+        RANK_EXPECT(ctx,
+                    r == xcclInternalError && message.find("slot of rank 0") != std::string::npos,
+                    "corrupted slot not reported: " << message);
+      } else {
+        RANK_EXPECT(ctx, r == xcclSuccess, "healthy rank failed: " << xcclGetLastError(ctx.comm));
+      }
+      if (ctx.rank == 0) usleep(500000);
+      RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, 256, nullptr) == xcclSuccess,
+                  "self test with a late rank: " << xcclGetLastError(ctx.comm));
+      xcclAgGemmDestroy(op);
+    }
+  });
+}
+
+// Every operand check answers with its error and a message, launches nothing, and leaves the
+// communicator usable: a valid call afterwards on every rank still works.
+TEST_P(AgGemmTest, BadOperandsAreRefused) {
+  Run([](RankContext& ctx) {
+    xcclAgGemm_t op = nullptr;
+    auto refused = [&](xcclResult_t r, xcclResult_t want, const char* what) {
+      RANK_EXPECT(
+          ctx, r == want,
+          what << ": got " << xcclGetErrorString(r) << " (" << xcclGetLastError(nullptr) << ")");
+      RANK_EXPECT(ctx, strlen(xcclGetLastError(nullptr)) > 0, what << ": no message");
+    };
+    const xcclAgGemmMode_t fused = xcclAgGemmFused;
+    refused(xcclAgGemmCreate(ctx.comm, 40, 16, 256, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "n not a multiple of 16");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 0, 256, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "k = 0");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 0, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "m_max = 0");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 256, xcclFloat32, xcclBfloat16, fused, 0, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "fp32 inputs");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 256, xcclBfloat16, xcclFloat8e4m3, fused, 0, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "fp8 output");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 256, xcclBfloat16, xcclBfloat16,
+                             static_cast<xcclAgGemmMode_t>(7), 0, kPlugin, nullptr, &op),
+            xcclInvalidArgument, "mode 7");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 256, xcclBfloat16, xcclBfloat16, fused, 9, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "chunks 9");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 256, xcclBfloat16, xcclBfloat16, fused, 0,
+                             "/nonexistent/libxccl-gemm-x.so", nullptr, &op),
+            xcclInvalidArgument, "missing plugin");
+    refused(xcclAgGemmCreate(nullptr, 48, 16, 256, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "NULL comm");
+    RANK_EXPECT(ctx, op == nullptr, "a refused create left an op");
+
+    Case c;
+    c.in = xcclFloat8e4m3;
+    if (!Create(ctx, c, &op)) return;
+    const Operands o = MakeOperands(ctx.seed, ctx.rank, 500, 256, c.n, c.k, c.in);
+    const float* as = o.a_scale.data();
+    const float* bs = o.b_scale.data();
+    refused(xcclAgGemmRun(op, o.a.data(), as, o.b.data(), bs, 513, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "m above m_max");
+    refused(xcclAgGemmRun(op, o.a.data(), as, o.b.data(), bs, -1, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "negative m");
+    refused(xcclAgGemmRun(op, nullptr, as, o.b.data(), bs, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "NULL a");
+    refused(xcclAgGemmRun(op, o.a.data(), as, nullptr, bs, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "NULL b");
+    refused(xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), bs, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "fp8 without a_scale");
+    refused(xcclAgGemmRun(op, o.a.data(), as, o.b.data(), nullptr, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "fp8 without b_scale");
+    std::vector<uint8_t> odd(8);
+    refused(
+        xcclAgGemmRun(op, o.a.data(), as, o.b.data(), bs, 256, odd.data() + 1, nullptr, nullptr),
+        xcclInvalidArgument, "misaligned out");
+    int64_t padded = 0;
+    refused(xcclAgGemmPaddedM(op, 100, nullptr), xcclInvalidArgument, "NULL padded_m");
+    RANK_EXPECT(ctx, xcclAgGemmPaddedM(op, 100, &padded) == xcclSuccess && padded == 256,
+                "padded_m(100) = " << padded);
+    // Still usable after all that, on every rank.
+    CheckedRun(ctx, op, c, 256, 500);
+    RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+    refused(xcclAgGemmDestroy(op), xcclInvalidArgument, "destroy twice");
+    refused(xcclAgGemmRun(op, o.a.data(), as, o.b.data(), bs, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "run after destroy");
+    refused(xcclAgGemmSelfTest(nullptr, 256, nullptr), xcclInvalidArgument, "NULL op");
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(HostPlatform, AgGemmTest,
+                         ::testing::Combine(::testing::Values(RankMode::kThreads),
+                                            ::testing::Values(2, 4, 8)),
+                         [](const ::testing::TestParamInfo<std::tuple<RankMode, int>>& info) {
+                           return std::string(ModeName(std::get<0>(info.param))) + "World" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// One world as processes (windows between processes through cross-memory attach).
+INSTANTIATE_TEST_SUITE_P(HostProcesses, AgGemmTest,
+                         ::testing::Combine(::testing::Values(RankMode::kProcesses),
+                                            ::testing::Values(4)),
+                         [](const ::testing::TestParamInfo<std::tuple<RankMode, int>>& info) {
+                           return std::string(ModeName(std::get<0>(info.param))) + "World" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+}  // namespace
+}  // namespace xccl_test
