@@ -1,0 +1,343 @@
+// ag_gemm_perf: fused all-gather + GEMM against its split forms, per global M and (N, K).
+//
+// Per row: split-vendor (the vendor all-gather, then the same GEMM; only where a vendor library
+// runs, never on the host platform), split-xccl (xcclAllGather, then one GEMM), fused with 1, 2
+// and 4 bands per source and with the default rule, the best of these, its ratio to split-vendor
+// (or split-xccl where there is no vendor), and the largest relative L2 error of any run against
+// a double-precision reference on sampled rows. Times are the median over --rounds rounds of
+// -n calls each (variants interleaved within a round), each call's time the slowest rank's.
+//
+// Own flags (the rest are nccl-tests' -np/-t/-g/-n/-w):
+//   --m "4096 8192"        global M list (rows over all ranks; each rank has M / world)
+//   --shapes "96x32 ..."   N x K list
+//   --dtype bf16|fp16|fp8  input type (output bf16)
+//   --plugin NAME|PATH     GEMM plugin (default XCCL_GEMM_PLUGIN, else "reference")
+//   --rounds R             rounds (default 3)
+// Defaults are sized for the host platform's scalar reference GEMM; on GPUs pass the Kimi-K3
+// shapes (--m "4096 8192 16384 32768" --shapes "6288x7168 3648x7168 6400x7168 3840x7168").
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "harness/launcher.h"
+#include "harness/options.h"
+#include "harness/rank_sync.h"
+#include "xccl.h"
+#include "xccl_gemm.h"
+
+namespace {
+
+using xccl_perf::RankContext;
+using xccl_perf::RankSync;
+using xccl_perf::Reduce;
+
+struct Shape {
+  int64_t n, k;
+};
+
+struct Settings {
+  std::vector<int64_t> global_m{4096, 8192};
+  std::vector<Shape> shapes{{96, 32}, {48, 32}};
+  xcclDataType_t in_type = xcclBfloat16;
+  std::string plugin;
+  int rounds = 3;
+};
+
+// The variants of one row, in print order.
+struct Variant {
+  const char* name;
+  xcclAgGemmMode_t mode;
+  int chunks;
+};
+const Variant kVariants[] = {{"split-xccl", xcclAgGemmSplit, 0},
+                             {"fused-c1", xcclAgGemmFused, 1},
+                             {"fused-c2", xcclAgGemmFused, 2},
+                             {"fused-c4", xcclAgGemmFused, 4},
+                             {"fused-def", xcclAgGemmFused, 0}};
+constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
+
+double Bf16ToDouble(uint16_t code) {
+  uint32_t bits = static_cast<uint32_t>(code) << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+double InValue(xcclDataType_t t, const uint8_t* data, size_t i) {
+  if (t == xcclFloat8e4m3) {
+    const uint8_t v = data[i];
+    const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
+    const double mag = e == 0 ? m / 8.0 * std::ldexp(1.0, -6) : (1 + m / 8.0) * std::ldexp(1.0, e - 7);
+    return s ? -mag : mag;
+  }
+  uint16_t c;
+  memcpy(&c, data + 2 * i, 2);
+  if (t == xcclBfloat16) return Bf16ToDouble(c);
+  const int s = c >> 15, e = (c >> 10) & 31, m = c & 1023;
+  const double mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(m + 1024.0, e - 25);
+  return s ? -mag : mag;
+}
+
+size_t InSize(xcclDataType_t t) { return t == xcclFloat8e4m3 ? 1 : 2; }
+
+// Random codes with bounded exponents (no inf/NaN; no overflow of a bf16 output).
+void FillOperand(std::vector<uint8_t>* out, size_t count, xcclDataType_t t, std::mt19937_64& rng) {
+  out->resize(count * InSize(t));
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t r = rng();
+    if (t == xcclFloat8e4m3) {
+      (*out)[i] = static_cast<uint8_t>((r & 1) << 7 | (3 + (r >> 1) % 7) << 3 | ((r >> 8) & 7));
+    } else {
+      const uint16_t c = t == xcclBfloat16
+                             ? static_cast<uint16_t>((r & 1) << 15 | (120 + (r >> 1) % 9) << 7 |
+                                                     ((r >> 8) & 0x7F))
+                             : static_cast<uint16_t>((r & 1) << 15 | (10 + (r >> 1) % 7) << 10 |
+                                                     ((r >> 8) & 0x3FF));
+      memcpy(out->data() + 2 * i, &c, 2);
+    }
+  }
+}
+
+struct Operands {
+  std::vector<uint8_t> a, b;
+  std::vector<float> a_scale, b_scale;
+};
+
+Operands MakeOperands(int rank, int64_t m, const Shape& s, xcclDataType_t t) {
+  std::mt19937_64 rng(0x5eed0000ull + static_cast<uint64_t>(rank) * 7919 + m * 31 + s.n);
+  Operands o;
+  FillOperand(&o.a, m * s.k, t, rng);
+  FillOperand(&o.b, s.n * s.k, t, rng);
+  if (t == xcclFloat8e4m3) {
+    std::uniform_real_distribution<float> scale(0.25f, 2.0f);
+    for (int64_t i = 0; i < m; ++i) o.a_scale.push_back(scale(rng));
+    for (int64_t j = 0; j < s.n; ++j) o.b_scale.push_back(scale(rng));
+  }
+  return o;
+}
+
+// Relative L2 of C against a double GEMM of the decoded inputs, on up to 16 rows per source.
+double RelativeL2(const RankContext& ctx, const Settings& set, const Shape& s, int64_t m,
+                  int64_t padded, const Operands& mine, const uint16_t* c) {
+  double err2 = 0, ref2 = 0;
+  const int64_t step = std::max<int64_t>(1, m / 16);
+  for (int src = 0; src < ctx.nranks; ++src) {
+    const Operands o = MakeOperands(src, m, s, set.in_type);
+    for (int64_t i = 0; i < m; i += step) {
+      for (int64_t j = 0; j < s.n; ++j) {
+        double sum = 0;
+        for (int64_t q = 0; q < s.k; ++q)
+          sum += InValue(set.in_type, o.a.data(), i * s.k + q) *
+                 InValue(set.in_type, mine.b.data(), j * s.k + q);
+        if (set.in_type == xcclFloat8e4m3) sum *= double(o.a_scale[i]) * mine.b_scale[j];
+        const double got = Bf16ToDouble(c[(src * padded + i) * s.n + j]);
+        err2 += (got - sum) * (got - sum);
+        ref2 += sum * sum;
+      }
+    }
+  }
+  return std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
+}
+
+bool Ok(const RankContext& ctx, xcclResult_t r, const char* what, xcclComm_t comm) {
+  if (r == xcclSuccess) return true;
+  fprintf(stderr, "ag_gemm_perf: rank %d: %s: %s: %s\n", ctx.rank, what, xcclGetErrorString(r),
+          xcclGetLastError(comm));
+  ctx.sync->Abort();
+  return false;
+}
+
+bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id) {
+  xcclComm_t comm = nullptr;
+  if (!Ok(ctx, xcclCommInitRank(&comm, ctx.nranks, id, ctx.rank), "init", nullptr)) return false;
+  const char* plugin = set.plugin.empty() ? nullptr : set.plugin.c_str();
+  bool ok = true;
+  for (const Shape& s : set.shapes) {
+    for (int64_t global_m : set.global_m) {
+      const int64_t m = global_m / ctx.nranks;
+      std::vector<xcclAgGemm_t> ops(kVariantCount, nullptr);
+      for (int v = 0; v < kVariantCount && ok; ++v) {
+        ok = Ok(ctx,
+                xcclAgGemmCreate(comm, s.n, s.k, m, set.in_type, xcclBfloat16, kVariants[v].mode,
+                                 kVariants[v].chunks, plugin, nullptr, &ops[v]),
+                kVariants[v].name, comm);
+      }
+      if (!ok) break;
+      int64_t padded = 0;
+      int default_chunks = 0;
+      xcclAgGemmPaddedM(ops[0], m, &padded);
+      xcclAgGemmChunks(ops[kVariantCount - 1], m, &default_chunks);
+      const Operands o = MakeOperands(ctx.rank, m, s, set.in_type);
+      const float* as = o.a_scale.empty() ? nullptr : o.a_scale.data();
+      const float* bs = o.b_scale.empty() ? nullptr : o.b_scale.data();
+      std::vector<std::vector<double>> times(kVariantCount);
+      double worst_l2 = 0;
+      for (int round = 0; round < set.rounds && ok; ++round) {
+        for (int v = 0; v < kVariantCount && ok; ++v) {
+          void* c = nullptr;
+          for (int w = 0; w < ctx.options->warmup_iters && ok; ++w)
+            ok = Ok(ctx, xcclAgGemmRun(ops[v], o.a.data(), as, o.b.data(), bs, m, nullptr, &c, nullptr),
+                    kVariants[v].name, comm);
+          if (!ok || !ctx.sync->Barrier()) break;
+          const auto start = std::chrono::steady_clock::now();
+          for (int i = 0; i < ctx.options->iters && ok; ++i)
+            ok = Ok(ctx, xcclAgGemmRun(ops[v], o.a.data(), as, o.b.data(), bs, m, nullptr, &c, nullptr),
+                    kVariants[v].name, comm);
+          const double us = std::chrono::duration<double, std::micro>(
+                                std::chrono::steady_clock::now() - start)
+                                .count() /
+                            std::max(1, ctx.options->iters);
+          double slowest = 0, l2 = 0;
+          if (!ok || !ctx.sync->AllReduce(ctx.rank, us, Reduce::kMax, &slowest)) break;
+          times[v].push_back(slowest);
+          if (round == 0) {
+            const double mine = RelativeL2(ctx, set, s, m, padded, o, static_cast<uint16_t*>(c));
+            if (!ctx.sync->AllReduce(ctx.rank, mine, Reduce::kMax, &l2)) break;
+            worst_l2 = std::max(worst_l2, l2);
+          }
+        }
+      }
+      for (xcclAgGemm_t op : ops)
+        if (op != nullptr) xcclAgGemmDestroy(op);
+      if (!ok) break;
+      if (ctx.rank == 0) {
+        std::vector<double> median(kVariantCount);
+        for (int v = 0; v < kVariantCount; ++v) {
+          std::sort(times[v].begin(), times[v].end());
+          median[v] = times[v][times[v].size() / 2];
+        }
+        int best = 1;
+        for (int v = 1; v < kVariantCount; ++v)
+          if (median[v] < median[best]) best = v;
+        printf("%9lld %6lld %6lld %12s", static_cast<long long>(global_m),
+               static_cast<long long>(s.n), static_cast<long long>(s.k), "-");
+        for (int v = 0; v < kVariantCount; ++v) printf(" %10.1f", median[v]);
+        printf("  c=%d %10s %7.2f %9.2e\n", default_chunks, kVariants[best].name,
+               median[0] / median[best], worst_l2);
+      }
+    }
+    if (!ok) break;
+  }
+  xcclCommDestroy(comm);
+  return ok;
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// Takes this binary's own flags out of argv; false (with a message) on a malformed one.
+bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string flag = argv[i];
+    const bool own = flag == "--m" || flag == "--shapes" || flag == "--dtype" ||
+                     flag == "--plugin" || flag == "--rounds";
+    if (!own) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    if (i + 1 >= *argc) {
+      fprintf(stderr, "ag_gemm_perf: %s needs a value\n", flag.c_str());
+      return false;
+    }
+    const std::string value = argv[++i];
+    if (flag == "--m") {
+      set->global_m.clear();
+      for (const std::string& w : Words(value)) set->global_m.push_back(atoll(w.c_str()));
+    } else if (flag == "--shapes") {
+      set->shapes.clear();
+      for (const std::string& w : Words(value)) {
+        Shape s{0, 0};
+        if (sscanf(w.c_str(), "%lldx%lld", reinterpret_cast<long long*>(&s.n),
+                   reinterpret_cast<long long*>(&s.k)) != 2 || s.n <= 0 || s.k <= 0) {
+          fprintf(stderr, "ag_gemm_perf: shape '%s' is not NxK\n", w.c_str());
+          return false;
+        }
+        set->shapes.push_back(s);
+      }
+    } else if (flag == "--dtype") {
+      if (value == "bf16") set->in_type = xcclBfloat16;
+      else if (value == "fp16") set->in_type = xcclFloat16;
+      else if (value == "fp8") set->in_type = xcclFloat8e4m3;
+      else {
+        fprintf(stderr, "ag_gemm_perf: --dtype is bf16, fp16 or fp8, not '%s'\n", value.c_str());
+        return false;
+      }
+    } else if (flag == "--plugin") {
+      set->plugin = value;
+    } else {
+      set->rounds = atoi(value.c_str());
+      if (set->rounds < 1) {
+        fprintf(stderr, "ag_gemm_perf: --rounds must be at least 1\n");
+        return false;
+      }
+    }
+  }
+  *argc = kept;
+  for (int64_t m : set->global_m) {
+    if (m <= 0) {
+      fprintf(stderr, "ag_gemm_perf: every global M must be positive\n");
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace xccl_perf;
+  setlinebuf(stdout);
+  Settings set;
+  if (!TakeOwnFlags(&argc, argv, &set)) return 2;
+  if (set.plugin.empty() && (getenv("XCCL_GEMM_PLUGIN") == nullptr || !*getenv("XCCL_GEMM_PLUGIN"))) {
+    // The reference plugin: the one built beside this binary, else by name (installed).
+#ifdef XCCL_PERF_REFERENCE_PLUGIN
+    set.plugin = access(XCCL_PERF_REFERENCE_PLUGIN, R_OK) == 0 ? XCCL_PERF_REFERENCE_PLUGIN
+                                                                : "reference";
+#else
+    set.plugin = "reference";
+#endif
+  }
+  Options options;
+  options.iters = 2;
+  options.warmup_iters = 1;
+  FlagSet flags;
+  flags.sizes = flags.check = flags.types = flags.blocking = false;
+  int code = ParseOptions(argc, argv, flags, &options);
+  if (code >= 0) return code;
+  const char* in_name = set.in_type == xcclFloat8e4m3 ? "fp8 e4m3 (ptpc)"
+                        : set.in_type == xcclFloat16  ? "fp16"
+                                                      : "bf16";
+  printf("# ag_gemm_perf: world %d, %s -> bf16, plugin %s, median of %d rounds (variants "
+         "interleaved) of %d calls after %d warm-up, each call the slowest rank's; times in us\n",
+         options.TotalRanks(), in_name, set.plugin.empty() ? getenv("XCCL_GEMM_PLUGIN") : set.plugin.c_str(),
+         set.rounds, options.iters, options.warmup_iters);
+  printf("# split-vendor: '-' where no vendor library runs (the host platform). best/split: the "
+         "best variant against split-vendor, else split-xccl\n");
+  printf("# %7s %6s %6s %12s", "M", "N", "K", "split-vendor");
+  for (const Variant& v : kVariants) printf(" %10s", v.name);
+  printf("  %3s %10s %7s %9s\n", "def", "best", "x split", "relL2max");
+  xcclUniqueId id;
+  if (xcclGetUniqueId(&id) != xcclSuccess) {
+    fprintf(stderr, "ag_gemm_perf: xcclGetUniqueId: %s\n", xcclGetLastError(nullptr));
+    return 1;
+  }
+  std::unique_ptr<RankSync> sync = RankSync::Create(options.TotalRanks());
+  if (!sync) return 1;
+  return LaunchRanks(options, sync.get(),
+                     [&](const RankContext& ctx) { return RunRank(ctx, set, id); });
+}
