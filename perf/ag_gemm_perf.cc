@@ -15,6 +15,8 @@
 //   --rounds R             rounds (default 3)
 // Defaults are sized for the host platform's scalar reference GEMM; on GPUs pass the Kimi-K3
 // shapes (--m "4096 8192 16384 32768" --shapes "6288x7168 3648x7168 6400x7168 3840x7168").
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,8 +27,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "harness/launcher.h"
 #include "harness/options.h"
@@ -76,7 +76,8 @@ double InValue(xcclDataType_t t, const uint8_t* data, size_t i) {
   if (t == xcclFloat8e4m3) {
     const uint8_t v = data[i];
     const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
-    const double mag = e == 0 ? m / 8.0 * std::ldexp(1.0, -6) : (1 + m / 8.0) * std::ldexp(1.0, e - 7);
+    const double mag =
+        e == 0 ? m / 8.0 * std::ldexp(1.0, -6) : (1 + m / 8.0) * std::ldexp(1.0, e - 7);
     return s ? -mag : mag;
   }
   uint16_t c;
@@ -97,11 +98,11 @@ void FillOperand(std::vector<uint8_t>* out, size_t count, xcclDataType_t t, std:
     if (t == xcclFloat8e4m3) {
       (*out)[i] = static_cast<uint8_t>((r & 1) << 7 | (3 + (r >> 1) % 7) << 3 | ((r >> 8) & 7));
     } else {
-      const uint16_t c = t == xcclBfloat16
-                             ? static_cast<uint16_t>((r & 1) << 15 | (120 + (r >> 1) % 9) << 7 |
-                                                     ((r >> 8) & 0x7F))
-                             : static_cast<uint16_t>((r & 1) << 15 | (10 + (r >> 1) % 7) << 10 |
-                                                     ((r >> 8) & 0x3FF));
+      const uint16_t c =
+          t == xcclBfloat16
+              ? static_cast<uint16_t>((r & 1) << 15 | (120 + (r >> 1) % 9) << 7 | ((r >> 8) & 0x7F))
+              : static_cast<uint16_t>((r & 1) << 15 | (10 + (r >> 1) % 7) << 10 |
+                                      ((r >> 8) & 0x3FF));
       memcpy(out->data() + 2 * i, &c, 2);
     }
   }
@@ -185,17 +186,19 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
         for (int v = 0; v < kVariantCount && ok; ++v) {
           void* c = nullptr;
           for (int w = 0; w < ctx.options->warmup_iters && ok; ++w)
-            ok = Ok(ctx, xcclAgGemmRun(ops[v], o.a.data(), as, o.b.data(), bs, m, nullptr, &c, nullptr),
+            ok = Ok(ctx,
+                    xcclAgGemmRun(ops[v], o.a.data(), as, o.b.data(), bs, m, nullptr, &c, nullptr),
                     kVariants[v].name, comm);
           if (!ok || !ctx.sync->Barrier()) break;
           const auto start = std::chrono::steady_clock::now();
           for (int i = 0; i < ctx.options->iters && ok; ++i)
-            ok = Ok(ctx, xcclAgGemmRun(ops[v], o.a.data(), as, o.b.data(), bs, m, nullptr, &c, nullptr),
+            ok = Ok(ctx,
+                    xcclAgGemmRun(ops[v], o.a.data(), as, o.b.data(), bs, m, nullptr, &c, nullptr),
                     kVariants[v].name, comm);
-          const double us = std::chrono::duration<double, std::micro>(
-                                std::chrono::steady_clock::now() - start)
-                                .count() /
-                            std::max(1, ctx.options->iters);
+          const double us =
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                  .count() /
+              std::max(1, ctx.options->iters);
           double slowest = 0, l2 = 0;
           if (!ok || !ctx.sync->AllReduce(ctx.rank, us, Reduce::kMax, &slowest)) break;
           times[v].push_back(slowest);
@@ -262,16 +265,20 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
       for (const std::string& w : Words(value)) {
         Shape s{0, 0};
         if (sscanf(w.c_str(), "%lldx%lld", reinterpret_cast<long long*>(&s.n),
-                   reinterpret_cast<long long*>(&s.k)) != 2 || s.n <= 0 || s.k <= 0) {
+                   reinterpret_cast<long long*>(&s.k)) != 2 ||
+            s.n <= 0 || s.k <= 0) {
           fprintf(stderr, "ag_gemm_perf: shape '%s' is not NxK\n", w.c_str());
           return false;
         }
         set->shapes.push_back(s);
       }
     } else if (flag == "--dtype") {
-      if (value == "bf16") set->in_type = xcclBfloat16;
-      else if (value == "fp16") set->in_type = xcclFloat16;
-      else if (value == "fp8") set->in_type = xcclFloat8e4m3;
+      if (value == "bf16")
+        set->in_type = xcclBfloat16;
+      else if (value == "fp16")
+        set->in_type = xcclFloat16;
+      else if (value == "fp8")
+        set->in_type = xcclFloat8e4m3;
       else {
         fprintf(stderr, "ag_gemm_perf: --dtype is bf16, fp16 or fp8, not '%s'\n", value.c_str());
         return false;
@@ -303,11 +310,12 @@ int main(int argc, char** argv) {
   setlinebuf(stdout);
   Settings set;
   if (!TakeOwnFlags(&argc, argv, &set)) return 2;
-  if (set.plugin.empty() && (getenv("XCCL_GEMM_PLUGIN") == nullptr || !*getenv("XCCL_GEMM_PLUGIN"))) {
+  if (set.plugin.empty() &&
+      (getenv("XCCL_GEMM_PLUGIN") == nullptr || !*getenv("XCCL_GEMM_PLUGIN"))) {
     // The reference plugin: the one built beside this binary, else by name (installed).
 #ifdef XCCL_PERF_REFERENCE_PLUGIN
-    set.plugin = access(XCCL_PERF_REFERENCE_PLUGIN, R_OK) == 0 ? XCCL_PERF_REFERENCE_PLUGIN
-                                                                : "reference";
+    set.plugin =
+        access(XCCL_PERF_REFERENCE_PLUGIN, R_OK) == 0 ? XCCL_PERF_REFERENCE_PLUGIN : "reference";
 #else
     set.plugin = "reference";
 #endif
@@ -322,12 +330,15 @@ int main(int argc, char** argv) {
   const char* in_name = set.in_type == xcclFloat8e4m3 ? "fp8 e4m3 (ptpc)"
                         : set.in_type == xcclFloat16  ? "fp16"
                                                       : "bf16";
-  printf("# ag_gemm_perf: world %d, %s -> bf16, plugin %s, median of %d rounds (variants "
-         "interleaved) of %d calls after %d warm-up, each call the slowest rank's; times in us\n",
-         options.TotalRanks(), in_name, set.plugin.empty() ? getenv("XCCL_GEMM_PLUGIN") : set.plugin.c_str(),
-         set.rounds, options.iters, options.warmup_iters);
-  printf("# split-vendor: '-' where no vendor library runs (the host platform). best/split: the "
-         "best variant against split-vendor, else split-xccl\n");
+  printf(
+      "# ag_gemm_perf: world %d, %s -> bf16, plugin %s, median of %d rounds (variants "
+      "interleaved) of %d calls after %d warm-up, each call the slowest rank's; times in us\n",
+      options.TotalRanks(), in_name,
+      set.plugin.empty() ? getenv("XCCL_GEMM_PLUGIN") : set.plugin.c_str(), set.rounds,
+      options.iters, options.warmup_iters);
+  printf(
+      "# split-vendor: '-' where no vendor library runs (the host platform). best/split: the "
+      "best variant against split-vendor, else split-xccl\n");
   printf("# %7s %6s %6s %12s", "M", "N", "K", "split-vendor");
   for (const Variant& v : kVariants) printf(" %10s", v.name);
   printf("  %3s %10s %7s %9s\n", "def", "best", "x split", "relL2max");

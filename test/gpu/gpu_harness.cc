@@ -271,26 +271,6 @@ void ExpectNoFailures(const std::vector<std::string>& failures) {
   for (const auto& failure : failures) ADD_FAILURE() << failure;
 }
 
-void RestoreParams() {
-  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
-}
-
-std::function<void()> WithTimeoutMs(int64_t timeout_ms) {
-  return [timeout_ms] {
-    xccl::Params params = xccl::GetParams();
-    params.timeout_ms = timeout_ms;
-    xccl::SetParamsForTesting(params);
-  };
-}
-
-std::function<void()> WithEpochBase(uint32_t epoch_base) {
-  return [epoch_base] {
-    xccl::Params params = xccl::GetParams();
-    params.epoch_base = epoch_base;
-    xccl::SetParamsForTesting(params);
-  };
-}
-
 void PrintTo(const GpuWorld& world, std::ostream* os) {
   *os << ModeName(world.mode)
       << (world.placement == Placement::kOneGpu ? ", one GPU, world " : ", all GPUs, per GPU ")

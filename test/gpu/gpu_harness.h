@@ -22,6 +22,7 @@
 
 #include "gpu/gpu_runtime.h"
 #include "mp/rank_runner.h"
+#include "mp/test_params.h"
 #include "xccl.h"
 
 namespace xccl_test {
@@ -59,12 +60,6 @@ std::vector<std::string> RunGpuRanks(RankMode mode, const std::vector<int>& devi
 
 // Reports each failure of a run to GoogleTest.
 void ExpectNoFailures(const std::vector<std::string>& failures);
-
-// Restores the parameters from the environment (after a test changed them for its ranks).
-void RestoreParams();
-// A before_init that sets XCCL_TIMEOUT_MS / the epoch base for the ranks of a run.
-std::function<void()> WithTimeoutMs(int64_t timeout_ms);
-std::function<void()> WithEpochBase(uint32_t epoch_base);
 
 // ---- where ranks go: the parameter of the per-world suites ----
 

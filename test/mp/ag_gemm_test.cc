@@ -20,6 +20,7 @@
 #include "fused/ag_gemm_testing.h"
 #include "fused/chunk_rule.h"
 #include "mp/rank_runner.h"
+#include "mp/test_params.h"
 #include "xccl_gemm.h"
 
 #ifndef XCCL_GEMM_REFERENCE_PATH
@@ -270,11 +271,7 @@ TEST_P(AgGemmTest, LocalRowsZeroCopyAndOwnOutput) {
 // Every signal starts at 0xFFFFFFFE: the first calls cross 2^32, fused and split.
 TEST_P(AgGemmTest, AcrossTheEpochWrap) {
   RunOptions options;
-  options.before_init = [] {
-    xccl::Params params = xccl::GetParams();
-    params.epoch_base = 0xFFFFFFFEu;
-    xccl::SetParamsForTesting(params);
-  };
+  options.before_init = WithEpochBase(0xFFFFFFFEu);
   Run(
       [](RankContext& ctx) {
         for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit}) {
@@ -288,8 +285,7 @@ TEST_P(AgGemmTest, AcrossTheEpochWrap) {
         }
       },
       options);
-  // Threads share this process's parameters: back to the environment's.
-  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
+  RestoreParams();
 }
 
 // Self test: passes on a healthy op; with one corrupted slot it fails on the rank holding it,

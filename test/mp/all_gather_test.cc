@@ -13,6 +13,7 @@
 #include "core/params.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"
+#include "mp/test_params.h"
 
 namespace xccl_test {
 namespace {
@@ -103,11 +104,7 @@ TEST_P(AllGatherTest, ThousandBackToBackWithHeldRank) {
 // Every signal starts at 0xFFFFFFFE, so the first calls cross 2^32 -> 0.
 TEST_P(AllGatherTest, AcrossTheEpochWrap) {
   RunOptions options;
-  options.before_init = [] {
-    xccl::Params params = xccl::GetParams();
-    params.epoch_base = 0xFFFFFFFEu;
-    xccl::SetParamsForTesting(params);
-  };
+  options.before_init = WithEpochBase(0xFFFFFFFEu);
   auto failures = RunRanks(
       mode(), world(),
       [](RankContext& ctx) {
@@ -128,7 +125,7 @@ TEST_P(AllGatherTest, AcrossTheEpochWrap) {
             "after 8 calls from 0xFFFFFFFE the epoch is " << ctx.comm->impl->current_epoch());
       },
       options);
-  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
+  RestoreParams();
   ExpectNoFailures(failures);
 }
 

@@ -15,6 +15,7 @@
 #include "mp/bad_arguments.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"
+#include "mp/test_params.h"
 
 namespace xccl_test {
 namespace {
@@ -25,19 +26,6 @@ void ExpectNoFailures(const std::vector<std::string>& failures) {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Sets XCCL_TIMEOUT_MS for the ranks of a run (each forked process, or this one for threads).
-std::function<void()> WithTimeoutMs(int64_t timeout_ms) {
-  return [timeout_ms] {
-    xccl::Params params = xccl::GetParams();
-    params.timeout_ms = timeout_ms;
-    xccl::SetParamsForTesting(params);
-  };
-}
-
-void RestoreParams() {
-  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
 }
 
 class KilledRankTest : public ::testing::TestWithParam<int> {};

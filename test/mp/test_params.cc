@@ -1,0 +1,33 @@
+#include "mp/test_params.h"
+
+#include <cstdlib>
+
+#include "core/params.h"
+
+namespace xccl_test {
+
+namespace {
+
+std::function<void()> WithChange(const std::function<void(xccl::Params*)>& change) {
+  return [change] {
+    xccl::Params params = xccl::GetParams();
+    change(&params);
+    xccl::SetParamsForTesting(params);
+  };
+}
+
+}  // namespace
+
+std::function<void()> WithTimeoutMs(int64_t timeout_ms) {
+  return WithChange([timeout_ms](xccl::Params* p) { p->timeout_ms = timeout_ms; });
+}
+
+std::function<void()> WithEpochBase(uint32_t epoch_base) {
+  return WithChange([epoch_base](xccl::Params* p) { p->epoch_base = epoch_base; });
+}
+
+void RestoreParams() {
+  xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
+}
+
+}  // namespace xccl_test
