@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
 
 #include "xccl.h"
 
@@ -38,6 +41,35 @@ inline double Value(xcclDataType_t t, const void* base, int64_t i) {
   if (t == xcclFloat8e4m3) return E4m3Value(static_cast<const uint8_t*>(base)[i]);
   const uint16_t c = static_cast<const uint16_t*>(base)[i];
   return t == xcclBfloat16 ? Bf16Value(c) : Fp16Value(c);
+}
+
+// ---- Random operands for GEMM tests ----
+
+inline size_t TypeSize(xcclDataType_t t) { return t == xcclFloat8e4m3 ? 1 : 2; }
+
+inline uint16_t RandomHalfCode(std::mt19937_64& rng, xcclDataType_t t) {
+  const uint32_t sign = rng() & 1;
+  if (t == xcclBfloat16) {  // exponent 120..128: |v| in [2^-7, 2^2)
+    return static_cast<uint16_t>(sign << 15 | (120 + rng() % 9) << 7 | (rng() & 0x7F));
+  }
+  return static_cast<uint16_t>(sign << 15 | (10 + rng() % 7) << 10 | (rng() & 0x3FF));
+}
+
+inline uint8_t RandomE4m3Code(std::mt19937_64& rng) {  // exponent 3..9: |v| in [2^-4, 2^3)
+  return static_cast<uint8_t>((rng() & 1) << 7 | (3 + rng() % 7) << 3 | (rng() & 7));
+}
+
+inline void FillCodes(std::vector<uint8_t>* out, size_t count, xcclDataType_t t,
+                      std::mt19937_64& rng) {
+  out->resize(count * TypeSize(t));
+  for (size_t i = 0; i < count; ++i) {
+    if (t == xcclFloat8e4m3) {
+      (*out)[i] = RandomE4m3Code(rng);
+    } else {
+      const uint16_t c = RandomHalfCode(rng, t);
+      memcpy(out->data() + 2 * i, &c, 2);
+    }
+  }
 }
 
 }  // namespace xccl_test

@@ -32,38 +32,12 @@ namespace {
 
 constexpr const char* kPlugin = XCCL_GEMM_REFERENCE_PATH;
 
-size_t TypeSize(xcclDataType_t t) { return t == xcclFloat8e4m3 ? 1 : 2; }
-
 // One rank's operands for one call: A [m][k], B [n][k], and fp8 scales. Codes are drawn with
 // bounded exponents (no inf/NaN, no overflow in bf16 out); any rank can regenerate any rank's.
 struct Operands {
   std::vector<uint8_t> a, b;
   std::vector<float> a_scale, b_scale;
 };
-
-uint16_t RandomHalfCode(std::mt19937_64& rng, xcclDataType_t t) {
-  const uint32_t sign = rng() & 1;
-  if (t == xcclBfloat16) {  // exponent 120..128: |v| in [2^-7, 2^2)
-    return static_cast<uint16_t>(sign << 15 | (120 + rng() % 9) << 7 | (rng() & 0x7F));
-  }
-  return static_cast<uint16_t>(sign << 15 | (10 + rng() % 7) << 10 | (rng() & 0x3FF));
-}
-
-uint8_t RandomE4m3Code(std::mt19937_64& rng) {  // exponent 3..9: |v| in [2^-4, 2^3)
-  return static_cast<uint8_t>((rng() & 1) << 7 | (3 + rng() % 7) << 3 | (rng() & 7));
-}
-
-void FillCodes(std::vector<uint8_t>* out, size_t count, xcclDataType_t t, std::mt19937_64& rng) {
-  out->resize(count * TypeSize(t));
-  for (size_t i = 0; i < count; ++i) {
-    if (t == xcclFloat8e4m3) {
-      (*out)[i] = RandomE4m3Code(rng);
-    } else {
-      const uint16_t c = RandomHalfCode(rng, t);
-      memcpy(out->data() + 2 * i, &c, 2);
-    }
-  }
-}
 
 Operands MakeOperands(uint64_t seed, int rank, uint64_t call, int64_t m, int64_t n, int64_t k,
                       xcclDataType_t t) {
