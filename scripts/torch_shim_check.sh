@@ -19,7 +19,19 @@ gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 rc=0
 run() { "$@" || rc=1; }
 # TORCH_SHIM_CHECK_SHARED lists the world sizes run with processes sharing GPU 0.
-run env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world 1 --label shim
+if ! env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world 1 --label shim; then
+  rc=1
+  # Narrowing down a forwarding failure: the same run with NCCL's and xccl's logs, then with the
+  # vendor opened without RTLD_DEEPBIND, then with the vendor communicator made at init.
+  echo "torch_shim_check: world 1 failed; diagnostics follow"
+  env LD_PRELOAD="$shim" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL,ENV XCCL_DEBUG=INFO \
+    python3 scripts/torch_shim_check.py --world 1 --label shim-debug 2>&1 |
+    grep -E "NCCL (WARN|INFO)|XCCL|shim|Error|error" | grep -v "^\[rank0\]:  " | tail -40
+  env LD_PRELOAD="$shim" XCCL_NCCL_DEEPBIND=0 python3 scripts/torch_shim_check.py --world 1 \
+    --label shim-no-deepbind 2>&1 | tail -3
+  env LD_PRELOAD="$shim" XCCL_NCCL_VENDOR_INIT=eager python3 scripts/torch_shim_check.py \
+    --world 1 --label shim-eager-vendor 2>&1 | tail -3
+fi
 for n in ${TORCH_SHIM_CHECK_SHARED-2 4}; do
   run env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world $n --same-gpu \
     --gather-only --label shim
