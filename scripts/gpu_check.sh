@@ -70,7 +70,7 @@ if has_stage single; then
   export CUDA_VISIBLE_DEVICES=0
   timeout 60 "$build/perf/copy_roofline" -b 128M -e 1G -f 8 >"$logs/copy_roofline.txt" 2>&1
   for n in 2 4 8; do
-    timeout 120 "$agp" -t "$n" -b $((8 * n)) -e 1G -f 8 -n 20 -w 5 >"$logs/single_ag_t$n.txt" 2>&1
+    timeout 150 "$agp" -t "$n" -b $((8 * n)) -e 1G -f 2 -n 20 -w 5 >"$logs/single_ag_t$n.txt" 2>&1
     for g in 0 10; do
       timeout 60 "$bp" -t "$n" -n 200 -w 20 -G "$g" >>"$logs/single_barrier_t$n.txt" 2>&1
     done
