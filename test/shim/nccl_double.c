@@ -182,6 +182,23 @@ EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t c
   return ncclSuccess;
 }
 
+/* NCCL 2.28's device API, as far as forwarding goes: the device communicator records the rank
+ * of the (vendor) communicator it was made from, so the test sees which one the shim passed. */
+struct ncclDevCommRequirements;
+EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs,
+                                      void* out) {
+  (void)reqs;
+  if (comm == NULL || out == NULL) return ncclInvalidArgument;
+  LogCall("ncclDevCommCreate", comm->rank);
+  memcpy(out, &comm->rank, sizeof(int));
+  return ncclSuccess;
+}
+EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void* dev_comm) {
+  if (comm == NULL || dev_comm == NULL) return ncclInvalidArgument;
+  LogCall("ncclDevCommDestroy", comm->rank);
+  return ncclSuccess;
+}
+
 EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;

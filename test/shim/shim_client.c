@@ -54,7 +54,10 @@ static int g_rank = -1;
 
 /* Element i of rank r's data for stream `salt`: a hash, so that every rank can compute every
  * other rank's contribution without exchanging it. */
-/* nccl_device/core.h is CUDA C++; its host team functions are declared here for C. */
+/* nccl_device/core.h is CUDA C++; its host functions are declared here for C (the device
+ * communicator is opaque to this test: a buffer the vendor fills). */
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void* reqs, void* out);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void* dev_comm);
 struct XcclTestTeam {
   int nRanks, rank, stride;
 };
@@ -124,7 +127,8 @@ static void CheckQueries(ncclComm_t comm, int nranks, int rank) {
   struct XcclTestTeam rail = ncclTeamRail(comm);
   if (world.nRanks != nranks || world.rank != rank || world.stride != 1)
     FAIL("ncclTeamWorld is {%d, %d, %d}", world.nRanks, world.rank, world.stride);
-  if (lsa.nRanks != nranks || lsa.rank != rank) FAIL("ncclTeamLsa is {%d, %d}", lsa.nRanks, lsa.rank);
+  if (lsa.nRanks != nranks || lsa.rank != rank)
+    FAIL("ncclTeamLsa is {%d, %d}", lsa.nRanks, lsa.rank);
   if (rail.nRanks != 1 || rail.rank != 0) FAIL("ncclTeamRail is {%d, %d}", rail.nRanks, rail.rank);
   for (int r = 0; r < nranks; ++r) {
     if (ncclTeamRankToWorld(comm, world, r) != r || ncclTeamRankToLsa(comm, lsa, r) != r)
@@ -260,6 +264,14 @@ static void ForwardRank(int nranks, int rank) {
     if (f[i] != want) FAIL("float all_reduce element %zu: %g, expected %g", i, f[i], want);
   }
   CheckAllGatherFloat(comm, nranks, rank, 13);
+  /* The device API is forwarded with the vendor's communicator (the double writes its rank). */
+  int dev_comm[64];
+  memset(dev_comm, 0xA5, sizeof dev_comm);
+  CHECK(ncclDevCommCreate(comm, NULL, dev_comm));
+  if (dev_comm[0] != rank)
+    FAIL("device communicator made from rank %d, expected %d", dev_comm[0], rank);
+  CHECK(ncclDevCommDestroy(comm, dev_comm));
+  EXPECT_RESULT(ncclDevCommCreate(NULL, NULL, dev_comm), ncclInvalidArgument);
   CHECK(ncclCommDestroy(comm));
   free(isend);
   free(irecv);
@@ -336,6 +348,9 @@ static void CheckDoubleLog(int nranks, int allgather_forwarded) {
       FAIL("rank %d: %d vendor all_gathers, expected %d", r, CountLines(log, "ncclAllGather", r),
            allgather_forwarded);
     if (CountLines(log, "ncclCommDestroy", r) != 1) FAIL("vendor comm of rank %d not destroyed", r);
+    if (CountLines(log, "ncclDevCommCreate", r) != 1 ||
+        CountLines(log, "ncclDevCommDestroy", r) != 1)
+      FAIL("rank %d: the device communicator calls did not reach the vendor once each", r);
   }
   if (CountLines(log, "ncclGroupStart", -1) != nranks ||
       CountLines(log, "ncclGroupEnd", -1) != nranks)
