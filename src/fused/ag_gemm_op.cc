@@ -1,6 +1,7 @@
 #include "fused/ag_gemm_op.h"
 
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "collectives/all_gather.h"
@@ -41,6 +42,8 @@ unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
 
 AgGemmOp::~AgGemmOp() {
   if (plugin_ && plugin_ctx_ != nullptr) plugin_->api().finalize(plugin_ctx_);
+  FreeOpBuffer(device_, window_);
+  FreeOpBuffer(device_, output_);
 }
 
 size_t AgGemmOp::in_size() const { return DataTypeSize(shape_.in_type); }
@@ -66,12 +69,13 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
     return Fail(xcclInvalidArgument, "ag_gemm: chunks = %d must be 0 (automatic) to %d",
                 shape.pinned_chunks, ControlLayout::kMaxBands);
   Platform* platform = comm->platform();
-  if (strcmp(platform->name(), "host") != 0)
+  if (strcmp(platform->name(), "host") != 0 && shape.mode == xcclAgGemmFused)
     return Fail(xcclInvalidUsage,
-                "ag_gemm runs on the host platform only so far; the %s platform's is not built",
+                "ag_gemm's fused mode is not built on the %s platform yet; split mode runs there",
                 platform->name());
   XCCL_TRY(RequireOneNode(comm->topology(), "ag_gemm"));
-  if (comm->nranks() > 1 && platform->queue_count() < comm->nranks() - 1)
+  if (shape.mode == xcclAgGemmFused && comm->nranks() > 1 &&
+      platform->queue_count() < comm->nranks() - 1)
     return Fail(xcclInvalidUsage,
                 "ag_gemm needs one DMA queue per peer; this communicator has %d for %d peers",
                 platform->queue_count(), comm->nranks() - 1);
@@ -104,11 +108,9 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
                 static_cast<long long>(problem.n), static_cast<long long>(problem.k),
                 DataTypeName(shape.in_type), DataTypeName(shape.out_type));
   const size_t output_bytes = static_cast<size_t>(problem.m) * shape.n * op->out_size();
-  op->window_.reset(new (std::nothrow) char[op->layout_.total_bytes()]);
-  op->output_.reset(new (std::nothrow) char[output_bytes]);
-  if (!op->window_ || !op->output_)
-    return Fail(xcclSystemError, "ag_gemm: cannot allocate %zu + %zu bytes of host memory",
-                op->layout_.total_bytes(), output_bytes);
+  op->device_ = comm->device();
+  XCCL_TRY(AllocateOpBuffer(op->device_, op->layout_.total_bytes(), &op->window_));
+  XCCL_TRY(AllocateOpBuffer(op->device_, output_bytes, &op->output_));
   *out = std::move(op);
   return xcclSuccess;
 }
@@ -167,26 +169,30 @@ xcclResult_t AgGemmOp::CheckRun(const void* a, const float* a_scale, const void*
   return xcclSuccess;
 }
 
-xcclResult_t AgGemmOp::FillOwnSlot(const void* a, const float* a_scale, int64_t m) {
+xcclResult_t AgGemmOp::FillOwnSlot(const void* a, const float* a_scale, int64_t m,
+                                   xcclStream_t stream) {
   const int64_t padded = PaddedM(m);
   size_t offset = 0;
   XCCL_TRY(layout_.LocalRows(m, &offset));
   char* slot = window() + offset;
   const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
-  if (a != slot) memcpy(slot, a, static_cast<size_t>(m) * row_bytes);
-  memset(slot + m * row_bytes, 0, static_cast<size_t>(padded - m) * row_bytes);
+  if (a != slot) XCCL_TRY(CopyAsync(slot, a, static_cast<size_t>(m) * row_bytes, stream));
+  XCCL_TRY(ZeroAsync(slot + m * row_bytes, static_cast<size_t>(padded - m) * row_bytes, stream));
   if (has_scales()) {
     size_t scale_offset = 0;
     XCCL_TRY(layout_.ScaleOffset(comm_->rank(), m, &scale_offset));
     float* scales = reinterpret_cast<float*>(window() + scale_offset);
-    if (a_scale != scales) memcpy(scales, a_scale, static_cast<size_t>(m) * sizeof(float));
-    for (int64_t i = m; i < padded; ++i) scales[i] = 0.0f;
+    if (a_scale != scales)
+      XCCL_TRY(CopyAsync(scales, a_scale, static_cast<size_t>(m) * sizeof(float), stream));
+    // 0.0f is all zero bits.
+    XCCL_TRY(ZeroAsync(scales + m, static_cast<size_t>(padded - m) * sizeof(float), stream));
   }
   return xcclSuccess;
 }
 
 xcclResult_t AgGemmOp::Exchange(
-    int64_t m, const std::function<xcclResult_t(int, int64_t, int64_t)>& gemm_band) {
+    int64_t m, xcclStream_t stream,
+    const std::function<xcclResult_t(int, int64_t, int64_t)>& gemm_band) {
   const int rank = comm_->rank(), world = comm_->nranks();
   const int64_t padded = PaddedM(m);
   const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
@@ -201,10 +207,10 @@ xcclResult_t AgGemmOp::Exchange(
   }
 
   if (shape_.mode == xcclAgGemmSplit || world == 1) {
-    XCCL_TRY(AllGather(comm_, window() + slot_offset, window() + base, slot_bytes, nullptr));
+    XCCL_TRY(AllGather(comm_, window() + slot_offset, window() + base, slot_bytes, stream));
     if (has_scales()) {
       XCCL_TRY(AllGather(comm_, window() + scale_offset, window() + scale_base,
-                         static_cast<size_t>(padded) * sizeof(float), nullptr));
+                         static_cast<size_t>(padded) * sizeof(float), stream));
     }
     // One GEMM over all world * padded rows (rows counted from source 0's slot).
     return gemm_band(0, 0, world * padded);
@@ -255,10 +261,11 @@ xcclResult_t AgGemmOp::Exchange(
   return xcclSuccess;
 }
 
-xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end) {
+xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end,
+                               xcclStream_t stream) {
   if (row_end <= row_begin) return xcclSuccess;
   const xcclGemmBand band{row_begin, row_end};
-  xcclResult_t result = plugin_->api().run(plugin_ctx_, &problem, &band, nullptr);
+  xcclResult_t result = plugin_->api().run(plugin_ctx_, &problem, &band, stream);
   if (result != xcclSuccess)
     return Fail(result, "ag_gemm: GEMM plugin '%s' failed on rows [%lld, %lld)", plugin_->name(),
                 static_cast<long long>(row_begin), static_cast<long long>(row_end));
@@ -266,15 +273,15 @@ xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin
 }
 
 xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, const float* b_scale,
-                           int64_t m, void* out, void** result, xcclStream_t /*stream*/) {
+                           int64_t m, void* out, void** result, xcclStream_t stream) {
   XCCL_TRY(CheckRun(a, a_scale, b, b_scale, m));
   if (out != nullptr && !Aligned(out, out_size()))
     return Fail(xcclInvalidArgument, "ag_gemm: out (%p) must be aligned to %zu bytes", out,
                 out_size());
-  void* c = out != nullptr ? out : output_.get();
+  void* c = out != nullptr ? out : output_;
   if (result != nullptr) *result = c;
   if (m == 0) return xcclSuccess;  // every rank has m == 0: nothing to gather or multiply
-  XCCL_TRY(FillOwnSlot(a, a_scale, m));
+  XCCL_TRY(FillOwnSlot(a, a_scale, m, stream));
   const int64_t padded = PaddedM(m);
   size_t base = 0, scale_base = 0;
   XCCL_TRY(layout_.SlotOffset(0, m, &base));
@@ -293,8 +300,8 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   problem.c = c;
   problem.a_scale = has_scales() ? reinterpret_cast<const float*>(window() + scale_base) : nullptr;
   problem.b_scale = b_scale;
-  return Exchange(m, [&](int source, int64_t begin, int64_t end) {
-    return RunGemm(problem, source * padded + begin, source * padded + end);
+  return Exchange(m, stream, [&](int source, int64_t begin, int64_t end) {
+    return RunGemm(problem, source * padded + begin, source * padded + end, stream);
   });
 }
 
@@ -304,48 +311,61 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   const int rank = comm_->rank(), world = comm_->nranks();
   // The round number is the epoch every rank is at (all ranks made the same calls).
   const uint32_t round = comm_->current_epoch();
-  size_t slot_bytes = 0, own = 0, scale_own = 0;
+  size_t slot_bytes = 0, base = 0, scale_base = 0;
   XCCL_TRY(layout_.SlotBytes(m, &slot_bytes));
-  XCCL_TRY(layout_.SlotOffset(rank, m, &own));
-  for (size_t i = 0; i < slot_bytes; ++i) window()[own + i] = PatternByte(round, rank, i, false);
-  const size_t scale_bytes = static_cast<size_t>(padded) * sizeof(float);
-  if (has_scales()) {
-    XCCL_TRY(layout_.ScaleOffset(rank, m, &scale_own));
-    for (size_t i = 0; i < scale_bytes; ++i)
-      window()[scale_own + i] = PatternByte(round, rank, i, true);
-  }
-  xcclResult_t exchanged = Exchange(m, [](int, int64_t, int64_t) { return xcclSuccess; });
+  XCCL_TRY(layout_.SlotOffset(0, m, &base));
+  const size_t scale_bytes = has_scales() ? static_cast<size_t>(padded) * sizeof(float) : 0;
+  if (has_scales()) XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
+  // Host staging (pinned on GPUs) holds the pattern going in and every slot coming back: the
+  // slots [world][slot_bytes], then the scales [world][scale_bytes], then one spare byte.
+  const size_t data_bytes = slot_bytes * world, all_scale_bytes = scale_bytes * world;
+  void* staging_memory = nullptr;
+  XCCL_TRY(AllocateStaging(data_bytes + all_scale_bytes + 1, &staging_memory));
+  std::unique_ptr<void, void (*)(void*)> staging_owner(staging_memory, FreeStaging);
+  unsigned char* slots = static_cast<unsigned char*>(staging_memory);
+  unsigned char* scales = slots + data_bytes;
+  for (size_t i = 0; i < slot_bytes; ++i)
+    slots[rank * slot_bytes + i] = PatternByte(round, rank, i, false);
+  for (size_t i = 0; i < scale_bytes; ++i)
+    scales[rank * scale_bytes + i] = PatternByte(round, rank, i, true);
+  XCCL_TRY(CopyAsync(window() + base + rank * slot_bytes, slots + rank * slot_bytes, slot_bytes,
+                     stream));
+  if (has_scales())
+    XCCL_TRY(CopyAsync(window() + scale_base + rank * scale_bytes, scales + rank * scale_bytes,
+                       scale_bytes, stream));
+  xcclResult_t exchanged = Exchange(m, stream, [](int, int64_t, int64_t) { return xcclSuccess; });
   if (exchanged != xcclSuccess) return exchanged;
   if (corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
-    size_t offset = 0;
-    XCCL_TRY(layout_.SlotOffset(corrupt_source_, m, &offset));
-    window()[offset + slot_bytes / 2] ^= 0x5A;
+    // Tests only: damage one byte of that source's slot in the window itself.
+    unsigned char* bad = scales + all_scale_bytes;
+    *bad = PatternByte(round, corrupt_source_, slot_bytes / 2, false) ^ 0x5A;
+    XCCL_TRY(
+        CopyAsync(window() + base + corrupt_source_ * slot_bytes + slot_bytes / 2, bad, 1, stream));
   }
   corrupt_source_ = -1;
+  XCCL_TRY(CopyAsync(slots, window() + base, data_bytes, stream));
+  if (has_scales()) XCCL_TRY(CopyAsync(scales, window() + scale_base, all_scale_bytes, stream));
+  XCCL_TRY(SyncStream(stream));
   // Check every slot, but report only after the barrier, so no healthy rank waits for one that
   // gave up.
   std::string wrong;
   for (int s = 0; s < world && wrong.empty(); ++s) {
-    size_t offset = 0;
-    XCCL_TRY(layout_.SlotOffset(s, m, &offset));
     for (size_t i = 0; i < slot_bytes; ++i) {
-      if (static_cast<unsigned char>(window()[offset + i]) != PatternByte(round, s, i, false)) {
+      if (slots[s * slot_bytes + i] != PatternByte(round, s, i, false)) {
         wrong = "the slot of rank " + std::to_string(s) + " is wrong from row " +
                 std::to_string(i / (shape_.k * in_size())) + " (byte " + std::to_string(i) + ")";
         break;
       }
     }
-    if (!wrong.empty() || !has_scales()) continue;
-    XCCL_TRY(layout_.ScaleOffset(s, m, &offset));
-    for (size_t i = 0; i < scale_bytes; ++i) {
-      if (static_cast<unsigned char>(window()[offset + i]) != PatternByte(round, s, i, true)) {
+    for (size_t i = 0; i < scale_bytes && wrong.empty(); ++i) {
+      if (scales[s * scale_bytes + i] != PatternByte(round, s, i, true)) {
         wrong = "the scales of rank " + std::to_string(s) + " are wrong from row " +
                 std::to_string(i / sizeof(float));
-        break;
       }
     }
   }
   XCCL_TRY(Barrier(comm_, stream));
+  XCCL_TRY(SyncStream(stream));
   if (!wrong.empty())
     return Fail(xcclInternalError, "ag_gemm self test on rank %d (m = %lld): %s", rank,
                 static_cast<long long>(m), wrong.c_str());

@@ -10,6 +10,8 @@
 // it for the call's epoch, which it does at the start of the call, after its previous GEMM:
 // no closing barrier is needed. Split mode: xcclAllGather of the slots (and scales), then one
 // GEMM over all rows. Both give the same bytes (a plugin's band results equal its full run).
+// On GPU platforms the window and output are device memory, every copy and GEMM is enqueued on
+// the caller's stream, and only split mode is built so far (create refuses fused there).
 #pragma once
 
 #include <cstdint>
@@ -57,24 +59,26 @@ class AgGemmOp {
   bool has_scales() const { return shape_.in_type == xcclFloat8e4m3; }
   size_t in_size() const;
   size_t out_size() const;
-  char* window() const { return window_.get(); }
+  char* window() const { return static_cast<char*>(window_); }
   xcclResult_t CheckRun(const void* a, const float* a_scale, const void* b, const float* b_scale,
                         int64_t m) const;
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
-  xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m);
+  xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m, xcclStream_t stream);
   // Exchanges the slots: every rank ends with every source's rows. Fused: over the queues,
   // band by band, calling gemm_band(source, band rows) as bands arrive; split: all_gather.
-  xcclResult_t Exchange(int64_t m,
+  xcclResult_t Exchange(int64_t m, xcclStream_t stream,
                         const std::function<xcclResult_t(int, int64_t, int64_t)>& gemm_band);
-  xcclResult_t RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end);
+  xcclResult_t RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end,
+                       xcclStream_t stream);
 
   Communicator* comm_ = nullptr;
   Shape shape_;
   WindowLayout layout_;
   std::unique_ptr<GemmPlugin> plugin_;
   void* plugin_ctx_ = nullptr;
-  std::unique_ptr<char[]> window_;  // host platform memory
-  std::unique_ptr<char[]> output_;  // C when the caller passes no buffer
+  int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)
+  void* window_ = nullptr;  // the receive slots and scales (WindowLayout)
+  void* output_ = nullptr;  // C when the caller passes no buffer
   int corrupt_source_ = -1;
 };
 

@@ -47,6 +47,7 @@ constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
 #define gpuMemcpy hipMemcpy
 #define gpuMemcpyAsync hipMemcpyAsync
 #define gpuMemsetAsync hipMemsetAsync
+#define gpuMemset hipMemset
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
@@ -121,6 +122,7 @@ constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
 #define gpuMemcpy cudaMemcpy
 #define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemset cudaMemset
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize

@@ -128,6 +128,19 @@ class Platform {
   virtual void Abort(int failed_peer) = 0;
 };
 
+// Memory and copies for ops that own buffers (ag_gemm's window and output), in the platform's
+// memory: device memory of `device` on GPU platforms, plain memory on the host. Free functions
+// rather than Platform methods, so an op can free its buffers whatever became of its
+// communicator. Copies are stream-ordered on GPUs (any direction between device and pinned
+// memory) and immediate on the host, where the stream is ignored.
+xcclResult_t AllocateOpBuffer(int device, size_t bytes, void** ptr);  // zero-filled
+void FreeOpBuffer(int device, void* ptr);
+xcclResult_t AllocateStaging(size_t bytes, void** ptr);  // GPU: pinned host memory
+void FreeStaging(void* ptr);
+xcclResult_t CopyAsync(void* dst, const void* src, size_t bytes, xcclStream_t stream);
+xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t stream);
+xcclResult_t SyncStream(xcclStream_t stream);
+
 // The device of a rank that names none: for xcclCommInitRank (`index` -1) the calling thread's
 // current device, for rank `index` of xcclCommInitAll without a devlist index % device count
 // (several ranks may share one device). Host: always 0.

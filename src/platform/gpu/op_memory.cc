@@ -1,0 +1,56 @@
+// The GPU platforms' op buffers: device memory of the rank's device, pinned host staging, and
+// copies on the caller's stream (cudaMemcpyDefault: the runtime tells device from host by
+// address). Allocation and freeing happen at op create/destroy, never inside a call: cudaFree
+// waits for the whole device (docs/ARCHITECTURE.md).
+#include "core/error.h"
+#include "platform/gpu.h"
+#include "platform/gpu/gpu_call.h"
+#include "platform/platform.h"
+
+namespace xccl {
+
+xcclResult_t AllocateOpBuffer(int device, size_t bytes, void** ptr) {
+  XCCL_GPU_TRY(gpuSetDevice(device));
+  void* memory = nullptr;
+  XCCL_GPU_TRY(gpuMalloc(&memory, bytes == 0 ? 256 : bytes));
+  gpuError_t err = gpuMemset(memory, 0, bytes == 0 ? 256 : bytes);
+  if (err != gpuSuccess) {
+    (void)gpuFree(memory);
+    XCCL_GPU_TRY(err);
+  }
+  *ptr = memory;
+  return xcclSuccess;
+}
+
+void FreeOpBuffer(int device, void* ptr) {
+  if (ptr == nullptr || gpuSetDevice(device) != gpuSuccess) return;
+  (void)gpuFree(ptr);
+}
+
+xcclResult_t AllocateStaging(size_t bytes, void** ptr) {
+  XCCL_GPU_TRY(gpuMallocHost(ptr, bytes == 0 ? 256 : bytes));
+  return xcclSuccess;
+}
+
+void FreeStaging(void* ptr) {
+  if (ptr != nullptr) (void)gpuFreeHost(ptr);
+}
+
+xcclResult_t CopyAsync(void* dst, const void* src, size_t bytes, xcclStream_t stream) {
+  if (bytes == 0 || dst == src) return xcclSuccess;
+  XCCL_GPU_TRY(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, static_cast<gpuStream_t>(stream)));
+  return xcclSuccess;
+}
+
+xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t stream) {
+  if (bytes == 0) return xcclSuccess;
+  XCCL_GPU_TRY(gpuMemsetAsync(dst, 0, bytes, static_cast<gpuStream_t>(stream)));
+  return xcclSuccess;
+}
+
+xcclResult_t SyncStream(xcclStream_t stream) {
+  XCCL_GPU_TRY(gpuStreamSynchronize(static_cast<gpuStream_t>(stream)));
+  return xcclSuccess;
+}
+
+}  // namespace xccl
