@@ -28,6 +28,7 @@ class Communicator {
   int64_t timeout_ms() const { return config_.timeout_ms; }
   const Topology& topology() const { return topology_; }
   Platform* platform() const { return platform_.get(); }
+  Bootstrap* bootstrap() const { return bootstrap_.get(); }
 
   // The epoch of the next operation. Every rank calls the same sequence of operations, so
   // every rank agrees on each operation's epoch without exchanging it.

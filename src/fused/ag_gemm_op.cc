@@ -42,6 +42,8 @@ unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
 
 AgGemmOp::~AgGemmOp() {
   if (plugin_ && plugin_ctx_ != nullptr) plugin_->api().finalize(plugin_ctx_);
+  for (size_t r = 0; r < peer_opened_.size(); ++r)
+    if (peer_opened_[r]) ClosePeerBuffer(device_, peer_windows_[r]);
   FreeOpBuffer(device_, window_);
   FreeOpBuffer(device_, output_);
 }
@@ -69,15 +71,12 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
     return Fail(xcclInvalidArgument, "ag_gemm: chunks = %d must be 0 (automatic) to %d",
                 shape.pinned_chunks, ControlLayout::kMaxBands);
   Platform* platform = comm->platform();
-  if (strcmp(platform->name(), "host") != 0 && shape.mode == xcclAgGemmFused)
-    return Fail(xcclInvalidUsage,
-                "ag_gemm's fused mode is not built on the %s platform yet; split mode runs there",
-                platform->name());
   XCCL_TRY(RequireOneNode(comm->topology(), "ag_gemm"));
   if (shape.mode == xcclAgGemmFused && comm->nranks() > 1 &&
       platform->queue_count() < comm->nranks() - 1)
     return Fail(xcclInvalidUsage,
-                "ag_gemm needs one DMA queue per peer; this communicator has %d for %d peers",
+                "ag_gemm's fused mode needs one DMA queue per peer; this communicator has %d for "
+                "%d peers (ranks sharing a GPU have none: use split mode there)",
                 platform->queue_count(), comm->nranks() - 1);
 
   std::unique_ptr<AgGemmOp> op(new AgGemmOp);
@@ -111,6 +110,11 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
   op->device_ = comm->device();
   XCCL_TRY(AllocateOpBuffer(op->device_, op->layout_.total_bytes(), &op->window_));
   XCCL_TRY(AllocateOpBuffer(op->device_, output_bytes, &op->output_));
+  op->host_ = strcmp(platform->name(), "host") == 0;
+  if (!op->host_ && shape.mode == xcclAgGemmFused && world > 1) {
+    XCCL_TRY(platform->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_,
+                                      &op->peer_opened_));
+  }
   *out = std::move(op);
   return xcclSuccess;
 }
@@ -220,40 +224,57 @@ xcclResult_t AgGemmOp::Exchange(
   Platform* platform = comm_->platform();
   const std::vector<RowRange> bands =
       BandRows(padded, ChooseChunks(padded, shape_.n, world, shape_.pinned_chunks));
-  const uint32_t epoch = comm_->NextEpoch();
   const Deadline deadline(comm_->timeout_ms());
-  platform->PublishRecvBuffer(epoch, window());
+  uint32_t epoch = 0;
+  if (host_) {
+    epoch = comm_->NextEpoch();
+    platform->PublishRecvBuffer(epoch, window());
+  } else {
+    platform->BeginQueuedOperation(stream);  // the device epoch advances on the stream
+  }
+  auto put = [&](int peer, size_t offset, size_t bytes, int flag) {
+    if (host_) {
+      platform->EnqueuePut(peer, epoch, window() + offset, offset, bytes, flag);
+    } else {
+      platform->QueuePut(peer, static_cast<char*>(peer_windows_[peer]) + offset,
+                         window() + offset, bytes, flag);
+    }
+  };
   for (int step = 1; step < world; ++step) {
     const int peer = (rank + step) % world;
     for (size_t b = 0; b < bands.size(); ++b) {
-      const size_t offset = slot_offset + bands[b].begin * row_bytes;
-      const size_t bytes = (bands[b].end - bands[b].begin) * row_bytes;
       const int flag = ControlLayout::BandFlag(rank, static_cast<int>(b), world);
-      platform->EnqueuePut(peer, epoch, window() + offset, offset, bytes,
-                           has_scales() ? ControlLayout::kNoSignal : flag);
+      put(peer, slot_offset + bands[b].begin * row_bytes,
+          (bands[b].end - bands[b].begin) * row_bytes,
+          has_scales() ? ControlLayout::kNoSignal : flag);
       if (has_scales()) {
-        const size_t scales_at = scale_offset + bands[b].begin * sizeof(float);
-        platform->EnqueuePut(peer, epoch, window() + scales_at, scales_at,
-                             (bands[b].end - bands[b].begin) * sizeof(float), flag);
+        put(peer, scale_offset + bands[b].begin * sizeof(float),
+            (bands[b].end - bands[b].begin) * sizeof(float), flag);
       }
     }
   }
-  // Own rows first, never waiting; then (band, source) pairs as they arrive.
+  // Own rows first, never waiting; then (band, source) pairs as they arrive (host: the calling
+  // thread waits; GPU: a wait kernel on the stream before each band's GEMM).
   xcclResult_t result = gemm_band(rank, 0, padded);
   PlatformFailure failure;
   for (size_t b = 0; b < bands.size() && result == xcclSuccess; ++b) {
     for (int step = 1; step < world && result == xcclSuccess; ++step) {
       const int source = (rank - step + world) % world;
-      result = platform->WaitSignal(ControlLayout::BandFlag(source, static_cast<int>(b), world),
-                                    epoch, source, "its ag_gemm rows", deadline, &failure);
-      if (result != xcclSuccess) {
-        result = comm_->RecordFailure("ag_gemm", failure);
-        break;
+      const int flag = ControlLayout::BandFlag(source, static_cast<int>(b), world);
+      if (host_) {
+        result = platform->WaitSignal(flag, epoch, source, "its ag_gemm rows", deadline, &failure);
+        if (result != xcclSuccess) {
+          result = comm_->RecordFailure("ag_gemm", failure);
+          break;
+        }
+      } else {
+        platform->StreamWaitSignal(flag, source);
       }
       result = gemm_band(source, bands[b].begin, bands[b].end);
     }
   }
-  // The queues still read the own slot until they are done: wait for them either way.
+  // Host: the queues still read the own slot until they are done. GPU: the queues join the
+  // stream and a closing barrier follows. Either way, even after a failure.
   PlatformFailure end_failure;
   xcclResult_t ended = platform->EndOperation(epoch, deadline, &end_failure);
   if (result != xcclSuccess) return result;

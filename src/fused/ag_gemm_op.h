@@ -10,8 +10,11 @@
 // it for the call's epoch, which it does at the start of the call, after its previous GEMM:
 // no closing barrier is needed. Split mode: xcclAllGather of the slots (and scales), then one
 // GEMM over all rows. Both give the same bytes (a plugin's band results equal its full run).
-// On GPU platforms the window and output are device memory, every copy and GEMM is enqueued on
-// the caller's stream, and only split mode is built so far (create refuses fused there).
+// On GPU platforms the window and output are device memory and everything is enqueued on the
+// caller's stream: fused mode maps every peer's window at create (IPC), pushes the bands over
+// the DMA queues with flags that copy the device epoch, waits per band in a kernel that reads
+// the device epoch (so a captured graph replays correctly), and closes with a device barrier,
+// which keeps a rank a call ahead from writing a window a slower rank's GEMM still reads.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +82,9 @@ class AgGemmOp {
   int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)
   void* window_ = nullptr;  // the receive slots and scales (WindowLayout)
   void* output_ = nullptr;  // C when the caller passes no buffer
+  bool host_ = true;        // host platform (else GPU: device memory, stream-ordered)
+  std::vector<void*> peer_windows_;  // GPU fused: every rank's window as this rank sees it
+  std::vector<bool> peer_opened_;    // ... and which of those are IPC mappings to close
   int corrupt_source_ = -1;
 };
 

@@ -107,6 +107,24 @@ class Platform {
                        std::to_string(slot) + " from the host";
     return failure->result;
   }
+  // --- ag_gemm's fused mode on GPUs: windows every peer writes into, pushes on the DMA queues,
+  // stream-ordered waits. Platforms without it (host) answer xcclInvalidUsage / do nothing. ---
+  // Collective: maps every rank's `local` buffer (from AllocateOpBuffer); (*peers)[r] is rank
+  // r's as this rank addresses it, (*opened)[r] whether it must be closed (ClosePeerBuffer).
+  virtual xcclResult_t MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*local*/,
+                                      std::vector<void*>* /*peers*/,
+                                      std::vector<bool>* /*opened*/) {
+    return xcclInvalidUsage;
+  }
+  // Starts a queued operation on `stream`: the device epoch advances and the DMA queues fork
+  // from the stream; EndOperation joins them and closes with a barrier.
+  virtual void BeginQueuedOperation(xcclStream_t /*stream*/) {}
+  // On peer's DMA queue: dst <- src, then (unless kNoSignal) peer's slot `signal_slot` <- this
+  // rank's device epoch.
+  virtual void QueuePut(int /*peer*/, void* /*dst*/, const void* /*src*/, size_t /*bytes*/,
+                        int /*signal_slot*/) {}
+  // On the operation's stream: waits until this rank's slot reaches its device epoch.
+  virtual void StreamWaitSignal(int /*slot*/, int /*peer*/) {}
   // The epoch barrier of DESIGN.md section 6: write `epoch` into every peer's slot for this
   // rank, then wait until this rank's slots from every peer reach it.
   virtual xcclResult_t Barrier(uint32_t epoch, const Deadline& deadline,
@@ -140,6 +158,8 @@ void FreeStaging(void* ptr);
 xcclResult_t CopyAsync(void* dst, const void* src, size_t bytes, xcclStream_t stream);
 xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t stream);
 xcclResult_t SyncStream(xcclStream_t stream);
+// Closes a peer buffer that MapPeerBuffers opened (GPU: an IPC mapping; host: nothing).
+void ClosePeerBuffer(int device, void* mapped);
 
 // The device of a rank that names none: for xcclCommInitRank (`index` -1) the calling thread's
 // current device, for rank `index` of xcclCommInitAll without a devlist index % device count

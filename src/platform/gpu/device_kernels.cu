@@ -18,6 +18,11 @@ __global__ void WaitSlotsKernel(const uint32_t* slots, int first_slot, int nrank
   WaitSlot(slots + first_slot + r, *epoch, r, timeout_ns, record);
 }
 
+__global__ void WaitSlotKernel(const uint32_t* slot, int peer, const uint32_t* epoch,
+                               uint64_t timeout_ns, DeviceFailureRecord* record) {
+  WaitSlot(slot, *epoch, peer, timeout_ns, record);
+}
+
 __global__ void BarrierKernel(uint32_t* const* peers, int signal_slot, const uint32_t* own,
                               int wait_first_slot, int rank, int nranks, uint32_t* epoch,
                               bool advance_epoch, uint64_t timeout_ns,
@@ -43,6 +48,7 @@ gpuError_t PreloadKernels() {
   gpuFuncAttributes_t attributes;
   const void* kernels[] = {reinterpret_cast<const void*>(&AdvanceEpochKernel),
                            reinterpret_cast<const void*>(&WaitSlotsKernel),
+                           reinterpret_cast<const void*>(&WaitSlotKernel),
                            reinterpret_cast<const void*>(&BarrierKernel)};
   for (const void* kernel : kernels) {
     gpuError_t err = gpuFuncGetAttributes(&attributes, kernel);
@@ -61,6 +67,12 @@ gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, in
                            gpuStream_t stream) {
   WaitSlotsKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(slots, first_slot, nranks, skip_rank,
                                                             epoch, timeout_ns, record);
+  return gpuGetLastError();
+}
+
+gpuError_t LaunchWaitSlot(const uint32_t* slot, int peer, const uint32_t* epoch,
+                          uint64_t timeout_ns, DeviceFailureRecord* record, gpuStream_t stream) {
+  WaitSlotKernel<<<1, 1, 0, stream>>>(slot, peer, epoch, timeout_ns, record);
   return gpuGetLastError();
 }
 

@@ -34,6 +34,10 @@ gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, in
                            const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
                            gpuStream_t stream);
 
+// Waits until *slot reaches *epoch; `peer` is the rank that signals it (for a failure record).
+gpuError_t LaunchWaitSlot(const uint32_t* slot, int peer, const uint32_t* epoch,
+                          uint64_t timeout_ns, DeviceFailureRecord* record, gpuStream_t stream);
+
 // Barrier step: with `advance_epoch`, first *epoch += 1 (this kernel is then the operation's
 // only reader and writer of it); then stores *epoch into peers[r][signal_slot] for every peer r
 // (release, system scope) and waits until own[wait_first_slot + r] reaches it for every peer.

@@ -193,23 +193,89 @@ class GpuPlatform final : public Platform {
   size_t inbox_limit() const override { return inbox_bytes_; }
 
   // The dma engine's put: this rank's piece into peer's inbox on the peer's copy-engine queue,
-  // then the flag, a copy of this rank's device epoch (no value is baked into the call, so a
-  // graph replay signals the replay's epoch).
+  // then the flag.
   void InboxPut(int peer, uint32_t /*epoch*/, const void* src, size_t bytes,
                 int signal_slot) override {
+    char* inbox =
+        reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ + topology_.rank * inbox_bytes_;
+    QueuePut(peer, inbox, src, bytes, signal_slot);
+  }
+
+  // On peer's queue (the caller's stream where there are none): the data, then the flag, a
+  // copy of this rank's device epoch as the device holds it then (no value is baked into the
+  // call, so a graph replay signals the replay's epoch).
+  void QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot) override {
     gpuStream_t queue = streams_.empty() ? stream_ : queues_[peer];
     const int q = queue_of_peer_[peer];
     if (!streams_.empty() && !queue_used_[q]) {
       Check(gpuStreamWaitEvent(queue, fork_event_, 0), "stream wait (fork)");
       queue_used_[q] = true;
     }
-    char* inbox =
-        reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ + topology_.rank * inbox_bytes_;
-    if (bytes > 0) Check(gpuMemcpyAsync(inbox, src, bytes, gpuMemcpyQueueKind, queue), "put");
+    if (bytes > 0) Check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyQueueKind, queue), "put");
+    if (signal_slot == ControlLayout::kNoSignal) return;
     Check(gpuMemcpyAsync(Slots(peer) + signal_slot,
                          Slots(topology_.rank) + ControlLayout::kDeviceEpoch, sizeof(uint32_t),
                          gpuMemcpyDeviceToDevice, queue),
           "signal");
+  }
+
+  void BeginQueuedOperation(xcclStream_t stream) override {
+    stream_ = static_cast<gpuStream_t>(stream);
+    queue_used_.assign(streams_.size(), false);
+    Check(gpuSetDevice(device_), "cudaSetDevice");
+    Check(LaunchAdvanceEpoch(Slots(topology_.rank) + ControlLayout::kDeviceEpoch, stream_),
+          "advance-epoch kernel");
+    Check(gpuEventRecord(fork_event_, stream_), "event record (fork)");
+  }
+
+  void StreamWaitSignal(int slot, int peer) override {
+    const int rank = topology_.rank;
+    Check(LaunchWaitSlot(Slots(rank) + slot, peer, Slots(rank) + ControlLayout::kDeviceEpoch,
+                         TimeoutNs(), record_device_, stream_),
+          "wait kernel");
+  }
+
+  xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local, std::vector<void*>* peers,
+                              std::vector<bool>* opened) override {
+    const int nranks = topology_.nranks, rank = topology_.rank;
+    WindowAnnounce mine;
+    memset(&mine, 0, sizeof(mine));
+    mine.address = reinterpret_cast<uintptr_t>(local);
+    mine.device = device_;
+    mine.ok = gpuIpcGetMemHandle(&mine.handle, local) == gpuSuccess ? 1 : 0;
+    std::vector<WindowAnnounce> all(nranks);
+    all[rank] = mine;
+    // Every rank takes part in both exchanges whatever happened locally, so none waits.
+    XCCL_TRY(bootstrap->AllGather(all.data(), sizeof(WindowAnnounce)));
+    peers->assign(nranks, nullptr);
+    opened->assign(nranks, false);
+    bool ok = true;
+    for (int r = 0; r < nranks && ok; ++r) {
+      ok = all[r].ok != 0;
+      if (!ok) break;
+      if (r == rank) {
+        (*peers)[r] = local;
+      } else if (topology_.SameProcess(r)) {
+        (*peers)[r] = reinterpret_cast<void*>(static_cast<uintptr_t>(all[r].address));
+      } else {
+        void* mapped = nullptr;
+        ok = gpuIpcOpenMemHandle(&mapped, all[r].handle, gpuIpcMemLazyEnablePeerAccess) ==
+             gpuSuccess;
+        (*peers)[r] = mapped;
+        (*opened)[r] = ok;
+      }
+    }
+    std::vector<int32_t> verdicts(nranks, 0);
+    verdicts[rank] = ok ? 1 : 0;
+    XCCL_TRY(bootstrap->AllGather(verdicts.data(), sizeof(int32_t)));
+    for (int r = 0; r < nranks; ++r) {
+      if (verdicts[r]) continue;
+      for (int q = 0; q < nranks; ++q)
+        if ((*opened)[q]) ClosePeerBuffer(device_, (*peers)[q]);
+      opened->assign(nranks, false);
+      return Fail(xcclUnhandledDeviceError, "rank %d could not share or map an ag_gemm window", r);
+    }
+    return xcclSuccess;
   }
 
   const void* Inbox(uint32_t /*epoch*/, int src) const override {

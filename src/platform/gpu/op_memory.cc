@@ -48,6 +48,11 @@ xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t stream) {
   return xcclSuccess;
 }
 
+void ClosePeerBuffer(int device, void* mapped) {
+  if (mapped == nullptr || gpuSetDevice(device) != gpuSuccess) return;
+  (void)gpuIpcCloseMemHandle(mapped);
+}
+
 xcclResult_t SyncStream(xcclStream_t stream) {
   XCCL_GPU_TRY(gpuStreamSynchronize(static_cast<gpuStream_t>(stream)));
   return xcclSuccess;

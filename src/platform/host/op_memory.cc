@@ -36,4 +36,6 @@ xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t /*stream*/) {
 
 xcclResult_t SyncStream(xcclStream_t /*stream*/) { return xcclSuccess; }
 
+void ClosePeerBuffer(int /*device*/, void* /*mapped*/) {}
+
 }  // namespace xccl
