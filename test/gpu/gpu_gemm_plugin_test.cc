@@ -1,7 +1,8 @@
-// The cublaslt GEMM plugin (cuda platform) against the CPU reference plugin, through the plugin
-// ABI: bf16 and fp8 ptpc on fresh random operands, relative L2 of the full run against the
-// reference, and a run cut into two row bands equal to the full run byte for byte (what makes
-// ag_gemm's fused and split modes agree). Skips, saying why, without a GPU or the plugins.
+// The GEMM plugins on a GPU. The cublaslt plugin (cuda platform) against the CPU reference
+// plugin, through the plugin ABI: bf16 and fp8 ptpc on fresh random operands, relative L2 of the
+// full run against the reference, and a run cut into two row bands equal to the full run byte for
+// byte (what makes ag_gemm's fused and split modes agree). Skips, saying why, without a GPU or the
+// plugins.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,14 +17,15 @@
 namespace xccl_test {
 namespace {
 
-#if defined(XCCL_GEMM_CUBLASLT_PATH) && defined(XCCL_GEMM_REFERENCE_PATH)
-
+// A device allocation for one single-rank test (no peers share the device, so cudaFree is safe).
 struct DeviceCopy {
   void* ptr = nullptr;
   ~DeviceCopy() {
     if (ptr != nullptr) (void)gpu::Free(ptr);
   }
 };
+
+#if defined(XCCL_GEMM_CUBLASLT_PATH) && defined(XCCL_GEMM_REFERENCE_PATH)
 
 class GpuGemmPluginTest : public ::testing::TestWithParam<xcclDataType_t> {};
 
@@ -131,6 +133,87 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuGemmPluginTest, ::testing::Values(xcclBfloat16,
 
 TEST(GpuGemmPluginTest, CublasltMatchesReferenceAndBandsMatchFull) {
   GTEST_SKIP() << "the cublaslt plugin is built on the cuda platform only";
+}
+
+#endif
+
+#if defined(XCCL_GEMM_REFERENCE_PATH)
+
+// The reference plugin's kernel (operands in device memory) against its CPU loop (operands in
+// host memory): the same arithmetic, so the same bits, in full runs and in bands, for every input
+// type and both outputs.
+TEST(GpuGemmReferenceKernel, SameBitsAsTheCpuLoop) {
+  int gpus = 0;
+  if (gpu::GetDeviceCount(&gpus) != gpu::kSuccess || gpus == 0)
+    GTEST_SKIP() << "no GPU visible: the reference kernel needs one";
+  std::unique_ptr<xccl::GemmPlugin> ref;
+  ASSERT_EQ(xccl::GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, &ref), xcclSuccess)
+      << xcclGetLastError(nullptr);
+  void* ctx = nullptr;
+  ASSERT_EQ(ref->api().init(&ctx, 0), xcclSuccess);
+  ASSERT_EQ(gpu::SetDevice(0), gpu::kSuccess);
+  gpu::StreamHandle stream = nullptr;
+  ASSERT_EQ(gpu::StreamCreateNonBlocking(&stream), gpu::kSuccess);
+  std::mt19937_64 rng(std::random_device{}());
+  for (xcclDataType_t in : {xcclBfloat16, xcclFloat16, xcclFloat8e4m3}) {
+    for (xcclDataType_t out : {xcclBfloat16, xcclFloat16}) {
+      const int64_t m = 70, n = 37, k = 53;  // nothing a multiple of the 16 x 16 tile
+      std::vector<uint8_t> a, b;
+      FillCodes(&a, m * k, in, rng);
+      FillCodes(&b, n * k, in, rng);
+      std::vector<float> as(m), bs(n);
+      std::uniform_real_distribution<float> scale(0.25f, 2.0f);
+      for (float& v : as) v = scale(rng);
+      for (float& v : bs) v = scale(rng);
+      xcclGemmProblem p{};
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      p.a_type = p.b_type = in;
+      p.c_type = out;
+      p.scale_mode = in == xcclFloat8e4m3 ? xcclGemmScalePtpc : xcclGemmScaleNone;
+      p.lda = p.ldb = k;
+      p.ldc = n;
+      std::vector<uint16_t> want(m * n);
+      xcclGemmProblem hp = p;
+      hp.a = a.data();
+      hp.b = b.data();
+      hp.c = want.data();
+      hp.a_scale = as.data();
+      hp.b_scale = bs.data();
+      const xcclGemmBand all{0, m};
+      ASSERT_EQ(ref->api().run(ctx, &hp, &all, nullptr), xcclSuccess);
+
+      DeviceCopy da, db, das, dbs, dc;
+      ASSERT_EQ(gpu::Malloc(&da.ptr, a.size()), gpu::kSuccess);
+      ASSERT_EQ(gpu::Malloc(&db.ptr, b.size()), gpu::kSuccess);
+      ASSERT_EQ(gpu::Malloc(&das.ptr, m * 4), gpu::kSuccess);
+      ASSERT_EQ(gpu::Malloc(&dbs.ptr, n * 4), gpu::kSuccess);
+      ASSERT_EQ(gpu::Malloc(&dc.ptr, m * n * 2), gpu::kSuccess);
+      ASSERT_EQ(gpu::MemcpyAsync(da.ptr, a.data(), a.size(), stream), gpu::kSuccess);
+      ASSERT_EQ(gpu::MemcpyAsync(db.ptr, b.data(), b.size(), stream), gpu::kSuccess);
+      ASSERT_EQ(gpu::MemcpyAsync(das.ptr, as.data(), m * 4, stream), gpu::kSuccess);
+      ASSERT_EQ(gpu::MemcpyAsync(dbs.ptr, bs.data(), n * 4, stream), gpu::kSuccess);
+      ASSERT_EQ(gpu::MemsetAsync(dc.ptr, 0xA5, m * n * 2, stream), gpu::kSuccess);
+      xcclGemmProblem dp = p;
+      dp.a = da.ptr;
+      dp.b = db.ptr;
+      dp.c = dc.ptr;
+      dp.a_scale = static_cast<const float*>(das.ptr);
+      dp.b_scale = static_cast<const float*>(dbs.ptr);
+      const xcclGemmBand first{0, 33}, second{33, m};  // bands of uneven rows
+      ASSERT_EQ(ref->api().run(ctx, &dp, &first, stream), xcclSuccess);
+      ASSERT_EQ(ref->api().run(ctx, &dp, &second, stream), xcclSuccess);
+      std::vector<uint16_t> got(m * n);
+      ASSERT_EQ(gpu::MemcpyAsync(got.data(), dc.ptr, m * n * 2, stream), gpu::kSuccess);
+      ASSERT_EQ(gpu::StreamSynchronize(stream), gpu::kSuccess);
+      size_t differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) differ += got[i] != want[i];
+      EXPECT_EQ(differ, 0u) << "input type " << in << ", output type " << out;
+    }
+  }
+  (void)gpu::StreamDestroy(stream);
+  ref->api().finalize(ctx);
 }
 
 #endif
