@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/device_buffers.h"
 #include "harness/launcher.h"
 #include "harness/options.h"
 #include "harness/rank_sync.h"
@@ -157,20 +157,48 @@ bool Ok(const RankContext& ctx, xcclResult_t r, const char* what, xcclComm_t com
   return false;
 }
 
+// A buffer of the platform's memory (device memory on GPUs) holding a copy of host bytes.
+struct Staged {
+  xccl_perf::DeviceBuffers* buffers = nullptr;
+  void* ptr = nullptr;
+  ~Staged() {
+    if (ptr != nullptr) buffers->Release(ptr);
+  }
+  bool Fill(xccl_perf::DeviceBuffers* b, const void* data, size_t bytes) {
+    buffers = b;
+    ptr = b->Allocate(bytes == 0 ? 1 : bytes);
+    return ptr != nullptr && (bytes == 0 || b->CopyToDevice(ptr, data, bytes));
+  }
+};
+
 bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id) {
+  // The rank's device first (a GPU build binds the thread to it), then the communicator.
+  std::unique_ptr<xccl_perf::DeviceBuffers> buffers = xccl_perf::DeviceBuffers::Create(ctx.rank);
+  if (!buffers) {
+    ctx.sync->Abort();
+    return false;
+  }
   xcclComm_t comm = nullptr;
   if (!Ok(ctx, xcclCommInitRank(&comm, ctx.nranks, id, ctx.rank), "init", nullptr)) return false;
   const char* plugin = set.plugin.empty() ? nullptr : set.plugin.c_str();
+  xcclStream_t stream = buffers->Stream();
   bool ok = true;
   for (const Shape& s : set.shapes) {
     for (int64_t global_m : set.global_m) {
       const int64_t m = global_m / ctx.nranks;
       std::vector<xcclAgGemm_t> ops(kVariantCount, nullptr);
       for (int v = 0; v < kVariantCount && ok; ++v) {
-        ok = Ok(ctx,
-                xcclAgGemmCreate(comm, s.n, s.k, m, set.in_type, xcclBfloat16, kVariants[v].mode,
-                                 kVariants[v].chunks, plugin, nullptr, &ops[v]),
-                kVariants[v].name, comm);
+        const xcclResult_t r =
+            xcclAgGemmCreate(comm, s.n, s.k, m, set.in_type, xcclBfloat16, kVariants[v].mode,
+                             kVariants[v].chunks, plugin, nullptr, &ops[v]);
+        // Fused needs a GPU per rank (DMA queues): where ranks share one, its columns say '-'.
+        if (r == xcclInvalidUsage && kVariants[v].mode == xcclAgGemmFused) {
+          if (ctx.rank == 0 && v == 1)
+            printf("# %s: %s\n", kVariants[v].name, xcclGetLastError(comm));
+          ops[v] = nullptr;
+          continue;
+        }
+        ok = Ok(ctx, r, kVariants[v].name, comm);
       }
       if (!ok) break;
       int64_t padded = 0;
@@ -178,52 +206,84 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       xcclAgGemmPaddedM(ops[0], m, &padded);
       xcclAgGemmChunks(ops[kVariantCount - 1], m, &default_chunks);
       const Operands o = MakeOperands(ctx.rank, m, s, set.in_type);
-      const float* as = o.a_scale.empty() ? nullptr : o.a_scale.data();
-      const float* bs = o.b_scale.empty() ? nullptr : o.b_scale.data();
+      const bool fp8 = set.in_type == xcclFloat8e4m3;
+      const size_t c_bytes = static_cast<size_t>(ctx.nranks * padded * s.n) * 2;
+      Staged a, b, as, bs, c;
+      std::vector<uint8_t> zeros(c_bytes, 0);
+      ok = a.Fill(buffers.get(), o.a.data(), o.a.size()) &&
+           b.Fill(buffers.get(), o.b.data(), o.b.size()) &&
+           c.Fill(buffers.get(), zeros.data(), c_bytes) &&
+           (!fp8 || (as.Fill(buffers.get(), o.a_scale.data(), o.a_scale.size() * 4) &&
+                     bs.Fill(buffers.get(), o.b_scale.data(), o.b_scale.size() * 4)));
+      if (!ok) {
+        fprintf(stderr, "ag_gemm_perf: rank %d: cannot stage the operands\n", ctx.rank);
+        ctx.sync->Abort();
+        break;
+      }
+      const float* a_scale = fp8 ? static_cast<const float*>(as.ptr) : nullptr;
+      const float* b_scale = fp8 ? static_cast<const float*>(bs.ptr) : nullptr;
+      auto run = [&](int v) {
+        return Ok(ctx,
+                  xcclAgGemmRun(ops[v], a.ptr, a_scale, b.ptr, b_scale, m, c.ptr, nullptr, stream),
+                  kVariants[v].name, comm);
+      };
       std::vector<std::vector<double>> times(kVariantCount);
       double worst_l2 = 0;
+      std::vector<uint8_t> host_c(c_bytes);
       for (int round = 0; round < set.rounds && ok; ++round) {
         for (int v = 0; v < kVariantCount && ok; ++v) {
-          void* c = nullptr;
-          for (int w = 0; w < ctx.options->warmup_iters && ok; ++w)
-            ok = Ok(ctx,
-                    xcclAgGemmRun(ops[v], o.a.data(), as, o.b.data(), bs, m, nullptr, &c, nullptr),
-                    kVariants[v].name, comm);
-          if (!ok || !ctx.sync->Barrier()) break;
-          const auto start = std::chrono::steady_clock::now();
-          for (int i = 0; i < ctx.options->iters && ok; ++i)
-            ok = Ok(ctx,
-                    xcclAgGemmRun(ops[v], o.a.data(), as, o.b.data(), bs, m, nullptr, &c, nullptr),
-                    kVariants[v].name, comm);
-          const double us =
-              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                  .count() /
-              std::max(1, ctx.options->iters);
+          if (ops[v] == nullptr) continue;
+          for (int w = 0; w < ctx.options->warmup_iters && ok; ++w) ok = run(v);
+          if (!ok || !buffers->Synchronize() || !ctx.sync->Barrier()) {
+            ok = false;
+            break;
+          }
+          double seconds = 0;
+          ok = buffers->StartTimer();
+          for (int i = 0; i < ctx.options->iters && ok; ++i) ok = run(v);
+          ok = ok && buffers->StopTimer(&seconds);
+          const double us = seconds * 1e6 / std::max(1, ctx.options->iters);
           double slowest = 0, l2 = 0;
           if (!ok || !ctx.sync->AllReduce(ctx.rank, us, Reduce::kMax, &slowest)) break;
           times[v].push_back(slowest);
           if (round == 0) {
-            const double mine = RelativeL2(ctx, set, s, m, padded, o, static_cast<uint16_t*>(c));
+            if (!buffers->CopyToHost(host_c.data(), c.ptr, c_bytes)) {
+              ok = false;
+              break;
+            }
+            const double mine = RelativeL2(ctx, set, s, m, padded, o,
+                                           reinterpret_cast<const uint16_t*>(host_c.data()));
             if (!ctx.sync->AllReduce(ctx.rank, mine, Reduce::kMax, &l2)) break;
             worst_l2 = std::max(worst_l2, l2);
           }
         }
       }
+      // Buffers and ops go only once no rank has a call in flight: freeing device memory waits
+      // for the whole device, which must not wait for a peer's call that waits for this rank.
+      buffers->Synchronize();
+      ctx.sync->Barrier();
       for (xcclAgGemm_t op : ops)
         if (op != nullptr) xcclAgGemmDestroy(op);
       if (!ok) break;
       if (ctx.rank == 0) {
-        std::vector<double> median(kVariantCount);
+        std::vector<double> median(kVariantCount, 0.0);
         for (int v = 0; v < kVariantCount; ++v) {
+          if (times[v].empty()) continue;
           std::sort(times[v].begin(), times[v].end());
           median[v] = times[v][times[v].size() / 2];
         }
-        int best = 1;
+        int best = 0;  // the best fused variant; split where none ran
         for (int v = 1; v < kVariantCount; ++v)
-          if (median[v] < median[best]) best = v;
+          if (median[v] > 0 && (best == 0 || median[v] < median[best])) best = v;
         printf("%9lld %6lld %6lld %12s", static_cast<long long>(global_m),
                static_cast<long long>(s.n), static_cast<long long>(s.k), "-");
-        for (int v = 0; v < kVariantCount; ++v) printf(" %10.1f", median[v]);
+        for (int v = 0; v < kVariantCount; ++v) {
+          if (median[v] > 0) {
+            printf(" %10.1f", median[v]);
+          } else {
+            printf(" %10s", "-");
+          }
+        }
         printf("  c=%d %10s %7.2f %9.2e\n", default_chunks, kVariants[best].name,
                median[0] / median[best], worst_l2);
       }

@@ -5,6 +5,8 @@
 #           with --compare vendor, default / dma / kernel engines; barrier_perf and the 8-byte
 #           all_gather, plain and graph-launched, against NCCL
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
+#   agemm   ag_gemm_perf with the cublaslt plugin (fp8 and bf16, Kimi-K3 shapes): one rank per
+#           GPU where there are several (fused and split), else 2 ranks sharing GPU 0 (split)
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several)
@@ -17,7 +19,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1  # never NVLink mul
 build=${1:-build-gpu}
 out=${OUT:-/tmp/xccl-gpu-check}
 logs=/tmp/xccl-gpu-logs
-stages=${GPU_CHECK_STAGES:-multi torch single tests}
+stages=${GPU_CHECK_STAGES:-multi agemm torch single tests}
 test_budget=${GPU_CHECK_TEST_SECONDS:-300}
 mkdir -p "$out" "$logs"
 pack() { tar -C "$logs" -czf "$out/logs.tgz" . 2>/dev/null; }
@@ -55,6 +57,19 @@ if has_stage multi && [ "$gpus" -ge 2 ]; then
     timeout 60 "$bp" -t "$gpus" -n 500 -w 50 -G "$g" --compare vendor >>"$logs/multi_barrier.txt" 2>&1
     timeout 60 "$agp" -t "$gpus" -b $small -e $small -n 500 -w 50 -G "$g" --compare vendor \
       >>"$logs/multi_ag_8B.txt" 2>&1
+  done
+  pack
+fi
+
+# ---- agemm: ag_gemm_perf ----
+if has_stage agemm; then
+  lt=$build/ext/gemm/cublaslt/libxccl-gemm-cublaslt.so
+  ranks=$gpus
+  [ "$ranks" -ge 2 ] || ranks=2
+  for dtype in fp8 bf16; do
+    timeout 240 "$build/perf/ag_gemm_perf" -t "$ranks" --plugin "$lt" --dtype $dtype \
+      --m "4096 8192 16384" --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 \
+      >>"$logs/ag_gemm.txt" 2>&1
   done
   pack
 fi
@@ -111,6 +126,10 @@ fi
     grep -E "^ +$((8 * gpus)) " "$logs/multi_ag_8B.txt" | awk '{print "   ", $6, "/", $14}'
     echo "# barrier (tail):"
     grep -vE "^#|^$" "$logs/multi_barrier.txt" | tail -4
+  fi
+  if [ -f "$logs/ag_gemm.txt" ]; then
+    echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"
+    grep -vE "^# (split-vendor|ag_gemm_perf)" "$logs/ag_gemm.txt" | tail -16
   fi
   if [ -f "$logs/torch.txt" ]; then
     echo "# torch over the shim:"
