@@ -4,7 +4,7 @@
 // runs, never on the host platform), split-xccl (xcclAllGather, then one GEMM), fused with 1, 2
 // and 4 bands per source and with the default rule, the best of these, its ratio to split-vendor
 // (or split-xccl where there is no vendor), and the largest relative L2 error of any run against
-// a double-precision reference on sampled rows. Times are the median over --rounds rounds of
+// a double-precision reference on sampled rows and columns. Times are the median over --rounds rounds of
 // -n calls each (variants interleaved within a round), each call's time the slowest rank's.
 //
 // Own flags (the rest are nccl-tests' -np/-t/-g/-n/-w):
@@ -126,15 +126,17 @@ Operands MakeOperands(int rank, int64_t m, const Shape& s, xcclDataType_t t) {
   return o;
 }
 
-// Relative L2 of C against a double GEMM of the decoded inputs, on up to 16 rows per source.
+// Relative L2 of C against a double GEMM of the decoded inputs, on sampled rows and columns.
 double RelativeL2(const RankContext& ctx, const Settings& set, const Shape& s, int64_t m,
                   int64_t padded, const Operands& mine, const uint16_t* c) {
   double err2 = 0, ref2 = 0;
-  const int64_t step = std::max<int64_t>(1, m / 16);
+  // About 8 rows per source and 128 columns: enough to catch a wrong band or scale, cheap at
+  // K = 7168.
+  const int64_t step = std::max<int64_t>(1, m / 8), col_step = std::max<int64_t>(1, s.n / 128);
   for (int src = 0; src < ctx.nranks; ++src) {
     const Operands o = MakeOperands(src, m, s, set.in_type);
     for (int64_t i = 0; i < m; i += step) {
-      for (int64_t j = 0; j < s.n; ++j) {
+      for (int64_t j = 0; j < s.n; j += col_step) {
         double sum = 0;
         for (int64_t q = 0; q < s.k; ++q)
           sum += InValue(set.in_type, o.a.data(), i * s.k + q) *
