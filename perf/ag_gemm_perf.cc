@@ -4,8 +4,9 @@
 // runs, never on the host platform), split-xccl (xcclAllGather, then one GEMM), fused with 1, 2
 // and 4 bands per source and with the default rule, the best of these, its ratio to split-vendor
 // (or split-xccl where there is no vendor), and the largest relative L2 error of any run against
-// a double-precision reference on sampled rows and columns. Times are the median over --rounds rounds of
-// -n calls each (variants interleaved within a round), each call's time the slowest rank's.
+// a double-precision reference on sampled rows and columns. Times are the median over --rounds
+// rounds of -n calls each (variants interleaved within a round), each call's time the slowest
+// rank's.
 //
 // Own flags (the rest are nccl-tests' -np/-t/-g/-n/-w):
 //   --m "4096 8192"        global M list (rows over all ranks; each rank has M / world)
@@ -126,15 +127,20 @@ Operands MakeOperands(int rank, int64_t m, const Shape& s, xcclDataType_t t) {
   return o;
 }
 
-// Relative L2 of C against a double GEMM of the decoded inputs, on sampled rows and columns.
-double RelativeL2(const RankContext& ctx, const Settings& set, const Shape& s, int64_t m,
-                  int64_t padded, const Operands& mine, const uint16_t* c) {
-  double err2 = 0, ref2 = 0;
-  // About 8 rows per source and 128 columns: enough to catch a wrong band or scale, cheap at
-  // K = 7168.
+// The double-precision GEMM of the decoded inputs on a sample of C: about 8 rows per source and
+// 128 columns, enough to catch a wrong band or scale and cheap at K = 7168. Made once per row of
+// the table; every variant's C is compared with it.
+struct Sample {
+  std::vector<int64_t> index;  // into C, [world * padded][n]
+  std::vector<double> value;
+};
+
+Sample ReferenceSample(const RankContext& ctx, const Settings& set, const Shape& s, int64_t m,
+                       int64_t padded, const Operands& mine) {
+  Sample sample;
   const int64_t step = std::max<int64_t>(1, m / 8), col_step = std::max<int64_t>(1, s.n / 128);
   for (int src = 0; src < ctx.nranks; ++src) {
-    const Operands o = MakeOperands(src, m, s, set.in_type);
+    const Operands o = src == ctx.rank ? mine : MakeOperands(src, m, s, set.in_type);
     for (int64_t i = 0; i < m; i += step) {
       for (int64_t j = 0; j < s.n; j += col_step) {
         double sum = 0;
@@ -142,11 +148,20 @@ double RelativeL2(const RankContext& ctx, const Settings& set, const Shape& s, i
           sum += InValue(set.in_type, o.a.data(), i * s.k + q) *
                  InValue(set.in_type, mine.b.data(), j * s.k + q);
         if (set.in_type == xcclFloat8e4m3) sum *= double(o.a_scale[i]) * mine.b_scale[j];
-        const double got = Bf16ToDouble(c[(src * padded + i) * s.n + j]);
-        err2 += (got - sum) * (got - sum);
-        ref2 += sum * sum;
+        sample.index.push_back((src * padded + i) * s.n + j);
+        sample.value.push_back(sum);
       }
     }
+  }
+  return sample;
+}
+
+double RelativeL2(const Sample& sample, const uint16_t* c) {
+  double err2 = 0, ref2 = 0;
+  for (size_t x = 0; x < sample.index.size(); ++x) {
+    const double got = Bf16ToDouble(c[sample.index[x]]), want = sample.value[x];
+    err2 += (got - want) * (got - want);
+    ref2 += want * want;
   }
   return std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
 }
@@ -229,6 +244,7 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
                   xcclAgGemmRun(ops[v], a.ptr, a_scale, b.ptr, b_scale, m, c.ptr, nullptr, stream),
                   kVariants[v].name, comm);
       };
+      const Sample sample = ReferenceSample(ctx, set, s, m, padded, o);
       std::vector<std::vector<double>> times(kVariantCount);
       double worst_l2 = 0;
       std::vector<uint8_t> host_c(c_bytes);
@@ -253,8 +269,8 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
               ok = false;
               break;
             }
-            const double mine = RelativeL2(ctx, set, s, m, padded, o,
-                                           reinterpret_cast<const uint16_t*>(host_c.data()));
+            const double mine =
+                RelativeL2(sample, reinterpret_cast<const uint16_t*>(host_c.data()));
             if (!ctx.sync->AllReduce(ctx.rank, mine, Reduce::kMax, &l2)) break;
             worst_l2 = std::max(worst_l2, l2);
           }
