@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <random>
 #include <string>
@@ -368,6 +370,50 @@ TEST_P(AgGemmTest, BadOperandsAreRefused) {
             xcclInvalidArgument, "run after destroy");
     refused(xcclAgGemmSelfTest(nullptr, 256, nullptr), xcclInvalidArgument, "NULL op");
   });
+}
+
+// A rank killed between two fused calls: every survivor's next call fails within seconds,
+// naming the dead rank (the band waits watch the awaited peer's process), later calls return
+// the recorded failure, and abort releases the communicator. Processes only (a thread cannot
+// die alone).
+TEST(AgGemmFailureTest, KilledRankIsNamedBySurvivors) {
+  const int world = 3, victim = 2;
+  RunOptions options;
+  options.may_die = {victim};
+  options.skip_destroy = true;
+  options.timeout_s = 90;
+  options.before_init = WithTimeoutMs(60000);
+  auto failures = RunRanks(
+      RankMode::kProcesses, world,
+      [](RankContext& ctx) {
+        Case c;
+        c.k = 16;
+        c.chunks = 2;
+        xcclAgGemm_t op = nullptr;
+        if (!Create(ctx, c, &op)) return;
+        CheckedRun(ctx, op, c, 512, 1);
+        if (ctx.rank == victim) raise(SIGKILL);
+        const Operands o = MakeOperands(ctx.seed, ctx.rank, 2, 512, c.n, c.k, c.in);
+        const auto start = std::chrono::steady_clock::now();
+        xcclResult_t r = xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), nullptr, 512, nullptr,
+                                       nullptr, nullptr);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const std::string message = xcclGetLastError(ctx.comm);
+        RANK_EXPECT(ctx, r == xcclRemoteError || r == xcclTimeout,
+                    "after rank " << victim << " died the run returned " << xcclGetErrorString(r));
+        RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+                    "the error does not name rank " << victim << ": " << message);
+        RANK_EXPECT(ctx, seconds < 20.0, "took " << seconds << " s to notice the dead rank");
+        RANK_EXPECT(ctx,
+                    xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), nullptr, 512, nullptr,
+                                  nullptr, nullptr) == r,
+                    "a later run must return the recorded failure");
+        RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+        RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+      },
+      options);
+  for (const auto& failure : failures) ADD_FAILURE() << failure;
 }
 
 INSTANTIATE_TEST_SUITE_P(HostPlatform, AgGemmTest,
