@@ -70,14 +70,17 @@ typedef struct {
 } xcclGemmBand;
 
 /* Arguments of the optional tile-wait entry: one launch covers rows [row_begin, row_end) of C
- * cut into num_bands bands of band_rows rows each (the last may be shorter). Band i covers rows
- * [row_begin + i*band_rows, min(row_begin + (i+1)*band_rows, row_end)); its inputs are ready
- * once flags[i] has reached *epoch, compared modulo 2^32 ((int32_t)(flags[i] - *epoch) >= 0).
- * Each output tile, before reading A, waits on the device for the flags of every band its rows
- * overlap. The epoch is read on the device when the kernel runs, never passed by value, so a
- * captured graph replays with the current epoch. flags and epoch are device memory written by
- * other agents (DMA queues, peers): read them with volatile/acquire loads. Host plugins leave
- * run_tile_wait NULL; the op then waits per band itself and calls run(). */
+ * cut into num_bands bands. Band i < num_bands - 1 covers rows [row_begin + i*band_rows,
+ * row_begin + (i+1)*band_rows); the last band covers the rest, up to row_end (it may be shorter
+ * or longer than band_rows: ag_gemm's chunk rule gives the remainder to the last band). Band
+ * i's inputs are ready once flags[i] has reached *epoch, compared modulo 2^32
+ * ((int32_t)(flags[i] - *epoch) >= 0). Each output tile, before reading A, waits on the device
+ * for the flags of every band its rows overlap. The epoch is read on the device when the kernel
+ * runs, never passed by value, so a captured graph replays with the current epoch. flags and
+ * epoch are device memory written by other agents (DMA queues, peers): read them with
+ * volatile/acquire loads. A wait gives up after timeout_ns (0: the plugin's own limit) and the
+ * tile is left unwritten; the op finds the missing peer through its own deadline-bounded waits.
+ * Host plugins leave run_tile_wait NULL; the op then waits per band itself and calls run(). */
 typedef struct {
   int64_t row_begin;
   int64_t row_end;
@@ -85,6 +88,7 @@ typedef struct {
   int32_t num_bands;
   const volatile uint32_t* flags; /* [num_bands] */
   const volatile uint32_t* epoch; /* one word */
+  uint64_t timeout_ns;
 } xcclGemmTileWait;
 
 /* Every entry returns xcclSuccess or a failure code; none may be called concurrently on one

@@ -236,8 +236,8 @@ xcclResult_t AgGemmOp::Exchange(
     if (host_) {
       platform->EnqueuePut(peer, epoch, window() + offset, offset, bytes, flag);
     } else {
-      platform->QueuePut(peer, static_cast<char*>(peer_windows_[peer]) + offset,
-                         window() + offset, bytes, flag);
+      platform->QueuePut(peer, static_cast<char*>(peer_windows_[peer]) + offset, window() + offset,
+                         bytes, flag);
     }
   };
   for (int step = 1; step < world; ++step) {
@@ -254,10 +254,27 @@ xcclResult_t AgGemmOp::Exchange(
     }
   }
   // Own rows first, never waiting; then (band, source) pairs as they arrive (host: the calling
-  // thread waits; GPU: a wait kernel on the stream before each band's GEMM).
+  // thread waits; GPU: a wait kernel on the stream before each band's GEMM, or, with a
+  // tile-wait plugin, one launch per source whose tiles wait for their own band's flag).
   xcclResult_t result = gemm_band(rank, 0, padded);
   PlatformFailure failure;
-  for (size_t b = 0; b < bands.size() && result == xcclSuccess; ++b) {
+  const bool tile_wait = !host_ && problem_ != nullptr && plugin_->api().run_tile_wait != nullptr;
+  for (int step = 1; step < world && tile_wait && result == xcclSuccess; ++step) {
+    const int source = (rank - step + world) % world;
+    xcclGemmTileWait wait{};
+    wait.row_begin = source * padded;
+    wait.row_end = (source + 1) * padded;
+    wait.band_rows = bands[0].end - bands[0].begin;
+    wait.num_bands = static_cast<int32_t>(bands.size());
+    wait.flags = platform->DeviceSlot(ControlLayout::BandFlag(source, 0, world));
+    wait.epoch = platform->DeviceEpoch();
+    wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
+    result = plugin_->api().run_tile_wait(plugin_ctx_, problem_, &wait, stream);
+    if (result != xcclSuccess)
+      result = Fail(result, "ag_gemm: GEMM plugin '%s' failed on the tile-wait rows of rank %d",
+                    plugin_->name(), source);
+  }
+  for (size_t b = 0; b < bands.size() && !tile_wait && result == xcclSuccess; ++b) {
     for (int step = 1; step < world && result == xcclSuccess; ++step) {
       const int source = (rank - step + world) % world;
       const int flag = ControlLayout::BandFlag(source, static_cast<int>(b), world);
@@ -321,9 +338,12 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   problem.c = c;
   problem.a_scale = has_scales() ? reinterpret_cast<const float*>(window() + scale_base) : nullptr;
   problem.b_scale = b_scale;
-  return Exchange(m, stream, [&](int source, int64_t begin, int64_t end) {
+  problem_ = &problem;
+  const xcclResult_t exchanged = Exchange(m, stream, [&](int source, int64_t begin, int64_t end) {
     return RunGemm(problem, source * padded + begin, source * padded + end, stream);
   });
+  problem_ = nullptr;
+  return exchanged;
 }
 
 xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {

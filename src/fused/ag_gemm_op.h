@@ -79,13 +79,16 @@ class AgGemmOp {
   WindowLayout layout_;
   std::unique_ptr<GemmPlugin> plugin_;
   void* plugin_ctx_ = nullptr;
-  int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)
-  void* window_ = nullptr;  // the receive slots and scales (WindowLayout)
-  void* output_ = nullptr;  // C when the caller passes no buffer
-  bool host_ = true;        // host platform (else GPU: device memory, stream-ordered)
+  int device_ = 0;                   // where window_ and output_ live (AllocateOpBuffer)
+  void* window_ = nullptr;           // the receive slots and scales (WindowLayout)
+  void* output_ = nullptr;           // C when the caller passes no buffer
+  bool host_ = true;                 // host platform (else GPU: device memory, stream-ordered)
   std::vector<void*> peer_windows_;  // GPU fused: every rank's window as this rank sees it
   std::vector<bool> peer_opened_;    // ... and which of those are IPC mappings to close
   int corrupt_source_ = -1;
+  // The GEMM of the run in progress (Run sets it, SelfTest has none): the GPU fused path hands
+  // it to the plugin's tile-wait entry where there is one.
+  const xcclGemmProblem* problem_ = nullptr;
 };
 
 }  // namespace xccl

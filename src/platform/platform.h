@@ -125,6 +125,10 @@ class Platform {
                         int /*signal_slot*/) {}
   // On the operation's stream: waits until this rank's slot reaches its device epoch.
   virtual void StreamWaitSignal(int /*slot*/, int /*peer*/) {}
+  // Device addresses of this rank's slot `slot` and of its device epoch, for kernels that wait
+  // themselves (a GEMM plugin's tile-wait entry); nullptr where there are none (host).
+  virtual const volatile uint32_t* DeviceSlot(int /*slot*/) const { return nullptr; }
+  virtual const volatile uint32_t* DeviceEpoch() const { return nullptr; }
   // The epoch barrier of DESIGN.md section 6: write `epoch` into every peer's slot for this
   // rank, then wait until this rank's slots from every peer reach it.
   virtual xcclResult_t Barrier(uint32_t epoch, const Deadline& deadline,

@@ -4,6 +4,7 @@
 // inputs, padding rows exactly zero, fused equal to split, a warm self test, and graph replay with
 // fresh data, on every world of the gpu suite (ranks sharing one GPU, every GPU where there are
 // several).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,19 +14,50 @@
 
 #include "common/float_formats.h"
 #include "gpu/gpu_harness.h"
+#include "xccl_gemm.h"
 
 namespace xccl_test {
 namespace {
 
 #if defined(XCCL_GEMM_REFERENCE_PATH)
 
-// The plugins the test runs with: the reference kernel everywhere, cuBLASLt where it is built.
-const char* const kPlugins[] = {
-    XCCL_GEMM_REFERENCE_PATH,
+// The plugins the test runs with: the reference kernel with its tile-wait entry (fused calls
+// hand each source's rows to one launch whose tiles wait), the same plugin with that entry taken
+// out (fused calls wait per band on the stream), and cuBLASLt where it is built.
+struct PluginChoice {
+  const char* path;
+  bool without_tile_wait;
+};
+const PluginChoice kPlugins[] = {
+    {XCCL_GEMM_REFERENCE_PATH, false},
+    {XCCL_GEMM_REFERENCE_PATH, true},
 #if defined(XCCL_GEMM_CUBLASLT_PATH)
-    XCCL_GEMM_CUBLASLT_PATH,
+    {XCCL_GEMM_CUBLASLT_PATH, false},
 #endif
 };
+
+// The plugin's struct with run_tile_wait cleared, for xcclAgGemmCreate's struct argument (the
+// library stays loaded for the process).
+const xcclGemmPlugin_v1_t* WithoutTileWait(const char* path) {
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return nullptr;
+  auto* api = static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
+  if (api == nullptr) return nullptr;
+  static xcclGemmPlugin_v1_t copy;
+  copy = *api;
+  copy.run_tile_wait = nullptr;
+  return &copy;
+}
+
+xcclResult_t CreateOp(xcclComm_t comm, const PluginChoice& plugin, xcclDataType_t in,
+                      xcclAgGemmMode_t mode, int64_t n, int64_t k, int64_t m_max,
+                      xcclAgGemm_t* op) {
+  const xcclGemmPlugin_v1_t* stripped =
+      plugin.without_tile_wait ? WithoutTileWait(plugin.path) : nullptr;
+  if (plugin.without_tile_wait && stripped == nullptr) return xcclInternalError;
+  return xcclAgGemmCreate(comm, n, k, m_max, in, xcclBfloat16, mode, 0,
+                          stripped != nullptr ? nullptr : plugin.path, stripped, op);
+}
 
 class GpuAgGemmTest : public GpuWorldTest {};
 
@@ -89,8 +121,8 @@ double CheckC(RankContext& ctx, const unsigned char* c, int64_t m, int64_t padde
 // ranks share one; fused and split byte for byte; then the fused (else split) call captured in
 // a graph and replayed with fresh A each time.
 TEST_P(GpuAgGemmTest, SplitAndFusedMatchTheReferenceAndGraphReplay) {
-  for (const char* plugin : kPlugins) {
-    SCOPED_TRACE(plugin);
+  for (const PluginChoice& plugin : kPlugins) {
+    SCOPED_TRACE(std::string(plugin.path) + (plugin.without_tile_wait ? " without tile-wait" : ""));
     Run([plugin](RankContext& ctx) {
       Stream stream;
       if (!stream.Create(ctx)) return;
@@ -104,11 +136,11 @@ TEST_P(GpuAgGemmTest, SplitAndFusedMatchTheReferenceAndGraphReplay) {
       const xcclDataType_t types[] = {xcclBfloat16, xcclFloat8e4m3};
       xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};  // [type][split, fused]
       for (int t = 0; t < 2; ++t) {
-        if (!XCCL_OK(ctx, xcclAgGemmCreate(ctx.comm, n, k, m_max, types[t], xcclBfloat16,
-                                           xcclAgGemmSplit, 0, plugin, nullptr, &ops[t][0])))
+        if (!XCCL_OK(ctx, CreateOp(ctx.comm, plugin, types[t], xcclAgGemmSplit, n, k, m_max,
+                                   &ops[t][0])))
           return;
-        xcclResult_t r = xcclAgGemmCreate(ctx.comm, n, k, m_max, types[t], xcclBfloat16,
-                                          xcclAgGemmFused, 0, plugin, nullptr, &ops[t][1]);
+        xcclResult_t r =
+            CreateOp(ctx.comm, plugin, types[t], xcclAgGemmFused, n, k, m_max, &ops[t][1]);
         RANK_EXPECT(ctx, fused_ok ? r == xcclSuccess : r == xcclInvalidUsage,
                     "fused create with " << queues << " queues: " << xcclGetErrorString(r) << ": "
                                          << xcclGetLastError(ctx.comm));

@@ -15,6 +15,8 @@
 // reference_gpu.cu: the same arithmetic as a kernel, for problems in device memory.
 bool ReferenceIsDeviceMemory(const void* ptr);
 xcclResult_t ReferenceRunOnDevice(const xcclGemmProblem* p, const xcclGemmBand* band, void* stream);
+xcclResult_t ReferenceRunTileWaitOnDevice(const xcclGemmProblem* p, const xcclGemmTileWait* w,
+                                          void* stream);
 #endif
 
 namespace {
@@ -75,6 +77,21 @@ xcclResult_t Run(void* ctx, const xcclGemmProblem* p, const xcclGemmBand* band, 
   return xcclSuccess;
 }
 
+#if defined(XCCL_REFERENCE_GPU)
+// The tile-wait entry (GPU builds, operands in device memory only): rows
+// [row_begin, row_end) in one launch whose tiles wait for their bands' flags.
+xcclResult_t RunTileWait(void* ctx, const xcclGemmProblem* p, const xcclGemmTileWait* w,
+                         void* stream) {
+  if (w == nullptr) return xcclInvalidArgument;
+  const xcclResult_t ok = Supports(ctx, p);
+  if (ok != xcclSuccess) return ok;
+  if (w->row_begin < 0 || w->row_begin > w->row_end || w->row_end > p->m)
+    return xcclInvalidArgument;
+  if (p->c == nullptr || !ReferenceIsDeviceMemory(p->c)) return xcclInvalidArgument;
+  return ReferenceRunTileWaitOnDevice(p, w, stream);
+}
+#endif
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const xcclGemmPlugin_v1_t xcclGemmPlugin_v1 = {
@@ -85,5 +102,9 @@ extern "C" __attribute__((visibility("default"))) const xcclGemmPlugin_v1_t xccl
     Finalize,
     Supports,
     Run,
-    nullptr,  // run_tile_wait: the host plugin lets the op wait per band
+#if defined(XCCL_REFERENCE_GPU)
+    RunTileWait,
+#else
+    nullptr,  // run_tile_wait: the host build lets the op wait per band
+#endif
 };

@@ -26,6 +26,57 @@ __global__ void ReferenceGemmKernel(xcclGemmProblem p, int64_t row_begin, int64_
   static_cast<uint16_t*>(p.c)[i * p.ldc + j] = xccl_reference::OutputElement(p, i, j);
 }
 
+// Nanoseconds on the device's global timer (deadlines of the tile waits).
+__device__ inline unsigned long long NowNs() {
+#if defined(XCCL_PLATFORM_HIP)
+#if defined(__HIP_DEVICE_COMPILE__)
+  return wall_clock64() * 10ull;  // 100 MHz on gfx9
+#else
+  return 0;  // the host pass of a device function
+#endif
+#else
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+#endif
+}
+
+// The band of a row: equal bands of band_rows, the last one taking the rest.
+__device__ inline int BandOf(int64_t row, int64_t row_begin, int64_t band_rows, int num_bands) {
+  const int64_t band = (row - row_begin) / band_rows;
+  return band < num_bands - 1 ? static_cast<int>(band) : num_bands - 1;
+}
+
+// As ReferenceGemmKernel, after one thread of the block has seen the flags of every band the
+// tile's rows overlap reach the epoch (or given up at the deadline, leaving the tile unwritten).
+__global__ void ReferenceGemmTileWaitKernel(xcclGemmProblem p, xcclGemmTileWait w) {
+  __shared__ int ready;
+  const int64_t tile_row = w.row_begin + static_cast<int64_t>(blockIdx.y) * kTile;
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    const int64_t last_row = min(tile_row + kTile, w.row_end) - 1;
+    const int first = BandOf(tile_row, w.row_begin, w.band_rows, w.num_bands);
+    const int last = BandOf(last_row, w.row_begin, w.band_rows, w.num_bands);
+    const uint32_t epoch = *w.epoch;
+    const unsigned long long start = NowNs();
+    ready = 1;
+    for (int b = first; b <= last && ready; ++b) {
+      while (static_cast<int32_t>(w.flags[b] - epoch) < 0) {
+        if (NowNs() - start > w.timeout_ns) {
+          ready = 0;
+          break;
+        }
+      }
+    }
+    __threadfence_system();  // the band's rows, written by copy engines, after its flag
+  }
+  __syncthreads();
+  if (!ready) return;
+  const int64_t i = tile_row + threadIdx.y;
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x;
+  if (i >= w.row_end || j >= p.n) return;
+  static_cast<uint16_t*>(p.c)[i * p.ldc + j] = xccl_reference::OutputElement(p, i, j);
+}
+
 }  // namespace
 
 // Device (or managed) memory: the kernel's to compute; host memory: the CPU loop's.
@@ -53,5 +104,21 @@ xcclResult_t ReferenceRunOnDevice(const xcclGemmProblem* p, const xcclGemmBand* 
   if (grid.y > 65535) return xcclInvalidArgument;  // over a million rows in one band
   ReferenceGemmKernel<<<grid, block, 0, static_cast<XrefStream>(stream)>>>(*p, band->row_begin,
                                                                            band->row_end);
+  return XREF_GPU(GetLastError)() == XREF_GPU(Success) ? xcclSuccess : xcclUnhandledDeviceError;
+}
+
+xcclResult_t ReferenceRunTileWaitOnDevice(const xcclGemmProblem* p, const xcclGemmTileWait* w,
+                                          void* stream) {
+  const int64_t rows = w->row_end - w->row_begin;
+  if (rows <= 0 || p->n == 0) return xcclSuccess;
+  if (w->num_bands < 1 || w->band_rows < 1 || w->flags == nullptr || w->epoch == nullptr)
+    return xcclInvalidArgument;
+  xcclGemmTileWait wait = *w;
+  if (wait.timeout_ns == 0) wait.timeout_ns = 300ull * 1000 * 1000 * 1000;  // 300 s
+  const dim3 block(kTile, kTile);
+  const dim3 grid(static_cast<unsigned>((p->n + kTile - 1) / kTile),
+                  static_cast<unsigned>((rows + kTile - 1) / kTile));
+  if (grid.y > 65535) return xcclInvalidArgument;
+  ReferenceGemmTileWaitKernel<<<grid, block, 0, static_cast<XrefStream>(stream)>>>(*p, wait);
   return XREF_GPU(GetLastError)() == XREF_GPU(Success) ? xcclSuccess : xcclUnhandledDeviceError;
 }

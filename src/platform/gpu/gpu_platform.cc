@@ -236,6 +236,13 @@ class GpuPlatform final : public Platform {
     Check(gpuEventRecord(fork_event_, stream_), "event record (fork)");
   }
 
+  const volatile uint32_t* DeviceSlot(int slot) const override {
+    return Slots(topology_.rank) + slot;
+  }
+  const volatile uint32_t* DeviceEpoch() const override {
+    return Slots(topology_.rank) + ControlLayout::kDeviceEpoch;
+  }
+
   void StreamWaitSignal(int slot, int peer) override {
     const int rank = topology_.rank;
     Check(LaunchWaitSlot(Slots(rank) + slot, peer, Slots(rank) + ControlLayout::kDeviceEpoch,
