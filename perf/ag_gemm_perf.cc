@@ -1,7 +1,7 @@
 // ag_gemm_perf: fused all-gather + GEMM against its split forms, per global M and (N, K).
 //
-// Per row: split-vendor (the vendor all-gather, then the same GEMM; only where a vendor library
-// runs, never on the host platform), split-xccl (xcclAllGather, then one GEMM), fused with 1, 2
+// Per row: split-vendor (with --compare vendor: the vendor's all-gather, then the same GEMM
+// plugin called directly; only where the vendor library runs, never on the host platform), split-xccl (xcclAllGather, then one GEMM), fused with 1, 2
 // and 4 bands per source and with the default rule, the best of these, its ratio to split-vendor
 // (or split-xccl where there is no vendor), and the largest relative L2 error of any run against
 // a double-precision reference on sampled rows and columns. Times are the median over --rounds
@@ -16,6 +16,7 @@
 //   --rounds R             rounds (default 3)
 // Defaults are sized for the host platform's scalar reference GEMM; on GPUs pass the Kimi-K3
 // shapes (--m "4096 8192 16384 32768" --shapes "6288x7168 3648x7168 6400x7168 3840x7168").
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,9 @@
 #include "harness/launcher.h"
 #include "harness/options.h"
 #include "harness/rank_sync.h"
+#include "harness/table_printer.h"
+#include "harness/vendor_nccl.h"
+#include "harness/vendor_setup.h"
 #include "xccl.h"
 #include "xccl_gemm.h"
 
@@ -131,12 +135,13 @@ Operands MakeOperands(int rank, int64_t m, const Shape& s, xcclDataType_t t) {
 // 128 columns, enough to catch a wrong band or scale and cheap at K = 7168. Made once per row of
 // the table; every variant's C is compared with it.
 struct Sample {
-  std::vector<int64_t> index;  // into C, [world * padded][n]
+  std::vector<int> source;
+  std::vector<int64_t> row, col;  // within the source's rows
   std::vector<double> value;
 };
 
 Sample ReferenceSample(const RankContext& ctx, const Settings& set, const Shape& s, int64_t m,
-                       int64_t padded, const Operands& mine) {
+                       const Operands& mine) {
   Sample sample;
   const int64_t step = std::max<int64_t>(1, m / 8), col_step = std::max<int64_t>(1, s.n / 128);
   for (int src = 0; src < ctx.nranks; ++src) {
@@ -148,7 +153,9 @@ Sample ReferenceSample(const RankContext& ctx, const Settings& set, const Shape&
           sum += InValue(set.in_type, o.a.data(), i * s.k + q) *
                  InValue(set.in_type, mine.b.data(), j * s.k + q);
         if (set.in_type == xcclFloat8e4m3) sum *= double(o.a_scale[i]) * mine.b_scale[j];
-        sample.index.push_back((src * padded + i) * s.n + j);
+        sample.source.push_back(src);
+        sample.row.push_back(i);
+        sample.col.push_back(j);
         sample.value.push_back(sum);
       }
     }
@@ -156,10 +163,13 @@ Sample ReferenceSample(const RankContext& ctx, const Settings& set, const Shape&
   return sample;
 }
 
-double RelativeL2(const Sample& sample, const uint16_t* c) {
+// C holds `rows_per_source` rows of each source in turn (the op pads them, the vendor split
+// does not), n columns each.
+double RelativeL2(const Sample& sample, const uint16_t* c, int64_t rows_per_source, int64_t n) {
   double err2 = 0, ref2 = 0;
-  for (size_t x = 0; x < sample.index.size(); ++x) {
-    const double got = Bf16ToDouble(c[sample.index[x]]), want = sample.value[x];
+  for (size_t x = 0; x < sample.value.size(); ++x) {
+    const int64_t index = (sample.source[x] * rows_per_source + sample.row[x]) * n + sample.col[x];
+    const double got = Bf16ToDouble(c[index]), want = sample.value[x];
     err2 += (got - want) * (got - want);
     ref2 += want * want;
   }
@@ -188,6 +198,72 @@ struct Staged {
   }
 };
 
+// The GEMM plugin called directly, for the split-vendor runs that do not go through xccl's op.
+// The library is never closed: its threads or kernels may outlive any owner.
+class DirectPlugin {
+ public:
+  DirectPlugin(const std::string& spec, int device) {
+    const std::string path =
+        spec.find('/') != std::string::npos ? spec : "libxccl-gemm-" + spec + ".so";
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return;
+    api_ = static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
+    if (api_ == nullptr || api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V1 ||
+        api_->init(&ctx_, device) != xcclSuccess)
+      api_ = nullptr;
+  }
+  ~DirectPlugin() {
+    if (api_ != nullptr) api_->finalize(ctx_);
+  }
+  DirectPlugin(const DirectPlugin&) = delete;
+  DirectPlugin& operator=(const DirectPlugin&) = delete;
+  bool ok() const { return api_ != nullptr; }
+  bool Run(const xcclGemmProblem& problem, xcclStream_t stream) {
+    const xcclGemmBand all{0, problem.m};
+    return api_->run(ctx_, &problem, &all, stream) == xcclSuccess;
+  }
+
+ private:
+  const xcclGemmPlugin_v1_t* api_ = nullptr;
+  void* ctx_ = nullptr;
+};
+
+// Fills this rank's line of the device table, agrees on the vendor library and, where it can
+// run (one GPU per rank), makes its communicator (collective over all ranks).
+bool SetUpVendor(const RankContext& ctx, xccl_perf::DeviceBuffers& buffers,
+                 std::unique_ptr<xccl_perf::VendorComm>* vendor) {
+  xccl_perf::RankInfo& info = ctx.sync->Info(ctx.rank);
+  info.pid = static_cast<int32_t>(getpid());
+  info.device = buffers.Device();
+  snprintf(info.host, sizeof(info.host), "%s", xccl_perf::ShortHostName().c_str());
+  snprintf(info.describe, sizeof(info.describe), "%s", buffers.Describe().c_str());
+  snprintf(info.name, sizeof(info.name), "%s", buffers.Name().c_str());
+  snprintf(info.bus_id, sizeof(info.bus_id), "%s", buffers.BusId().c_str());
+  if (!ctx.sync->Barrier()) return false;
+  if (!ctx.options->compare_vendor) return true;
+  std::string why;
+  const xccl_perf::VendorLibrary* library = xccl_perf::AgreeOnVendor(*ctx.sync, ctx.rank, &why);
+  if (library != nullptr) {
+    const std::string blocked = xccl_perf::VendorBlocked(*ctx.sync, ctx.nranks);
+    if (!blocked.empty()) {
+      why = blocked;
+      library = nullptr;
+    }
+  }
+  if (library != nullptr &&
+      !xccl_perf::JoinVendorComm(*library, *ctx.sync, ctx.rank, ctx.nranks, vendor))
+    return false;
+  if (ctx.rank == 0) {
+    if (library != nullptr) {
+      printf("# vendor: %s, version %s (its all-gather of A, then the same GEMM plugin)\n",
+             library->path().c_str(), library->VersionText().c_str());
+    } else {
+      printf("# vendor: not run: %s\n", why.c_str());
+    }
+  }
+  return true;
+}
+
 bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id) {
   // The rank's device first (a GPU build binds the thread to it), then the communicator.
   std::unique_ptr<xccl_perf::DeviceBuffers> buffers = xccl_perf::DeviceBuffers::Create(ctx.rank);
@@ -199,6 +275,15 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
   if (!Ok(ctx, xcclCommInitRank(&comm, ctx.nranks, id, ctx.rank), "init", nullptr)) return false;
   const char* plugin = set.plugin.empty() ? nullptr : set.plugin.c_str();
   xcclStream_t stream = buffers->Stream();
+  std::unique_ptr<xccl_perf::VendorComm> vendor;
+  if (!SetUpVendor(ctx, *buffers, &vendor)) {
+    ctx.sync->Abort();
+    xcclCommAbort(comm);
+    return false;
+  }
+  const char* env_plugin = getenv("XCCL_GEMM_PLUGIN");
+  DirectPlugin gemm(plugin != nullptr ? plugin : (env_plugin != nullptr ? env_plugin : ""),
+                    buffers->Device());
   bool ok = true;
   for (const Shape& s : set.shapes) {
     for (int64_t global_m : set.global_m) {
@@ -244,33 +329,74 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
                   xcclAgGemmRun(ops[v], a.ptr, a_scale, b.ptr, b_scale, m, c.ptr, nullptr, stream),
                   kVariants[v].name, comm);
       };
-      const Sample sample = ReferenceSample(ctx, set, s, m, padded, o);
-      std::vector<std::vector<double>> times(kVariantCount);
+      const Sample sample = ReferenceSample(ctx, set, s, m, o);
+      // Split-vendor: the vendor's all-gather of A (and scales) into one buffer, then one GEMM
+      // through the same plugin, called directly; variant index kVariantCount.
+      const bool with_vendor = vendor != nullptr && gemm.ok();
+      Staged gathered, gathered_scales, cv;
+      const size_t in_size = InSize(set.in_type);
+      const size_t cv_bytes = static_cast<size_t>(ctx.nranks * m * s.n) * 2;
+      std::vector<uint8_t> none(std::max<size_t>(
+          {cv_bytes, static_cast<size_t>(ctx.nranks * m * s.k) * in_size, size_t(1)}));
+      if (with_vendor &&
+          (!gathered.Fill(buffers.get(), none.data(), ctx.nranks * m * s.k * in_size) ||
+           !cv.Fill(buffers.get(), none.data(), cv_bytes) ||
+           (fp8 && !gathered_scales.Fill(buffers.get(), none.data(), ctx.nranks * m * 4)))) {
+        ok = false;
+        ctx.sync->Abort();
+        break;
+      }
+      xcclGemmProblem vp{};
+      vp.m = ctx.nranks * m;
+      vp.n = s.n;
+      vp.k = s.k;
+      vp.a_type = vp.b_type = set.in_type;
+      vp.c_type = xcclBfloat16;
+      vp.scale_mode = fp8 ? xcclGemmScalePtpc : xcclGemmScaleNone;
+      vp.lda = vp.ldb = s.k;
+      vp.ldc = s.n;
+      vp.a = gathered.ptr;
+      vp.b = b.ptr;
+      vp.c = cv.ptr;
+      vp.a_scale = fp8 ? static_cast<const float*>(gathered_scales.ptr) : nullptr;
+      vp.b_scale = b_scale;
+      auto run_vendor = [&]() {
+        if (!vendor->AllGather(a.ptr, gathered.ptr, m * s.k * in_size, stream)) return false;
+        if (fp8 && !vendor->AllGather(as.ptr, gathered_scales.ptr, m * 4, stream)) return false;
+        return gemm.Run(vp, stream);
+      };
+      std::vector<std::vector<double>> times(kVariantCount + 1);
       double worst_l2 = 0;
-      std::vector<uint8_t> host_c(c_bytes);
+      std::vector<uint8_t> host_c(std::max(c_bytes, cv_bytes));
       for (int round = 0; round < set.rounds && ok; ++round) {
-        for (int v = 0; v < kVariantCount && ok; ++v) {
-          if (ops[v] == nullptr) continue;
-          for (int w = 0; w < ctx.options->warmup_iters && ok; ++w) ok = run(v);
+        for (int v = 0; v <= kVariantCount && ok; ++v) {
+          if (v == kVariantCount ? !with_vendor : ops[v] == nullptr) continue;
+          auto call = [&]() { return v == kVariantCount ? run_vendor() : run(v); };
+          for (int w = 0; w < ctx.options->warmup_iters && ok; ++w) ok = call();
           if (!ok || !buffers->Synchronize() || !ctx.sync->Barrier()) {
             ok = false;
             break;
           }
           double seconds = 0;
           ok = buffers->StartTimer();
-          for (int i = 0; i < ctx.options->iters && ok; ++i) ok = run(v);
+          for (int i = 0; i < ctx.options->iters && ok; ++i) ok = call();
           ok = ok && buffers->StopTimer(&seconds);
           const double us = seconds * 1e6 / std::max(1, ctx.options->iters);
           double slowest = 0, l2 = 0;
           if (!ok || !ctx.sync->AllReduce(ctx.rank, us, Reduce::kMax, &slowest)) break;
           times[v].push_back(slowest);
           if (round == 0) {
-            if (!buffers->CopyToHost(host_c.data(), c.ptr, c_bytes)) {
+            if (v < kVariantCount && !buffers->CopyToHost(host_c.data(), c.ptr, c_bytes)) {
               ok = false;
               break;
             }
-            const double mine =
-                RelativeL2(sample, reinterpret_cast<const uint16_t*>(host_c.data()));
+            const bool vendor_run = v == kVariantCount;
+            if (vendor_run && !buffers->CopyToHost(host_c.data(), cv.ptr, cv_bytes)) {
+              ok = false;
+              break;
+            }
+            const double mine = RelativeL2(sample, reinterpret_cast<const uint16_t*>(host_c.data()),
+                                           vendor_run ? m : padded, s.n);
             if (!ctx.sync->AllReduce(ctx.rank, mine, Reduce::kMax, &l2)) break;
             worst_l2 = std::max(worst_l2, l2);
           }
@@ -284,8 +410,8 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
         if (op != nullptr) xcclAgGemmDestroy(op);
       if (!ok) break;
       if (ctx.rank == 0) {
-        std::vector<double> median(kVariantCount, 0.0);
-        for (int v = 0; v < kVariantCount; ++v) {
+        std::vector<double> median(kVariantCount + 1, 0.0);
+        for (int v = 0; v <= kVariantCount; ++v) {
           if (times[v].empty()) continue;
           std::sort(times[v].begin(), times[v].end());
           median[v] = times[v][times[v].size() / 2];
@@ -293,8 +419,13 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
         int best = 0;  // the best fused variant; split where none ran
         for (int v = 1; v < kVariantCount; ++v)
           if (median[v] > 0 && (best == 0 || median[v] < median[best])) best = v;
-        printf("%9lld %6lld %6lld %12s", static_cast<long long>(global_m),
-               static_cast<long long>(s.n), static_cast<long long>(s.k), "-");
+        printf("%9lld %6lld %6lld", static_cast<long long>(global_m), static_cast<long long>(s.n),
+               static_cast<long long>(s.k));
+        if (median[kVariantCount] > 0) {
+          printf(" %12.1f", median[kVariantCount]);
+        } else {
+          printf(" %12s", "-");
+        }
         for (int v = 0; v < kVariantCount; ++v) {
           if (median[v] > 0) {
             printf(" %10.1f", median[v]);
@@ -302,8 +433,9 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
             printf(" %10s", "-");
           }
         }
+        const double split = median[kVariantCount] > 0 ? median[kVariantCount] : median[0];
         printf("  c=%d %10s %7.2f %9.2e\n", default_chunks, kVariants[best].name,
-               median[0] / median[best], worst_l2);
+               split / median[best], worst_l2);
       }
     }
     if (!ok) break;

@@ -67,7 +67,7 @@ if has_stage agemm; then
   ranks=$gpus
   [ "$ranks" -ge 2 ] || ranks=2
   for dtype in fp8 bf16; do
-    timeout 240 "$build/perf/ag_gemm_perf" -t "$ranks" --plugin "$lt" --dtype $dtype \
+    timeout 240 "$build/perf/ag_gemm_perf" -t "$ranks" --plugin "$lt" --dtype $dtype --compare vendor \
       --m "4096 8192 16384" --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 \
       >>"$logs/ag_gemm.txt" 2>&1
   done
