@@ -67,6 +67,8 @@ constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
 #define gpuGetErrorName hipGetErrorName
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuFuncGetAttributes hipFuncGetAttributes
+#define gpuPointerGetAttributes hipPointerGetAttributes
+using gpuPointerAttributes_t = hipPointerAttribute_t;
 #define gpuEventCreate hipEventCreate
 #define gpuEventSynchronize hipEventSynchronize
 #define gpuEventElapsedTime hipEventElapsedTime
@@ -142,6 +144,8 @@ constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
 #define gpuGetErrorName cudaGetErrorName
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuFuncGetAttributes cudaFuncGetAttributes
+#define gpuPointerGetAttributes cudaPointerGetAttributes
+using gpuPointerAttributes_t = cudaPointerAttributes;
 #define gpuEventCreate cudaEventCreate
 #define gpuEventSynchronize cudaEventSynchronize
 #define gpuEventElapsedTime cudaEventElapsedTime

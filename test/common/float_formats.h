@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "xccl.h"
+#include "xccl_gemm.h"
 
 namespace xccl_test {
 
@@ -70,6 +71,41 @@ inline void FillCodes(std::vector<uint8_t>* out, size_t count, xcclDataType_t t,
       memcpy(out->data() + 2 * i, &c, 2);
     }
   }
+}
+
+// One rank's GEMM operands: A [m][k], B [n][k] of random codes, and fp32 scales in
+// [0.25, 2) for fp8 (empty otherwise). Whoever seeds `rng` the same gets the same operands.
+struct GemmOperands {
+  std::vector<uint8_t> a, b;
+  std::vector<float> a_scale, b_scale;
+};
+
+inline GemmOperands RandomGemmOperands(int64_t m, int64_t n, int64_t k, xcclDataType_t t,
+                                       std::mt19937_64& rng) {
+  GemmOperands o;
+  FillCodes(&o.a, m * k, t, rng);
+  FillCodes(&o.b, n * k, t, rng);
+  if (t == xcclFloat8e4m3) {
+    std::uniform_real_distribution<float> scale(0.25f, 2.0f);
+    for (int64_t i = 0; i < m; ++i) o.a_scale.push_back(scale(rng));
+    for (int64_t j = 0; j < n; ++j) o.b_scale.push_back(scale(rng));
+  }
+  return o;
+}
+
+// A dense row-major problem (lda = ldb = k, ldc = n) without pointers; ptpc for fp8 inputs.
+inline xcclGemmProblem DenseProblem(int64_t m, int64_t n, int64_t k, xcclDataType_t in,
+                                    xcclDataType_t out) {
+  xcclGemmProblem p{};
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a_type = p.b_type = in;
+  p.c_type = out;
+  p.scale_mode = in == xcclFloat8e4m3 ? xcclGemmScalePtpc : xcclGemmScaleNone;
+  p.lda = p.ldb = k;
+  p.ldc = n;
+  return p;
 }
 
 }  // namespace xccl_test

@@ -61,20 +61,12 @@ xcclResult_t CreateOp(xcclComm_t comm, const PluginChoice& plugin, xcclDataType_
 
 class GpuAgGemmTest : public GpuWorldTest {};
 
-struct Operands {
-  std::vector<uint8_t> a, b;
-  std::vector<float> a_scale, b_scale;
-};
+using Operands = GemmOperands;
 
+// Rank `rank`'s operands: any rank can regenerate any rank's.
 Operands MakeOperands(uint64_t seed, int rank, int64_t m, int64_t n, int64_t k, xcclDataType_t t) {
   std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ull * (rank + 1)));
-  Operands o;
-  FillCodes(&o.a, m * k, t, rng);
-  FillCodes(&o.b, n * k, t, rng);
-  std::uniform_real_distribution<float> scale(0.25f, 2.0f);
-  for (int64_t i = 0; t == xcclFloat8e4m3 && i < m; ++i) o.a_scale.push_back(scale(rng));
-  for (int64_t j = 0; t == xcclFloat8e4m3 && j < n; ++j) o.b_scale.push_back(scale(rng));
-  return o;
+  return RandomGemmOperands(m, n, k, t, rng);
 }
 
 // Copies host bytes into a new device buffer through pinned memory (never pageable: ranks may

@@ -42,23 +42,13 @@ TEST_P(GpuGemmPluginTest, CublasltMatchesReferenceAndBandsMatchFull) {
   const bool fp8 = in == xcclFloat8e4m3;
   const int64_t m = 512, n = 272, k = 128;  // n: a partial last 256-column tile
   std::mt19937_64 rng(std::random_device{}());
-  std::vector<uint8_t> a, b;
-  FillCodes(&a, m * k, in, rng);
-  FillCodes(&b, n * k, in, rng);
-  std::vector<float> as(m, 1.0f), bs(n, 1.0f);
-  std::uniform_real_distribution<float> scale(0.25f, 2.0f);
-  for (float& v : as) v = scale(rng);
-  for (float& v : bs) v = scale(rng);
-
-  xcclGemmProblem p{};
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.a_type = p.b_type = in;
-  p.c_type = xcclBfloat16;
-  p.scale_mode = fp8 ? xcclGemmScalePtpc : xcclGemmScaleNone;
-  p.lda = p.ldb = k;
-  p.ldc = n;
+  const GemmOperands o = RandomGemmOperands(m, n, k, in, rng);
+  const std::vector<uint8_t>& a = o.a;
+  const std::vector<uint8_t>& b = o.b;
+  // Scales only matter for fp8; bf16 runs carry ones that must be ignored.
+  std::vector<float> as = fp8 ? o.a_scale : std::vector<float>(m, 1.0f);
+  std::vector<float> bs = fp8 ? o.b_scale : std::vector<float>(n, 1.0f);
+  const xcclGemmProblem p = DenseProblem(m, n, k, in, xcclBfloat16);
 
   // Reference on the host.
   void* ref_ctx = nullptr;
@@ -158,22 +148,13 @@ TEST(GpuGemmReferenceKernel, SameBitsAsTheCpuLoop) {
   for (xcclDataType_t in : {xcclBfloat16, xcclFloat16, xcclFloat8e4m3}) {
     for (xcclDataType_t out : {xcclBfloat16, xcclFloat16}) {
       const int64_t m = 70, n = 37, k = 53;  // nothing a multiple of the 16 x 16 tile
-      std::vector<uint8_t> a, b;
-      FillCodes(&a, m * k, in, rng);
-      FillCodes(&b, n * k, in, rng);
-      std::vector<float> as(m), bs(n);
-      std::uniform_real_distribution<float> scale(0.25f, 2.0f);
-      for (float& v : as) v = scale(rng);
-      for (float& v : bs) v = scale(rng);
-      xcclGemmProblem p{};
-      p.m = m;
-      p.n = n;
-      p.k = k;
-      p.a_type = p.b_type = in;
-      p.c_type = out;
-      p.scale_mode = in == xcclFloat8e4m3 ? xcclGemmScalePtpc : xcclGemmScaleNone;
-      p.lda = p.ldb = k;
-      p.ldc = n;
+      const GemmOperands o = RandomGemmOperands(m, n, k, in, rng);
+      const std::vector<uint8_t>& a = o.a;
+      const std::vector<uint8_t>& b = o.b;
+      std::vector<float> as = o.a_scale, bs = o.b_scale;
+      as.resize(m, 1.0f);  // bf16/fp16: ignored, but the device copies below want them
+      bs.resize(n, 1.0f);
+      const xcclGemmProblem p = DenseProblem(m, n, k, in, out);
       std::vector<uint16_t> want(m * n);
       xcclGemmProblem hp = p;
       hp.a = a.data();

@@ -36,23 +36,13 @@ constexpr const char* kPlugin = XCCL_GEMM_REFERENCE_PATH;
 
 // One rank's operands for one call: A [m][k], B [n][k], and fp8 scales. Codes are drawn with
 // bounded exponents (no inf/NaN, no overflow in bf16 out); any rank can regenerate any rank's.
-struct Operands {
-  std::vector<uint8_t> a, b;
-  std::vector<float> a_scale, b_scale;
-};
+using Operands = GemmOperands;
 
+// Rank `rank`'s operands of call `call`: any rank can regenerate any rank's.
 Operands MakeOperands(uint64_t seed, int rank, uint64_t call, int64_t m, int64_t n, int64_t k,
                       xcclDataType_t t) {
   std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ull * (rank + 1)) ^ (call << 20));
-  Operands o;
-  FillCodes(&o.a, m * k, t, rng);
-  FillCodes(&o.b, n * k, t, rng);
-  if (t == xcclFloat8e4m3) {
-    std::uniform_real_distribution<float> scale(0.25f, 2.0f);
-    for (int64_t i = 0; i < m; ++i) o.a_scale.push_back(scale(rng));
-    for (int64_t j = 0; j < n; ++j) o.b_scale.push_back(scale(rng));
-  }
-  return o;
+  return RandomGemmOperands(m, n, k, t, rng);
 }
 
 struct Case {
@@ -378,11 +368,7 @@ TEST_P(AgGemmTest, BadOperandsAreRefused) {
 // die alone).
 TEST(AgGemmFailureTest, KilledRankIsNamedBySurvivors) {
   const int world = 3, victim = 2;
-  RunOptions options;
-  options.may_die = {victim};
-  options.skip_destroy = true;
-  options.timeout_s = 90;
-  options.before_init = WithTimeoutMs(60000);
+  const RunOptions options = KilledRankOptions(victim);
   auto failures = RunRanks(
       RankMode::kProcesses, world,
       [](RankContext& ctx) {

@@ -35,11 +35,7 @@ class KilledRankTest : public ::testing::TestWithParam<int> {};
 TEST_P(KilledRankTest, SurvivorsReportThePeerAndAbort) {
   const int world = GetParam();
   const int victim = world - 1 - (static_cast<int>(getpid()) % world);
-  RunOptions options;
-  options.may_die = {victim};
-  options.skip_destroy = true;
-  options.timeout_s = 90;
-  options.before_init = WithTimeoutMs(60000);
+  const RunOptions options = KilledRankOptions(victim);
   auto failures = RunRanks(
       RankMode::kProcesses, world,
       [victim](RankContext& ctx) {

@@ -26,6 +26,15 @@ std::function<void()> WithEpochBase(uint32_t epoch_base) {
   return WithChange([epoch_base](xccl::Params* p) { p->epoch_base = epoch_base; });
 }
 
+RunOptions KilledRankOptions(int victim) {
+  RunOptions options;
+  options.may_die = {victim};
+  options.skip_destroy = true;
+  options.timeout_s = 90;
+  options.before_init = WithTimeoutMs(60000);
+  return options;
+}
+
 void RestoreParams() {
   xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
 }

@@ -7,10 +7,16 @@
 #include <cstdint>
 #include <functional>
 
+#include "mp/rank_runner.h"
+
 namespace xccl_test {
 
 std::function<void()> WithTimeoutMs(int64_t timeout_ms);
 std::function<void()> WithEpochBase(uint32_t epoch_base);
 void RestoreParams();
+
+// A process run in which rank `victim` kills itself: the others must report it (60 s deadline,
+// so that they find the death by its liveness, not by a timeout), and destroy is the body's.
+RunOptions KilledRankOptions(int victim);
 
 }  // namespace xccl_test

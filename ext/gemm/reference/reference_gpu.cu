@@ -3,17 +3,7 @@
 // bits. Plainly correct, not fast: for tests and as the GEMM the ag_gemm tests trust on GPUs.
 #include "reference_math.h"
 
-#if defined(XCCL_PLATFORM_HIP)
-#include <hip/hip_runtime.h>
-#define XREF_GPU(name) hip##name
-using XrefStream = hipStream_t;
-using XrefPointerAttributes = hipPointerAttribute_t;
-#else
-#include <cuda_runtime.h>
-#define XREF_GPU(name) cuda##name
-using XrefStream = cudaStream_t;
-using XrefPointerAttributes = cudaPointerAttributes;
-#endif
+#include "platform/gpu.h"  // the CUDA/HIP name mapping and the device's global timer
 
 namespace {
 
@@ -24,21 +14,6 @@ __global__ void ReferenceGemmKernel(xcclGemmProblem p, int64_t row_begin, int64_
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x;
   if (i >= row_end || j >= p.n) return;
   static_cast<uint16_t*>(p.c)[i * p.ldc + j] = xccl_reference::OutputElement(p, i, j);
-}
-
-// Nanoseconds on the device's global timer (deadlines of the tile waits).
-__device__ inline unsigned long long NowNs() {
-#if defined(XCCL_PLATFORM_HIP)
-#if defined(__HIP_DEVICE_COMPILE__)
-  return wall_clock64() * 10ull;  // 100 MHz on gfx9
-#else
-  return 0;  // the host pass of a device function
-#endif
-#else
-  unsigned long long ns;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  return ns;
-#endif
 }
 
 // The band of a row: equal bands of band_rows, the last one taking the rest.
@@ -57,11 +32,11 @@ __global__ void ReferenceGemmTileWaitKernel(xcclGemmProblem p, xcclGemmTileWait 
     const int first = BandOf(tile_row, w.row_begin, w.band_rows, w.num_bands);
     const int last = BandOf(last_row, w.row_begin, w.band_rows, w.num_bands);
     const uint32_t epoch = *w.epoch;
-    const unsigned long long start = NowNs();
+    const unsigned long long start = GpuGlobalTimerNs();
     ready = 1;
     for (int b = first; b <= last && ready; ++b) {
       while (static_cast<int32_t>(w.flags[b] - epoch) < 0) {
-        if (NowNs() - start > w.timeout_ns) {
+        if (GpuGlobalTimerNs() - start > w.timeout_ns) {
           ready = 0;
           break;
         }
@@ -81,9 +56,9 @@ __global__ void ReferenceGemmTileWaitKernel(xcclGemmProblem p, xcclGemmTileWait 
 
 // Device (or managed) memory: the kernel's to compute; host memory: the CPU loop's.
 bool ReferenceIsDeviceMemory(const void* ptr) {
-  XrefPointerAttributes attributes;
-  if (XREF_GPU(PointerGetAttributes)(&attributes, ptr) != XREF_GPU(Success)) {
-    (void)XREF_GPU(GetLastError)();  // unregistered host memory may report an error: clear it
+  gpuPointerAttributes_t attributes;
+  if (gpuPointerGetAttributes(&attributes, ptr) != gpuSuccess) {
+    (void)gpuGetLastError();  // unregistered host memory may report an error: clear it
     return false;
   }
 #if defined(XCCL_PLATFORM_HIP) && HIP_VERSION < 60000000
@@ -102,9 +77,9 @@ xcclResult_t ReferenceRunOnDevice(const xcclGemmProblem* p, const xcclGemmBand* 
   const dim3 grid(static_cast<unsigned>((p->n + kTile - 1) / kTile),
                   static_cast<unsigned>((rows + kTile - 1) / kTile));
   if (grid.y > 65535) return xcclInvalidArgument;  // over a million rows in one band
-  ReferenceGemmKernel<<<grid, block, 0, static_cast<XrefStream>(stream)>>>(*p, band->row_begin,
+  ReferenceGemmKernel<<<grid, block, 0, static_cast<gpuStream_t>(stream)>>>(*p, band->row_begin,
                                                                            band->row_end);
-  return XREF_GPU(GetLastError)() == XREF_GPU(Success) ? xcclSuccess : xcclUnhandledDeviceError;
+  return gpuGetLastError() == gpuSuccess ? xcclSuccess : xcclUnhandledDeviceError;
 }
 
 xcclResult_t ReferenceRunTileWaitOnDevice(const xcclGemmProblem* p, const xcclGemmTileWait* w,
@@ -119,6 +94,6 @@ xcclResult_t ReferenceRunTileWaitOnDevice(const xcclGemmProblem* p, const xcclGe
   const dim3 grid(static_cast<unsigned>((p->n + kTile - 1) / kTile),
                   static_cast<unsigned>((rows + kTile - 1) / kTile));
   if (grid.y > 65535) return xcclInvalidArgument;
-  ReferenceGemmTileWaitKernel<<<grid, block, 0, static_cast<XrefStream>(stream)>>>(*p, wait);
-  return XREF_GPU(GetLastError)() == XREF_GPU(Success) ? xcclSuccess : xcclUnhandledDeviceError;
+  ReferenceGemmTileWaitKernel<<<grid, block, 0, static_cast<gpuStream_t>(stream)>>>(*p, wait);
+  return gpuGetLastError() == gpuSuccess ? xcclSuccess : xcclUnhandledDeviceError;
 }
