@@ -46,6 +46,7 @@ AgGemmOp::~AgGemmOp() {
     if (peer_opened_[r]) ClosePeerBuffer(device_, peer_windows_[r]);
   FreeOpBuffer(device_, window_);
   FreeOpBuffer(device_, output_);
+  FreeStaging(staging_);
 }
 
 size_t AgGemmOp::in_size() const { return DataTypeSize(shape_.in_type); }
@@ -360,10 +361,15 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   // Host staging (pinned on GPUs) holds the pattern going in and every slot coming back: the
   // slots [world][slot_bytes], then the scales [world][scale_bytes], then one spare byte.
   const size_t data_bytes = slot_bytes * world, all_scale_bytes = scale_bytes * world;
-  void* staging_memory = nullptr;
-  XCCL_TRY(AllocateStaging(data_bytes + all_scale_bytes + 1, &staging_memory));
-  std::unique_ptr<void, void (*)(void*)> staging_owner(staging_memory, FreeStaging);
-  unsigned char* slots = static_cast<unsigned char*>(staging_memory);
+  if (staging_ == nullptr) {
+    // Sized for m_max once, so that no later self test allocates or frees.
+    size_t max_slot = 0;
+    XCCL_TRY(layout_.SlotBytes(shape_.m_max, &max_slot));
+    const size_t max_scales =
+        has_scales() ? static_cast<size_t>(layout_.padded_m_max()) * sizeof(float) : 0;
+    XCCL_TRY(AllocateStaging((max_slot + max_scales) * world + 1, &staging_));
+  }
+  unsigned char* slots = static_cast<unsigned char*>(staging_);
   unsigned char* scales = slots + data_bytes;
   for (size_t i = 0; i < slot_bytes; ++i)
     slots[rank * slot_bytes + i] = PatternByte(round, rank, i, false);

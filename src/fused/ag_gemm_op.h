@@ -79,9 +79,13 @@ class AgGemmOp {
   WindowLayout layout_;
   std::unique_ptr<GemmPlugin> plugin_;
   void* plugin_ctx_ = nullptr;
-  int device_ = 0;                   // where window_ and output_ live (AllocateOpBuffer)
-  void* window_ = nullptr;           // the receive slots and scales (WindowLayout)
-  void* output_ = nullptr;           // C when the caller passes no buffer
+  int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)
+  void* window_ = nullptr;  // the receive slots and scales (WindowLayout)
+  void* output_ = nullptr;  // C when the caller passes no buffer
+  // The self test's host staging (pinned on GPUs), made at the first self test for m_max and
+  // freed with the op: freeing pinned memory waits for the whole device, which inside a call
+  // could wait for a peer that shares the GPU and waits for this rank.
+  void* staging_ = nullptr;
   bool host_ = true;                 // host platform (else GPU: device memory, stream-ordered)
   std::vector<void*> peer_windows_;  // GPU fused: every rank's window as this rank sees it
   std::vector<bool> peer_opened_;    // ... and which of those are IPC mappings to close
