@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The perf binaries on the host platform, small and quick, as the README's main job would run
+# them: each must exit 0, all_gather_perf must report 0 wrong values, barrier_perf a latency,
+# and ag_gemm_perf a row whose largest relative error is within bf16's rounding (5e-3).
+# Usage: perf_smoke.sh <build>/perf
+set -uo pipefail
+perf=$1
+status=0
+fail() { echo "perf smoke: $*"; status=1; }
+
+out=$("$perf/all_gather_perf" -np 2 -b 8 -e 1M -f 16 -n 2 -w 1 2>&1) || fail "all_gather_perf exited $?"
+grep -q "Out of bounds values : 0 OK" <<<"$out" || fail "all_gather_perf: wrong values or no summary: $out"
+[ "$(grep -cE '^ +[0-9]+ ' <<<"$out")" -ge 3 ] || fail "all_gather_perf printed too few rows: $out"
+
+out=$("$perf/barrier_perf" -np 2 -n 10 -w 2 2>&1) || fail "barrier_perf exited $?"
+grep -qE "Avg barrier latency +: [0-9.]+ us" <<<"$out" || fail "barrier_perf: no latency: $out"
+
+out=$("$perf/ag_gemm_perf" -np 2 --m 1024 --shapes 32x16 --rounds 1 2>&1) || fail "ag_gemm_perf exited $?"
+row=$(grep -E '^ +1024 +32 +16 ' <<<"$out")
+[ -n "$row" ] || fail "ag_gemm_perf printed no row: $out"
+l2=$(awk '{print $NF}' <<<"$row")
+[[ $l2 =~ ^[0-9]+(\.[0-9]+)?e[-+][0-9]+$ ]] || fail "ag_gemm_perf relative error '$l2' is not a number: $row"
+awk -v e="${l2:-1}" 'BEGIN { exit !(e + 0 <= 5e-3) }' || fail "ag_gemm_perf relative error $l2: $row"
+
+[ $status -eq 0 ] && echo "perf smoke: OK"
+exit $status
