@@ -270,14 +270,10 @@ class GpuPlatform final : public Platform {
       if (!ok) break;
       if (r == rank) {
         (*peers)[r] = local;
-      } else if (topology_.SameProcess(r)) {
-        (*peers)[r] = reinterpret_cast<void*>(static_cast<uintptr_t>(all[r].address));
       } else {
-        void* mapped = nullptr;
-        ok = gpuIpcOpenMemHandle(&mapped, all[r].handle, gpuIpcMemLazyEnablePeerAccess) ==
-             gpuSuccess;
-        (*peers)[r] = mapped;
-        (*opened)[r] = ok;
+        bool was_opened = false;
+        ok = OpenPeerBuffer(r, all[r], &(*peers)[r], &was_opened) == xcclSuccess;
+        (*opened)[r] = was_opened;
       }
     }
     std::vector<int32_t> verdicts(nranks, 0);
@@ -391,6 +387,20 @@ class GpuPlatform final : public Platform {
     return xcclSuccess;
   }
 
+  // Rank r's announced buffer as this process addresses it: the pointer itself for a rank of
+  // this process (IPC handles cannot be opened in the process that made them, DESIGN.md 12),
+  // an IPC mapping otherwise (*opened: to be closed with ClosePeerBuffer).
+  xcclResult_t OpenPeerBuffer(int r, const WindowAnnounce& announce, void** ptr, bool* opened) {
+    *opened = false;
+    if (topology_.SameProcess(r)) {
+      *ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(announce.address));
+      return xcclSuccess;
+    }
+    XCCL_GPU_TRY(gpuIpcOpenMemHandle(ptr, announce.handle, gpuIpcMemLazyEnablePeerAccess));
+    *opened = true;
+    return xcclSuccess;
+  }
+
   xcclResult_t MapPeers(const std::vector<WindowAnnounce>& all) {
     const int nranks = topology_.nranks;
     peer_windows_.assign(nranks, nullptr);
@@ -410,15 +420,9 @@ class GpuPlatform final : public Platform {
         if (err != gpuSuccess && err != gpuErrorPeerAccessAlreadyEnabled) XCCL_GPU_TRY(err);
         (void)gpuGetLastError();  // clear a sticky "already enabled"
       }
-      if (topology_.SameProcess(r)) {
-        // IPC handles cannot be opened in the process that made them (DESIGN.md 12).
-        peer_windows_[r] = reinterpret_cast<void*>(static_cast<uintptr_t>(all[r].address));
-      } else {
-        void* mapped = nullptr;
-        XCCL_GPU_TRY(gpuIpcOpenMemHandle(&mapped, all[r].handle, gpuIpcMemLazyEnablePeerAccess));
-        peer_windows_[r] = mapped;
-        opened_[r] = true;
-      }
+      bool opened = false;
+      XCCL_TRY(OpenPeerBuffer(r, all[r], &peer_windows_[r], &opened));
+      opened_[r] = opened;
     }
     // The table of peer control bases, loaded by kernels once per launch.
     std::vector<uint32_t*> table(nranks);
