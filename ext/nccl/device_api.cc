@@ -36,32 +36,6 @@ ncclTeam_t TeamOf(ncclComm_t comm, int nranks, int rank, int stride) {
   return ncclTeam_t{nranks, rank, stride};
 }
 
-// The vendor's function `name` and (for calls with a communicator) its communicator.
-template <typename Fn>
-ncclResult_t VendorCall(const char* name, ncclComm_t comm, Fn* fn, ncclComm_t* vendor_comm) {
-  if (comm != nullptr || vendor_comm != nullptr) {
-    if (!IsLiveComm(comm))
-      return Fail(ncclInvalidArgument, name,
-                  comm ? "not a live communicator (destroyed, or not made by this library)"
-                       : "communicator is NULL");
-  }
-  if (!GetVendor().handle) return NoVendor(name);
-  *fn = VendorFunction<Fn>(name);
-  if (!*fn)
-    return Fail(ncclInvalidUsage, name,
-                "the device API is the vendor's and " + GetVendor().path + " does not export it");
-  if (vendor_comm == nullptr) return ncclSuccess;
-  void* vc = nullptr;
-  ncclResult_t r = EnsureVendorComm(comm, name, &vc);
-  *vendor_comm = static_cast<ncclComm_t>(vc);
-  return r;
-}
-
-ncclResult_t Checked(const char* name, ncclResult_t r) {
-  if (r == ncclSuccess || r == ncclInProgress) return r;
-  return Fail(r, name, "the vendor library failed");
-}
-
 }  // namespace
 
 XCCL_SHIM_EXPORT ncclTeam_t ncclTeamWorld(ncclComm_t comm) {
@@ -95,31 +69,21 @@ XCCL_SHIM_PNCCL(int, ncclTeamRankToLsa, (ncclComm_t comm, ncclTeam_t team, int r
 XCCL_SHIM_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm,
                                                 ncclDevCommRequirements_t const* reqs,
                                                 ncclDevComm_t* out) {
-  decltype(&ncclDevCommCreate) fn = nullptr;
-  ncclComm_t vc = nullptr;
-  ncclResult_t r = VendorCall("ncclDevCommCreate", comm, &fn, &vc);
-  return r != ncclSuccess ? r : Checked("ncclDevCommCreate", fn(vc, reqs, out));
+  XCCL_SHIM_FORWARD(ncclDevCommCreate, comm, vc, reqs, out);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclDevCommCreate,
                 (ncclComm_t comm, ncclDevCommRequirements_t const* reqs, ncclDevComm_t* out));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* dev_comm) {
-  decltype(&ncclDevCommDestroy) fn = nullptr;
-  ncclComm_t vc = nullptr;
-  ncclResult_t r = VendorCall("ncclDevCommDestroy", comm, &fn, &vc);
-  return r != ncclSuccess ? r : Checked("ncclDevCommDestroy", fn(vc, dev_comm));
+  XCCL_SHIM_FORWARD(ncclDevCommDestroy, comm, vc, dev_comm);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclDevCommDestroy, (ncclComm_t comm, ncclDevComm_t const* dev_comm));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclGinBarrierCreateRequirement(
     ncclComm_t comm, ncclTeam_t team, int n_barriers, ncclGinBarrierHandle_t* out_handle,
     ncclDevResourceRequirements_t* out_req) {
-  decltype(&ncclGinBarrierCreateRequirement) fn = nullptr;
-  ncclComm_t vc = nullptr;
-  ncclResult_t r = VendorCall("ncclGinBarrierCreateRequirement", comm, &fn, &vc);
-  return r != ncclSuccess ? r
-                          : Checked("ncclGinBarrierCreateRequirement",
-                                    fn(vc, team, n_barriers, out_handle, out_req));
+  XCCL_SHIM_FORWARD(ncclGinBarrierCreateRequirement, comm, vc, team, n_barriers, out_handle,
+                    out_req);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclGinBarrierCreateRequirement,
                 (ncclComm_t comm, ncclTeam_t team, int n_barriers,
@@ -129,11 +93,10 @@ XCCL_SHIM_EXPORT ncclResult_t
 ncclLsaBarrierCreateRequirement(ncclTeam_t team, int n_barriers, ncclLsaBarrierHandle_t* out_handle,
                                 ncclDevResourceRequirements_t* out_req) {
   decltype(&ncclLsaBarrierCreateRequirement) fn = nullptr;
-  ncclResult_t r =
-      VendorCall<decltype(fn)>("ncclLsaBarrierCreateRequirement", nullptr, &fn, nullptr);
-  return r != ncclSuccess ? r
-                          : Checked("ncclLsaBarrierCreateRequirement",
-                                    fn(team, n_barriers, out_handle, out_req));
+  ncclResult_t r = PrepareVendorFunction("ncclLsaBarrierCreateRequirement", &fn);
+  if (r != ncclSuccess) return r;
+  return FinishForward("ncclLsaBarrierCreateRequirement", nullptr,
+                       fn(team, n_barriers, out_handle, out_req));
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclLsaBarrierCreateRequirement,
                 (ncclTeam_t team, int n_barriers, ncclLsaBarrierHandle_t* out_handle,
@@ -143,10 +106,10 @@ XCCL_SHIM_EXPORT ncclResult_t ncclLLA2ACreateRequirement(int n_blocks, int n_slo
                                                          ncclLLA2AHandle_t* out_handle,
                                                          ncclDevResourceRequirements_t* out_req) {
   decltype(&ncclLLA2ACreateRequirement) fn = nullptr;
-  ncclResult_t r = VendorCall<decltype(fn)>("ncclLLA2ACreateRequirement", nullptr, &fn, nullptr);
-  return r != ncclSuccess
-             ? r
-             : Checked("ncclLLA2ACreateRequirement", fn(n_blocks, n_slots, out_handle, out_req));
+  ncclResult_t r = PrepareVendorFunction("ncclLLA2ACreateRequirement", &fn);
+  if (r != ncclSuccess) return r;
+  return FinishForward("ncclLLA2ACreateRequirement", nullptr,
+                       fn(n_blocks, n_slots, out_handle, out_req));
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclLLA2ACreateRequirement,
                 (int n_blocks, int n_slots, ncclLLA2AHandle_t* out_handle,

@@ -8,49 +8,12 @@
 
 using namespace xccl_shim;
 
-namespace {
-
-template <typename Fn>
-ncclResult_t Prepare(const char* name, ncclComm_t comm, Fn* fn, ncclComm_t* vendor_comm,
-                     const char* alt_name = nullptr) {
-  if (!IsLiveComm(comm))
-    return Fail(ncclInvalidArgument, name,
-                comm ? "not a live communicator (destroyed, or not made by this library)"
-                     : "communicator is NULL");
-  if (!GetVendor().handle) return NoVendor(name);
-  *fn = VendorFunction<Fn>(name);
-  if (!*fn && alt_name) *fn = VendorFunction<Fn>(alt_name);
-  if (!*fn)
-    return Fail(ncclInvalidUsage, name,
-                "xccl has no native path for it and the vendor library " + GetVendor().path +
-                    " does not export it");
-  void* vc = nullptr;
-  ncclResult_t r = EnsureVendorComm(comm, name, &vc);
-  if (r != ncclSuccess) return r;
-  r = SyncVendorGroup();
-  if (r != ncclSuccess) return r;
-  *vendor_comm = static_cast<ncclComm_t>(vc);
-  return ncclSuccess;
-}
-
-ncclResult_t Finish(const char* name, ncclComm_t vendor_comm, ncclResult_t r) {
+ncclResult_t xccl_shim::FinishForward(const char* name, ncclComm_t vendor_comm, ncclResult_t r) {
   if (r == ncclSuccess || r == ncclInProgress) return r;
   auto last = VendorFunction<decltype(&ncclGetLastError)>("ncclGetLastError");
   const char* msg = last ? last(vendor_comm) : nullptr;
   return Fail(r, name, std::string("the vendor library failed: ") + (msg ? msg : "?"));
 }
-
-}  // namespace
-
-// Runs the vendor's `name` with the given arguments (vc names the vendor communicator).
-#define XCCL_SHIM_FORWARD(name, comm, ...)             \
-  do {                                                 \
-    decltype(&name) fn_ = nullptr;                     \
-    ncclComm_t vc = nullptr;                           \
-    ncclResult_t r_ = Prepare(#name, comm, &fn_, &vc); \
-    if (r_ != ncclSuccess) return r_;                  \
-    return Finish(#name, vc, fn_(__VA_ARGS__));        \
-  } while (0)
 
 XCCL_SHIM_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                             ncclDataType_t datatype, ncclComm_t comm,
@@ -118,9 +81,9 @@ XCCL_SHIM_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff,
   decltype(&ncclAlltoAll) fn = nullptr;
   ncclComm_t vc = nullptr;
   // RCCL spells it ncclAllToAll.
-  ncclResult_t r = Prepare("ncclAlltoAll", comm, &fn, &vc, "ncclAllToAll");
+  ncclResult_t r = PrepareForward("ncclAlltoAll", comm, &fn, &vc, "ncclAllToAll");
   if (r != ncclSuccess) return r;
-  return Finish("ncclAlltoAll", vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
+  return FinishForward("ncclAlltoAll", vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclAlltoAll,
                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -132,9 +95,9 @@ XCCL_SHIM_EXPORT ncclResult_t ncclAllToAll(const void* sendbuff, void* recvbuff,
   decltype(&ncclAllToAll) fn = nullptr;
   ncclComm_t vc = nullptr;
   // NCCL (2.28+) spells it ncclAlltoAll.
-  ncclResult_t r = Prepare("ncclAllToAll", comm, &fn, &vc, "ncclAlltoAll");
+  ncclResult_t r = PrepareForward("ncclAllToAll", comm, &fn, &vc, "ncclAlltoAll");
   if (r != ncclSuccess) return r;
-  return Finish("ncclAllToAll", vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
+  return FinishForward("ncclAllToAll", vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclAllToAll,
                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -231,10 +194,10 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   if (!newcomm) return Fail(ncclInvalidArgument, name, "newcomm is NULL");
   decltype(&ncclCommSplit) fn = nullptr;
   ncclComm_t vc = nullptr;
-  ncclResult_t r = Prepare(name, comm, &fn, &vc);
+  ncclResult_t r = PrepareForward(name, comm, &fn, &vc);
   if (r != ncclSuccess) return r;
   ncclComm_t vendor_new = nullptr;
-  r = Finish(name, vc, fn(vc, color, key, &vendor_new, config));
+  r = FinishForward(name, vc, fn(vc, color, key, &vendor_new, config));
   if (r != ncclSuccess && r != ncclInProgress) return r;
   *newcomm = nullptr;
   return vendor_new ? WrapVendorComm(vendor_new, newcomm, name) : r;
@@ -249,11 +212,11 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksL
   if (!newcomm) return Fail(ncclInvalidArgument, name, "newcomm is NULL");
   decltype(&ncclCommShrink) fn = nullptr;
   ncclComm_t vc = nullptr;
-  ncclResult_t r = Prepare(name, comm, &fn, &vc);
+  ncclResult_t r = PrepareForward(name, comm, &fn, &vc);
   if (r != ncclSuccess) return r;
   ncclComm_t vendor_new = nullptr;
-  r = Finish(name, vc,
-             fn(vc, excludeRanksList, excludeRanksCount, &vendor_new, config, shrinkFlags));
+  r = FinishForward(name, vc,
+                    fn(vc, excludeRanksList, excludeRanksCount, &vendor_new, config, shrinkFlags));
   if (r != ncclSuccess && r != ncclInProgress) return r;
   *newcomm = nullptr;
   return vendor_new ? WrapVendorComm(vendor_new, newcomm, name) : r;

@@ -111,7 +111,55 @@ Fn VendorFunction(const char* name) {
 }
 ncclResult_t NoVendor(const char* function);
 
+// The vendor's `name` (or `alt_name`) into *fn: NoVendor or ncclInvalidUsage naming it if the
+// vendor library is missing or lacks it.
+template <typename Fn>
+ncclResult_t PrepareVendorFunction(const char* name, Fn* fn, const char* alt_name = nullptr) {
+  if (!GetVendor().handle) return NoVendor(name);
+  *fn = VendorFunction<Fn>(name);
+  if (!*fn && alt_name) *fn = VendorFunction<Fn>(alt_name);
+  if (!*fn)
+    return Fail(ncclInvalidUsage, name,
+                "xccl has no native path for it and the vendor library " + GetVendor().path +
+                    " does not export it");
+  return ncclSuccess;
+}
+
 // Opens vendor group levels so that the vendor sees the same grouping as the client.
 ncclResult_t SyncVendorGroup();
 
+// Everything a forwarded call with a communicator needs before it runs: the shim handle
+// checked, the vendor function found, the vendor communicator made on first use, and the
+// client's group level mirrored on the vendor.
+template <typename Fn>
+ncclResult_t PrepareForward(const char* name, ncclComm_t comm, Fn* fn, ncclComm_t* vendor_comm,
+                            const char* alt_name = nullptr) {
+  if (!IsLiveComm(comm))
+    return Fail(ncclInvalidArgument, name,
+                comm ? "not a live communicator (destroyed, or not made by this library)"
+                     : "communicator is NULL");
+  ncclResult_t r = PrepareVendorFunction(name, fn, alt_name);
+  if (r != ncclSuccess) return r;
+  void* vc = nullptr;
+  r = EnsureVendorComm(comm, name, &vc);
+  if (r != ncclSuccess) return r;
+  r = SyncVendorGroup();
+  if (r != ncclSuccess) return r;
+  *vendor_comm = static_cast<ncclComm_t>(vc);
+  return ncclSuccess;
+}
+
+// The vendor's result, its message recorded under `name` on failure.
+ncclResult_t FinishForward(const char* name, ncclComm_t vendor_comm, ncclResult_t r);
+
 }  // namespace xccl_shim
+
+// Runs the vendor's `name` with the given arguments (vc names the vendor communicator).
+#define XCCL_SHIM_FORWARD(name, comm, ...)                               \
+  do {                                                                   \
+    decltype(&name) fn_ = nullptr;                                       \
+    ncclComm_t vc = nullptr;                                             \
+    ncclResult_t r_ = xccl_shim::PrepareForward(#name, comm, &fn_, &vc); \
+    if (r_ != ncclSuccess) return r_;                                    \
+    return xccl_shim::FinishForward(#name, vc, fn_(__VA_ARGS__));        \
+  } while (0)
