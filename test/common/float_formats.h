@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -106,6 +107,38 @@ inline xcclGemmProblem DenseProblem(int64_t m, int64_t n, int64_t k, xcclDataTyp
   p.lda = p.ldb = k;
   p.ldc = n;
   return p;
+}
+
+// How far ag_gemm's C is from a double-precision GEMM of the decoded inputs. C holds `padded`
+// rows per source, row-major with n columns of out_type; source s's operands come from
+// operands_of(s), this rank's B from `mine`. Returns the relative L2 error over the m real rows
+// of every source and counts the padding values that are not exactly zero.
+inline double GatheredGemmError(const void* c, xcclDataType_t out_type, int world, int64_t m,
+                                int64_t padded, int64_t n, int64_t k, xcclDataType_t in,
+                                const GemmOperands& mine,
+                                const std::function<GemmOperands(int)>& operands_of,
+                                int64_t* nonzero_padding) {
+  double err2 = 0, ref2 = 0;
+  *nonzero_padding = 0;
+  for (int s = 0; s < world; ++s) {
+    const GemmOperands src = operands_of(s);
+    for (int64_t i = 0; i < padded; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const double got = Value(out_type, c, (s * padded + i) * n + j);
+        if (i >= m) {
+          *nonzero_padding += got != 0.0;
+          continue;
+        }
+        double sum = 0;
+        for (int64_t q = 0; q < k; ++q)
+          sum += Value(in, src.a.data(), i * k + q) * Value(in, mine.b.data(), j * k + q);
+        if (in == xcclFloat8e4m3) sum *= static_cast<double>(src.a_scale[i]) * mine.b_scale[j];
+        err2 += (got - sum) * (got - sum);
+        ref2 += sum * sum;
+      }
+    }
+  }
+  return std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
 }
 
 }  // namespace xccl_test

@@ -84,29 +84,10 @@ bool ToDevice(RankContext& ctx, const Stream& stream, const void* data, size_t b
 // source's regenerated operands; counts padding values that are not zero.
 double CheckC(RankContext& ctx, const unsigned char* c, int64_t m, int64_t padded, int64_t n,
               int64_t k, xcclDataType_t in, uint64_t seed_salt, int64_t* bad_padding) {
-  const bool fp8 = in == xcclFloat8e4m3;
   const Operands mine = MakeOperands(ctx.seed ^ seed_salt, ctx.rank, m, n, k, in);
-  double err2 = 0, ref2 = 0;
-  *bad_padding = 0;
-  for (int s = 0; s < ctx.nranks; ++s) {
-    const Operands src = MakeOperands(ctx.seed ^ seed_salt, s, m, n, k, in);
-    for (int64_t i = 0; i < padded; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const double g = Value(xcclBfloat16, c, (s * padded + i) * n + j);
-        if (i >= m) {
-          *bad_padding += g != 0.0;
-          continue;
-        }
-        double sum = 0;
-        for (int64_t q = 0; q < k; ++q)
-          sum += Value(in, src.a.data(), i * k + q) * Value(in, mine.b.data(), j * k + q);
-        if (fp8) sum *= double(src.a_scale[i]) * mine.b_scale[j];
-        err2 += (g - sum) * (g - sum);
-        ref2 += sum * sum;
-      }
-    }
-  }
-  return std::sqrt(err2 / ref2);
+  return GatheredGemmError(
+      c, xcclBfloat16, ctx.nranks, m, padded, n, k, in, mine,
+      [&](int s) { return MakeOperands(ctx.seed ^ seed_salt, s, m, n, k, in); }, bad_padding);
 }
 
 // Split everywhere; fused where every rank has a GPU of its own (DMA queues), refused where

@@ -67,27 +67,10 @@ void CheckC(RankContext& ctx, const Case& c, const void* result, int64_t m, uint
             const std::string& what, double tolerance = 5e-3) {
   const int64_t padded = (m + 255) / 256 * 256;
   const Operands mine = MakeOperands(ctx.seed, ctx.rank, call, m, c.n, c.k, c.in);
-  double err2 = 0, ref2 = 0;
   int64_t nonzero_padding = 0;
-  for (int s = 0; s < ctx.nranks; ++s) {
-    const Operands src = MakeOperands(ctx.seed, s, call, m, c.n, c.k, c.in);
-    for (int64_t i = 0; i < padded; ++i) {
-      for (int64_t j = 0; j < c.n; ++j) {
-        const double got = Value(c.out, result, (s * padded + i) * c.n + j);
-        if (i >= m) {
-          nonzero_padding += got != 0.0;
-          continue;
-        }
-        double sum = 0;
-        for (int64_t q = 0; q < c.k; ++q)
-          sum += Value(c.in, src.a.data(), i * c.k + q) * Value(c.in, mine.b.data(), j * c.k + q);
-        if (c.in == xcclFloat8e4m3) sum *= static_cast<double>(src.a_scale[i]) * mine.b_scale[j];
-        err2 += (got - sum) * (got - sum);
-        ref2 += sum * sum;
-      }
-    }
-  }
-  const double rel = std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
+  const double rel = GatheredGemmError(
+      result, c.out, ctx.nranks, m, padded, c.n, c.k, c.in, mine,
+      [&](int s) { return MakeOperands(ctx.seed, s, call, m, c.n, c.k, c.in); }, &nonzero_padding);
   RANK_EXPECT(ctx, rel <= tolerance && std::isfinite(rel),
               what << ": relative L2 " << rel << " above " << tolerance);
   RANK_EXPECT(ctx, nonzero_padding == 0,
