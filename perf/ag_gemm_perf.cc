@@ -1,12 +1,12 @@
 // ag_gemm_perf: fused all-gather + GEMM against its split forms, per global M and (N, K).
 //
 // Per row: split-vendor (with --compare vendor: the vendor's all-gather, then the same GEMM
-// plugin called directly; only where the vendor library runs, never on the host platform), split-xccl (xcclAllGather, then one GEMM), fused with 1, 2
-// and 4 bands per source and with the default rule, the best of these, its ratio to split-vendor
-// (or split-xccl where there is no vendor), and the largest relative L2 error of any run against
-// a double-precision reference on sampled rows and columns. Times are the median over --rounds
-// rounds of -n calls each (variants interleaved within a round), each call's time the slowest
-// rank's.
+// plugin called directly; only where the vendor library runs, never on the host platform),
+// split-xccl (xcclAllGather, then one GEMM), fused with 1, 2 and 4 bands per source and with the
+// default rule, the best of these, its ratio to split-vendor (or split-xccl where there is no
+// vendor), and the largest relative L2 error of any run against a double-precision reference on
+// sampled rows and columns. Times are the median over --rounds rounds of -n calls each (variants
+// interleaved within a round), each call's time the slowest rank's.
 //
 // Own flags (the rest are nccl-tests' -np/-t/-g/-n/-w):
 //   --m "4096 8192"        global M list (rows over all ranks; each rank has M / world)
@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/float_formats.h"
 #include "harness/device_buffers.h"
 #include "harness/launcher.h"
 #include "harness/options.h"
@@ -70,65 +71,17 @@ const Variant kVariants[] = {{"split-xccl", xcclAgGemmSplit, 0},
                              {"fused-def", xcclAgGemmFused, 0}};
 constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 
-double Bf16ToDouble(uint16_t code) {
-  uint32_t bits = static_cast<uint32_t>(code) << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
+using xccl_test::Bf16Value;
+using xccl_test::GemmOperands;
+using xccl_test::TypeSize;
+using xccl_test::Value;
+using Operands = GemmOperands;
 
-double InValue(xcclDataType_t t, const uint8_t* data, size_t i) {
-  if (t == xcclFloat8e4m3) {
-    const uint8_t v = data[i];
-    const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
-    const double mag =
-        e == 0 ? m / 8.0 * std::ldexp(1.0, -6) : (1 + m / 8.0) * std::ldexp(1.0, e - 7);
-    return s ? -mag : mag;
-  }
-  uint16_t c;
-  memcpy(&c, data + 2 * i, 2);
-  if (t == xcclBfloat16) return Bf16ToDouble(c);
-  const int s = c >> 15, e = (c >> 10) & 31, m = c & 1023;
-  const double mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(m + 1024.0, e - 25);
-  return s ? -mag : mag;
-}
-
-size_t InSize(xcclDataType_t t) { return t == xcclFloat8e4m3 ? 1 : 2; }
-
-// Random codes with bounded exponents (no inf/NaN; no overflow of a bf16 output).
-void FillOperand(std::vector<uint8_t>* out, size_t count, xcclDataType_t t, std::mt19937_64& rng) {
-  out->resize(count * InSize(t));
-  for (size_t i = 0; i < count; ++i) {
-    const uint64_t r = rng();
-    if (t == xcclFloat8e4m3) {
-      (*out)[i] = static_cast<uint8_t>((r & 1) << 7 | (3 + (r >> 1) % 7) << 3 | ((r >> 8) & 7));
-    } else {
-      const uint16_t c =
-          t == xcclBfloat16
-              ? static_cast<uint16_t>((r & 1) << 15 | (120 + (r >> 1) % 9) << 7 | ((r >> 8) & 0x7F))
-              : static_cast<uint16_t>((r & 1) << 15 | (10 + (r >> 1) % 7) << 10 |
-                                      ((r >> 8) & 0x3FF));
-      memcpy(out->data() + 2 * i, &c, 2);
-    }
-  }
-}
-
-struct Operands {
-  std::vector<uint8_t> a, b;
-  std::vector<float> a_scale, b_scale;
-};
-
+// Rank `rank`'s operands for a table row: any rank can regenerate any rank's (shared with the
+// tests: test/common/float_formats.h).
 Operands MakeOperands(int rank, int64_t m, const Shape& s, xcclDataType_t t) {
   std::mt19937_64 rng(0x5eed0000ull + static_cast<uint64_t>(rank) * 7919 + m * 31 + s.n);
-  Operands o;
-  FillOperand(&o.a, m * s.k, t, rng);
-  FillOperand(&o.b, s.n * s.k, t, rng);
-  if (t == xcclFloat8e4m3) {
-    std::uniform_real_distribution<float> scale(0.25f, 2.0f);
-    for (int64_t i = 0; i < m; ++i) o.a_scale.push_back(scale(rng));
-    for (int64_t j = 0; j < s.n; ++j) o.b_scale.push_back(scale(rng));
-  }
-  return o;
+  return xccl_test::RandomGemmOperands(m, s.n, s.k, t, rng);
 }
 
 // The double-precision GEMM of the decoded inputs on a sample of C: about 8 rows per source and
@@ -150,8 +103,8 @@ Sample ReferenceSample(const RankContext& ctx, const Settings& set, const Shape&
       for (int64_t j = 0; j < s.n; j += col_step) {
         double sum = 0;
         for (int64_t q = 0; q < s.k; ++q)
-          sum += InValue(set.in_type, o.a.data(), i * s.k + q) *
-                 InValue(set.in_type, mine.b.data(), j * s.k + q);
+          sum += Value(set.in_type, o.a.data(), i * s.k + q) *
+                 Value(set.in_type, mine.b.data(), j * s.k + q);
         if (set.in_type == xcclFloat8e4m3) sum *= double(o.a_scale[i]) * mine.b_scale[j];
         sample.source.push_back(src);
         sample.row.push_back(i);
@@ -169,7 +122,7 @@ double RelativeL2(const Sample& sample, const uint16_t* c, int64_t rows_per_sour
   double err2 = 0, ref2 = 0;
   for (size_t x = 0; x < sample.value.size(); ++x) {
     const int64_t index = (sample.source[x] * rows_per_source + sample.row[x]) * n + sample.col[x];
-    const double got = Bf16ToDouble(c[index]), want = sample.value[x];
+    const double got = Bf16Value(c[index]), want = sample.value[x];
     err2 += (got - want) * (got - want);
     ref2 += want * want;
   }
@@ -334,7 +287,7 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       // through the same plugin, called directly; variant index kVariantCount.
       const bool with_vendor = vendor != nullptr && gemm.ok();
       Staged gathered, gathered_scales, cv;
-      const size_t in_size = InSize(set.in_type);
+      const size_t in_size = TypeSize(set.in_type);
       const size_t cv_bytes = static_cast<size_t>(ctx.nranks * m * s.n) * 2;
       std::vector<uint8_t> none(std::max<size_t>(
           {cv_bytes, static_cast<size_t>(ctx.nranks * m * s.k) * in_size, size_t(1)}));
