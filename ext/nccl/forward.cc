@@ -75,15 +75,27 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclBroadcast,
                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                  int root, ncclComm_t comm, cudaStream_t stream));
 
+namespace {
+
+// NCCL (2.28+) spells it ncclAlltoAll, RCCL ncclAllToAll: either name forwards to whichever
+// the vendor library has.
+ncclResult_t ForwardAllToAll(const char* name, const char* other_name, const void* sendbuff,
+                             void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                             cudaStream_t stream) {
+  decltype(&ncclAlltoAll) fn = nullptr;
+  ncclComm_t vc = nullptr;
+  ncclResult_t r = PrepareForward(name, comm, &fn, &vc, other_name);
+  if (r != ncclSuccess) return r;
+  return FinishForward(name, vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
+}
+
+}  // namespace
+
 XCCL_SHIM_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, ncclComm_t comm,
                                            cudaStream_t stream) {
-  decltype(&ncclAlltoAll) fn = nullptr;
-  ncclComm_t vc = nullptr;
-  // RCCL spells it ncclAllToAll.
-  ncclResult_t r = PrepareForward("ncclAlltoAll", comm, &fn, &vc, "ncclAllToAll");
-  if (r != ncclSuccess) return r;
-  return FinishForward("ncclAlltoAll", vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
+  return ForwardAllToAll("ncclAlltoAll", "ncclAllToAll", sendbuff, recvbuff, count, datatype, comm,
+                         stream);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclAlltoAll,
                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -92,12 +104,8 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclAlltoAll,
 XCCL_SHIM_EXPORT ncclResult_t ncclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, ncclComm_t comm,
                                            cudaStream_t stream) {
-  decltype(&ncclAllToAll) fn = nullptr;
-  ncclComm_t vc = nullptr;
-  // NCCL (2.28+) spells it ncclAlltoAll.
-  ncclResult_t r = PrepareForward("ncclAllToAll", comm, &fn, &vc, "ncclAlltoAll");
-  if (r != ncclSuccess) return r;
-  return FinishForward("ncclAllToAll", vc, fn(sendbuff, recvbuff, count, datatype, vc, stream));
+  return ForwardAllToAll("ncclAllToAll", "ncclAlltoAll", sendbuff, recvbuff, count, datatype, comm,
+                         stream);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclAllToAll,
                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
