@@ -100,7 +100,10 @@ typedef struct xcclGemmPlugin_v1 {
 
   const char* name; /* short, e.g. "reference"; shown in logs and errors */
 
-  /* Creates the plugin's state for one device (the GPU ordinal; 0 on the host platform). */
+  /* Creates the plugin's state for one device (the GPU ordinal; 0 on the host platform). On
+   * GPUs it should also load every kernel run() will launch: under lazy module loading a first
+   * launch can wait for the whole device, and where ranks share a GPU in one process that wait
+   * stalls behind a peer's xccl kernel waiting for this rank (docs/ARCHITECTURE.md). */
   xcclResult_t (*init)(void** ctx, int device);
   xcclResult_t (*finalize)(void* ctx);
 

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/eager_module_loading.h"
 #include "common/float_formats.h"
 #include "harness/device_buffers.h"
 #include "harness/launcher.h"
@@ -471,6 +472,7 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
 int main(int argc, char** argv) {
   using namespace xccl_perf;
   setlinebuf(stdout);
+  xccl_test::RequestEagerModuleLoading();  // ranks sharing a GPU launch cuBLASLt between calls
   Settings set;
   if (!TakeOwnFlags(&argc, argv, &set)) return 2;
   if (set.plugin.empty() &&

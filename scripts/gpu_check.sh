@@ -9,7 +9,8 @@
 #           GPU where there are several (fused and split), else 2 ranks sharing GPU 0 (split)
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
-#   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several)
+#   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);
+#           GPU_CHECK_TEST_REGEX narrows it (ctest -R)
 # Logs go to a folder that is packed into $OUT/logs.tgz after every stage (so a run cut short
 # still brings back what it did); the table goes to stdout and $OUT/summary.txt.
 # Usage: GPU_CHECK_STAGES="multi torch" scripts/gpu_check.sh [build-dir]
@@ -97,7 +98,8 @@ fi
 # ---- tests ----
 tests_rc=0
 if has_stage tests; then
-  timeout "$test_budget" ctest --test-dir "$build" -L gpu --timeout 120 --output-on-failure \
+  timeout "$test_budget" ctest --test-dir "$build" -L gpu ${GPU_CHECK_TEST_REGEX:+-R "$GPU_CHECK_TEST_REGEX"} \
+    --timeout 120 --output-on-failure \
     >"$logs/gpu_tests.txt" 2>&1
   tests_rc=$?
   pack

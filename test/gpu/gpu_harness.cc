@@ -17,11 +17,15 @@
 
 #include "core/datatype.h"
 #include "core/params.h"
+#include "common/eager_module_loading.h"
 #include "mp/data_pattern.h"
 
 namespace xccl_test {
 
 namespace {
+
+// Before main, so before any CUDA call of the test binary (gtest_main).
+const bool kEagerModuleLoading = RequestEagerModuleLoading();
 
 // Set in a re-run child so that it never re-runs itself again.
 constexpr const char* kFreshProcessEnv = "XCCL_GPU_TEST_FRESH_PROCESS";

@@ -13,6 +13,7 @@
 
 #if defined(XCCL_REFERENCE_GPU)
 // reference_gpu.cu: the same arithmetic as a kernel, for problems in device memory.
+xcclResult_t ReferenceLoadKernels(int device);
 bool ReferenceIsDeviceMemory(const void* ptr);
 xcclResult_t ReferenceRunOnDevice(const xcclGemmProblem* p, const xcclGemmBand* band, void* stream);
 xcclResult_t ReferenceRunTileWaitOnDevice(const xcclGemmProblem* p, const xcclGemmTileWait* w,
@@ -29,6 +30,9 @@ struct Ctx {
 
 xcclResult_t Init(void** ctx, int device) {
   if (ctx == nullptr) return xcclInvalidArgument;
+#if defined(XCCL_REFERENCE_GPU)
+  if (device >= 0 && ReferenceLoadKernels(device) != xcclSuccess) return xcclUnhandledDeviceError;
+#endif
   Ctx* c = new (std::nothrow) Ctx{device};
   if (c == nullptr) return xcclSystemError;
   *ctx = c;

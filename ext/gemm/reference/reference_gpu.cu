@@ -54,6 +54,29 @@ __global__ void ReferenceGemmTileWaitKernel(xcclGemmProblem p, xcclGemmTileWait 
 
 }  // namespace
 
+// Loads both kernels now, in init. Under CUDA's lazy module loading a kernel's first launch
+// loads its module and may wait for the whole device; where ranks share a GPU in one process,
+// that wait can stall behind a peer's xccl kernel that waits for this rank's next launch.
+xcclResult_t ReferenceLoadKernels(int device) {
+  int count = 0;
+  if (gpuGetDeviceCount(&count) != gpuSuccess || count == 0) {
+    (void)gpuGetLastError();
+    return xcclSuccess;  // no GPU here: only the CPU loop will run
+  }
+  int current = 0;
+  if (gpuGetDevice(&current) != gpuSuccess || gpuSetDevice(device) != gpuSuccess)
+    return xcclUnhandledDeviceError;
+  gpuFuncAttributes_t attributes;
+  const bool loaded =
+      gpuFuncGetAttributes(&attributes, reinterpret_cast<const void*>(ReferenceGemmKernel)) ==
+          gpuSuccess &&
+      gpuFuncGetAttributes(&attributes,
+                           reinterpret_cast<const void*>(ReferenceGemmTileWaitKernel)) ==
+          gpuSuccess;
+  const bool restored = gpuSetDevice(current) == gpuSuccess;  // the caller's device is theirs
+  return loaded && restored ? xcclSuccess : xcclUnhandledDeviceError;
+}
+
 // Device (or managed) memory: the kernel's to compute; host memory: the CPU loop's.
 bool ReferenceIsDeviceMemory(const void* ptr) {
   gpuPointerAttributes_t attributes;

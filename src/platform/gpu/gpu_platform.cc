@@ -11,6 +11,7 @@
 //    closing barrier keeps a rank one operation ahead from writing an inbox still being read.
 // Nothing waits on the host inside a call.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -546,13 +547,40 @@ xcclResult_t DefaultDevice(int index, int* device) {
   return xcclSuccess;
 }
 
+// Ranks of one process sharing a GPU share its context. Under CUDA's lazy module loading (the
+// default since CUDA 12.2) a kernel's first launch may load its module and wait for the whole
+// context; if another library's kernel (a GEMM, say) is first launched between xccl calls, that
+// wait stalls behind a peer's xccl kernel that waits for this rank's next launch, until the
+// device-side deadline. xccl loads its own kernels at init; the rest need
+// CUDA_MODULE_LOADING=EAGER (or their kernels loaded up front). Said once per process.
+void WarnAboutLazyLoading(bool shared_in_process) {
+#if !defined(XCCL_PLATFORM_HIP)
+  static std::atomic<bool> warned{false};
+  const char* mode = getenv("CUDA_MODULE_LOADING");
+  if (!shared_in_process || (mode != nullptr && strcmp(mode, "EAGER") == 0) || warned.exchange(true))
+    return;
+  XCCL_WARN(kLogInit,
+            "ranks of this process share a GPU under lazy module loading: another library's "
+            "kernel first launched between xccl calls can stall them until the timeout; set "
+            "CUDA_MODULE_LOADING=EAGER");
+#else
+  (void)shared_in_process;
+#endif
+}
+
 xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
                             std::unique_ptr<Platform>* out) {
   const int device = topology.ranks[topology.rank].device;
   auto platform = std::make_unique<GpuPlatform>(topology, device, timeout_ms);
   XCCL_TRY(platform->Init(bootstrap));
   int sharing = 0;
-  for (int r : topology.local_ranks) sharing += topology.ranks[r].device == device;
+  bool shared_in_process = false;
+  for (int r : topology.local_ranks) {
+    sharing += topology.ranks[r].device == device;
+    shared_in_process |=
+        r != topology.rank && topology.ranks[r].device == device && topology.SameProcess(r);
+  }
+  WarnAboutLazyLoading(shared_in_process);
   XCCL_INFO(kLogInit,
             "rank %d: %s platform, device %d%s, %d DMA queues (copy-engine streams), all_gather "
             "engine %s",
