@@ -260,7 +260,8 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       int64_t padded = 0;
       int default_chunks = 0;
       xcclAgGemmPaddedM(ops[0], m, &padded);
-      xcclAgGemmChunks(ops[kVariantCount - 1], m, &default_chunks);
+      if (ops[kVariantCount - 1] != nullptr)
+        xcclAgGemmChunks(ops[kVariantCount - 1], m, &default_chunks);
       const Operands o = MakeOperands(ctx.rank, m, s, set.in_type);
       const bool fp8 = set.in_type == xcclFloat8e4m3;
       const size_t c_bytes = static_cast<size_t>(ctx.nranks * padded * s.n) * 2;

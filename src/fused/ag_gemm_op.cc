@@ -116,6 +116,10 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
     XCCL_TRY(platform->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_,
                                       &op->peer_opened_));
   }
+  // GPUs: no rank goes on to launch kernels until every rank has allocated and its plugin has
+  // loaded its kernels (init, supports). Both can wait for the whole device, which, where ranks
+  // share a GPU in one process, would stall behind a peer's call waiting for this rank.
+  if (!op->host_ && world > 1) XCCL_TRY(comm->bootstrap()->Barrier());
   *out = std::move(op);
   return xcclSuccess;
 }

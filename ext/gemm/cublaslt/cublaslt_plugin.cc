@@ -11,8 +11,12 @@
 // 12 measured this path on an H200). A band of rows of C is a band of columns of C^T: the same
 // call with A, a_scale and C offset and the column count cut.
 //
-// Algorithms are chosen by cuBLASLt's heuristic once per (rows, n, k, types) and cached in the
-// plugin's context. Status: compiled against CUDA 13; not yet run on a GPU (docs/PERF.md).
+// One algorithm per (n, k, types), chosen by cuBLASLt's heuristic for the whole problem at
+// supports() and used for every band whose row count it accepts (cublasLtMatmulAlgoCheck;
+// others get their own, cached per row count). One algorithm means one summation order, so a
+// band's bytes equal the full run's. supports() also runs it once on scratch memory: that loads
+// its kernel before any xccl call (ag_gemm's create ends in a barrier), since a kernel's first
+// launch can wait for the whole device, which stalls ranks sharing a GPU in one process.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -95,7 +99,7 @@ xcclResult_t Finalize(void* ctx) {
 
 // Shape and type rules of cuBLASLt on Hopper: fp8 needs ptpc scales here (the only fp8 mode
 // of the ABI), k and the leading dimensions multiples of 16 bytes' worth of elements.
-xcclResult_t Supports(void* /*ctx*/, const xcclGemmProblem* p) {
+xcclResult_t CheckShape(const xcclGemmProblem* p) {
   if (p == nullptr) return xcclInvalidArgument;
   cudaDataType_t a, c;
   if (!CudaType(p->a_type, &a) || p->a_type != p->b_type || !CudaType(p->c_type, &c) ||
@@ -116,95 +120,179 @@ cublasStatus_t SetAttr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t
   return cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value));
 }
 
-xcclResult_t Run(void* ctx, const xcclGemmProblem* p, const xcclGemmBand* band, void* stream) {
-  auto* c = static_cast<Context*>(ctx);
-  if (c == nullptr || p == nullptr || band == nullptr) return xcclInvalidArgument;
-  if (Supports(ctx, p) != xcclSuccess) return xcclInvalidArgument;
-  if (band->row_begin < 0 || band->row_end > p->m || band->row_begin > band->row_end)
-    return xcclInvalidArgument;
-  const int64_t rows = band->row_end - band->row_begin;
-  if (rows == 0) return xcclSuccess;
-  const bool fp8 = p->a_type == xcclFloat8e4m3;
-  cudaDataType_t in = CUDA_R_16BF, out = CUDA_R_16BF;
-  CudaType(p->a_type, &in);
-  CudaType(p->c_type, &out);
-  const size_t in_size = fp8 ? 1 : 2;
-  const char* a = static_cast<const char*>(p->a) + band->row_begin * p->lda * in_size;
-  char* cptr = static_cast<char*>(p->c) + band->row_begin * p->ldc * 2;
+// cuBLASLt's descriptors of rows [row_begin, row_end) of p (see the layout note above).
+class Descriptors {
+ public:
+  Descriptors(const xcclGemmProblem& p, int64_t row_begin, int64_t row_end) {
+    const bool fp8 = p.a_type == xcclFloat8e4m3;
+    cudaDataType_t in = CUDA_R_16BF, out = CUDA_R_16BF;
+    CudaType(p.a_type, &in);
+    CudaType(p.c_type, &out);
+    const int64_t rows = row_end - row_begin;
+    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+    // cuBLASLt's A: our B viewed k x n (op T -> n x k); its B: our A band viewed k x rows.
+    if (Check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
+        Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_TRANSA, transa)) &&
+        Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_TRANSB, transb)) &&
+        Check(cublasLtMatrixLayoutCreate(&la, in, p.k, p.n, p.ldb)) &&
+        Check(cublasLtMatrixLayoutCreate(&lb, in, p.k, rows, p.lda)) &&
+        Check(cublasLtMatrixLayoutCreate(&lc, out, p.n, rows, p.ldc)) && fp8) {
+      const int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      const float* b_scale = p.b_scale;                               // over cuBLASLt's rows (n)
+      const float* a_scale = p.a_scale == nullptr ? nullptr : p.a_scale + row_begin;  // the band
+      Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer)) &&
+          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer)) &&
+          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale)) &&
+          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale));
+    }
+  }
+  ~Descriptors() {
+    if (lc != nullptr) cublasLtMatrixLayoutDestroy(lc);
+    if (lb != nullptr) cublasLtMatrixLayoutDestroy(lb);
+    if (la != nullptr) cublasLtMatrixLayoutDestroy(la);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+  bool Check(cublasStatus_t s) {
+    if (result == xcclSuccess && s != CUBLAS_STATUS_SUCCESS) result = FromCublas(s);
+    return result == xcclSuccess;
+  }
 
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
   xcclResult_t result = xcclSuccess;
-  auto check = [&](cublasStatus_t s) {
-    if (result == xcclSuccess && s != CUBLAS_STATUS_SUCCESS) result = FromCublas(s);
-    return result == xcclSuccess;
-  };
-  const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-  // cuBLASLt's A: our B viewed k x n (op T -> n x k); its B: our A band viewed k x rows.
-  if (check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
-      check(SetAttr(desc, CUBLASLT_MATMUL_DESC_TRANSA, transa)) &&
-      check(SetAttr(desc, CUBLASLT_MATMUL_DESC_TRANSB, transb)) &&
-      check(cublasLtMatrixLayoutCreate(&la, in, p->k, p->n, p->ldb)) &&
-      check(cublasLtMatrixLayoutCreate(&lb, in, p->k, rows, p->lda)) &&
-      check(cublasLtMatrixLayoutCreate(&lc, out, p->n, rows, p->ldc))) {
-    if (fp8) {
-      const int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-      const float* b_scale = p->b_scale;                    // over cuBLASLt's rows (n)
-      const float* a_scale = p->a_scale + band->row_begin;  // over its columns (the band)
-      check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer));
-      check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer));
-      check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale));
-      check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale));
-    }
-  }
-  cublasLtMatmulAlgo_t algo;
-  bool have_algo = false;
-  const AlgoKey key{rows, p->n, p->k, static_cast<int>(p->a_type), static_cast<int>(p->c_type)};
-  if (result == xcclSuccess) {
-    std::lock_guard<std::mutex> lock(c->mu);
-    auto it = c->algos.find(key);
-    if (it != c->algos.end()) {
-      algo = it->second;
-      have_algo = true;
-    } else if (check(cublasLtMatmulPreferenceCreate(&pref)) &&
-               check(cublasLtMatmulPreferenceSetAttribute(
-                   pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspaceBytes,
-                   sizeof(kWorkspaceBytes)))) {
-      cublasLtMatmulHeuristicResult_t heuristic;
-      int found = 0;
-      if (check(cublasLtMatmulAlgoGetHeuristic(c->handle, desc, la, lb, lc, lc, pref, 1, &heuristic,
-                                               &found))) {
-        if (found > 0) {
-          algo = heuristic.algo;
-          // No split-K: each output element's sum then runs over k in one order whatever the
-          // row count, so a band's bytes equal the full run's (the ABI's promise; fused and
-          // split ag_gemm must agree byte for byte).
-          const int32_t one = 1;
-          const uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
-          cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one,
-                                               sizeof(one));
-          cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &none,
-                                               sizeof(none));
-          c->algos[key] = algo;
-          have_algo = true;
-        } else {
-          result = xcclInvalidArgument;  // no kernel for this shape
-        }
-      }
-    }
-  }
-  if (result == xcclSuccess && have_algo) {
-    const float alpha = 1.0f, beta = 0.0f;
-    check(cublasLtMatmul(c->handle, desc, &alpha, p->b, la, a, lb, &beta, cptr, lc, cptr, lc, &algo,
-                         c->workspace, kWorkspaceBytes, static_cast<cudaStream_t>(stream)));
-  }
+};
+
+// cuBLASLt's heuristic for these descriptors, with split-K off: each output element's sum
+// then runs over k in one order whatever the row count.
+xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublasLtMatmulHeuristicResult_t heuristic;
+  int found = 0;
+  if (d.Check(cublasLtMatmulPreferenceCreate(&pref)) &&
+      d.Check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                   &kWorkspaceBytes, sizeof(kWorkspaceBytes))))
+    d.Check(cublasLtMatmulAlgoGetHeuristic(c->handle, d.desc, d.la, d.lb, d.lc, d.lc, pref, 1,
+                                           &heuristic, &found));
   if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
-  if (lc != nullptr) cublasLtMatrixLayoutDestroy(lc);
-  if (lb != nullptr) cublasLtMatrixLayoutDestroy(lb);
-  if (la != nullptr) cublasLtMatrixLayoutDestroy(la);
-  if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
-  return result;
+  if (d.result != xcclSuccess) return d.result;
+  if (found == 0) return xcclInvalidArgument;  // no kernel for this shape
+  *algo = heuristic.algo;
+  const int32_t one = 1;
+  const uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
+  cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, sizeof(one));
+  cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &none,
+                                       sizeof(none));
+  return xcclSuccess;
+}
+
+AlgoKey KeyOf(const xcclGemmProblem& p, int64_t rows) {
+  return AlgoKey{rows, p.n, p.k, static_cast<int>(p.a_type), static_cast<int>(p.c_type)};
+}
+constexpr int64_t kShapeAlgo = -1;  // AlgoKey::rows of the algorithm chosen for the whole problem
+
+// The algorithm for these descriptors of `rows` rows: cached; else the whole problem's if
+// cuBLASLt accepts it for them; else the heuristic's for them. Called with c->mu held.
+xcclResult_t AlgoFor(Context* c, const xcclGemmProblem& p, int64_t rows, Descriptors& d,
+                     cublasLtMatmulAlgo_t* algo) {
+  auto it = c->algos.find(KeyOf(p, rows));
+  if (it != c->algos.end()) {
+    *algo = it->second;
+    return xcclSuccess;
+  }
+  auto shape = c->algos.find(KeyOf(p, kShapeAlgo));
+  cublasLtMatmulHeuristicResult_t checked;
+  if (shape != c->algos.end() &&
+      cublasLtMatmulAlgoCheck(c->handle, d.desc, d.la, d.lb, d.lc, d.lc, &shape->second,
+                              &checked) == CUBLAS_STATUS_SUCCESS &&
+      checked.workspaceSize <= kWorkspaceBytes) {
+    *algo = shape->second;
+  } else {
+    const xcclResult_t r = Heuristic(c, d, algo);
+    if (r != xcclSuccess) return r;
+  }
+  c->algos[KeyOf(p, rows)] = *algo;
+  return xcclSuccess;
+}
+
+xcclResult_t Matmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int64_t row_end,
+                    cudaStream_t stream) {
+  Descriptors d(p, row_begin, row_end);
+  if (d.result != xcclSuccess) return d.result;
+  cublasLtMatmulAlgo_t algo;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    const xcclResult_t r = AlgoFor(c, p, row_end - row_begin, d, &algo);
+    if (r != xcclSuccess) return r;
+  }
+  const size_t in_size = p.a_type == xcclFloat8e4m3 ? 1 : 2;
+  const char* a = static_cast<const char*>(p.a) + row_begin * p.lda * in_size;
+  char* cptr = static_cast<char*>(p.c) + row_begin * p.ldc * 2;
+  const float alpha = 1.0f, beta = 0.0f;
+  d.Check(cublasLtMatmul(c->handle, d.desc, &alpha, p.b, d.la, a, d.lb, &beta, cptr, d.lc, cptr,
+                         d.lc, &algo, c->workspace, kWorkspaceBytes, stream));
+  return d.result;
+}
+
+// Chooses the problem's algorithm and runs it once over a few rows of zeros in scratch memory
+// (loading its kernel now rather than at the first band).
+xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (c->algos.count(KeyOf(p, kShapeAlgo)) != 0) return xcclSuccess;
+    Descriptors d(p, 0, p.m);
+    cublasLtMatmulAlgo_t algo;
+    const xcclResult_t r = d.result != xcclSuccess ? d.result : Heuristic(c, d, &algo);
+    if (r != xcclSuccess) return r;
+    c->algos[KeyOf(p, kShapeAlgo)] = algo;
+  }
+  const int64_t rows = p.m < 64 ? p.m : 64;
+  if (rows == 0) return xcclSuccess;
+  const bool fp8 = p.a_type == xcclFloat8e4m3;
+  const size_t in_size = fp8 ? 1 : 2;
+  const size_t a_bytes = rows * p.lda * in_size, b_bytes = p.n * p.ldb * in_size;
+  const size_t c_bytes = rows * p.ldc * 2, scale_bytes = (rows + p.n) * sizeof(float);
+  const size_t total = a_bytes + b_bytes + c_bytes + scale_bytes;
+  char* scratch = nullptr;
+  cudaStream_t stream = nullptr;
+  xcclResult_t r = xcclUnhandledDeviceError;
+  if (cudaSetDevice(c->device) == cudaSuccess && cudaMalloc(&scratch, total) == cudaSuccess &&
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+      cudaMemsetAsync(scratch, 0, total, stream) == cudaSuccess) {
+    xcclGemmProblem warm = p;
+    warm.m = rows;
+    warm.a = scratch;
+    warm.b = scratch + a_bytes;
+    warm.c = scratch + a_bytes + b_bytes;
+    float* scales = reinterpret_cast<float*>(scratch + a_bytes + b_bytes + c_bytes);
+    warm.a_scale = fp8 ? scales : nullptr;
+    warm.b_scale = fp8 ? scales + rows : nullptr;
+    r = Matmul(c, warm, 0, rows, stream);
+    if (cudaStreamSynchronize(stream) != cudaSuccess && r == xcclSuccess)
+      r = xcclUnhandledDeviceError;
+  }
+  if (stream != nullptr) cudaStreamDestroy(stream);
+  if (scratch != nullptr) cudaFree(scratch);
+  return r;
+}
+
+xcclResult_t Supports(void* ctx, const xcclGemmProblem* p) {
+  auto* c = static_cast<Context*>(ctx);
+  if (c == nullptr || p == nullptr) return xcclInvalidArgument;
+  const xcclResult_t shape = CheckShape(p);
+  return shape != xcclSuccess ? shape : Prepare(c, *p);
+}
+
+xcclResult_t Run(void* ctx, const xcclGemmProblem* p, const xcclGemmBand* band, void* stream) {
+  auto* c = static_cast<Context*>(ctx);
+  if (c == nullptr || p == nullptr || band == nullptr) return xcclInvalidArgument;
+  if (CheckShape(p) != xcclSuccess) return xcclInvalidArgument;
+  if (band->row_begin < 0 || band->row_end > p->m || band->row_begin > band->row_end)
+    return xcclInvalidArgument;
+  if (band->row_end == band->row_begin) return xcclSuccess;
+  return Matmul(c, *p, band->row_begin, band->row_end, static_cast<cudaStream_t>(stream));
 }
 
 }  // namespace
