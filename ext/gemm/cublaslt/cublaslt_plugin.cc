@@ -237,23 +237,18 @@ xcclResult_t Matmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int
 }
 
 // Chooses the problem's algorithm and runs it once over a few rows of zeros in scratch memory
-// (loading its kernel now rather than at the first band).
+// (loading its kernel now rather than at the first band). The heuristic sees scratch pointers
+// too: it refuses fp8 with scale vectors that are NULL.
 xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
   {
     std::lock_guard<std::mutex> lock(c->mu);
     if (c->algos.count(KeyOf(p, kShapeAlgo)) != 0) return xcclSuccess;
-    Descriptors d(p, 0, p.m);
-    cublasLtMatmulAlgo_t algo;
-    const xcclResult_t r = d.result != xcclSuccess ? d.result : Heuristic(c, d, &algo);
-    if (r != xcclSuccess) return r;
-    c->algos[KeyOf(p, kShapeAlgo)] = algo;
   }
   const int64_t rows = p.m < 64 ? p.m : 64;
-  if (rows == 0) return xcclSuccess;
   const bool fp8 = p.a_type == xcclFloat8e4m3;
   const size_t in_size = fp8 ? 1 : 2;
   const size_t a_bytes = rows * p.lda * in_size, b_bytes = p.n * p.ldb * in_size;
-  const size_t c_bytes = rows * p.ldc * 2, scale_bytes = (rows + p.n) * sizeof(float);
+  const size_t c_bytes = rows * p.ldc * 2, scale_bytes = (p.m + p.n) * sizeof(float);
   const size_t total = a_bytes + b_bytes + c_bytes + scale_bytes;
   char* scratch = nullptr;
   cudaStream_t stream = nullptr;
@@ -262,14 +257,21 @@ xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
       cudaMemsetAsync(scratch, 0, total, stream) == cudaSuccess) {
     xcclGemmProblem warm = p;
-    warm.m = rows;
     warm.a = scratch;
     warm.b = scratch + a_bytes;
     warm.c = scratch + a_bytes + b_bytes;
     float* scales = reinterpret_cast<float*>(scratch + a_bytes + b_bytes + c_bytes);
-    warm.a_scale = fp8 ? scales : nullptr;
-    warm.b_scale = fp8 ? scales + rows : nullptr;
-    r = Matmul(c, warm, 0, rows, stream);
+    warm.a_scale = fp8 ? scales + p.n : nullptr;
+    warm.b_scale = fp8 ? scales : nullptr;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      Descriptors d(warm, 0, p.m);
+      cublasLtMatmulAlgo_t algo;
+      r = d.result != xcclSuccess ? d.result : Heuristic(c, d, &algo);
+      if (r == xcclSuccess) c->algos[KeyOf(p, kShapeAlgo)] = algo;
+    }
+    warm.m = rows;
+    if (r == xcclSuccess && rows > 0) r = Matmul(c, warm, 0, rows, stream);
     if (cudaStreamSynchronize(stream) != cudaSuccess && r == xcclSuccess)
       r = xcclUnhandledDeviceError;
   }
