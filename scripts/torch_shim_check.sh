@@ -24,9 +24,10 @@ if ! env LD_PRELOAD="$shim" python3 scripts/torch_shim_check.py --world 1 --labe
   # Narrowing down a forwarding failure: the same run with NCCL's and xccl's logs, then with the
   # vendor opened without RTLD_DEEPBIND, then with the vendor communicator made at init.
   echo "torch_shim_check: world 1 failed; diagnostics follow"
-  env LD_PRELOAD="$shim" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL,ENV XCCL_DEBUG=INFO \
+  env LD_PRELOAD="$shim" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL,ENV,CALL XCCL_DEBUG=INFO \
     python3 scripts/torch_shim_check.py --world 1 --label shim-debug 2>&1 |
-    grep -E "NCCL (WARN|INFO)|XCCL|shim|Error|error" | grep -v "^\[rank0\]:  " | tail -40
+    grep -E "NCCL (WARN|INFO)|XCCL|shim|Error|error" | grep -v "^\[rank0\]:  " |
+    grep -vE "Channel [0-9]+/[0-9]+ :|Trees \[|P2P Chunksize|CPU core|Plugin: Could not" | tail -70
   env LD_PRELOAD="$shim" XCCL_NCCL_DEEPBIND=0 python3 scripts/torch_shim_check.py --world 1 \
     --label shim-no-deepbind 2>&1 | tail -3
   env LD_PRELOAD="$shim" XCCL_NCCL_VENDOR_INIT=eager python3 scripts/torch_shim_check.py \

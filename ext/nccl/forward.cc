@@ -12,7 +12,16 @@ ncclResult_t xccl_shim::FinishForward(const char* name, ncclComm_t vendor_comm, 
   if (r == ncclSuccess || r == ncclInProgress) return r;
   auto last = VendorFunction<decltype(&ncclGetLastError)>("ncclGetLastError");
   const char* msg = last ? last(vendor_comm) : nullptr;
-  return Fail(r, name, std::string("the vendor library failed: ") + (msg ? msg : "?"));
+  std::string why = std::string("the vendor library failed: ") + (msg && *msg ? msg : "(no message)");
+  // A vendor call can fail on the communicator's stored asynchronous error without a message of
+  // its own: name that state too.
+  auto async = VendorFunction<decltype(&ncclCommGetAsyncError)>("ncclCommGetAsyncError");
+  auto text = VendorFunction<decltype(&ncclGetErrorString)>("ncclGetErrorString");
+  ncclResult_t state = ncclSuccess;
+  if (async && vendor_comm && async(vendor_comm, &state) == ncclSuccess && state != ncclSuccess)
+    why += std::string("; the vendor communicator's asynchronous error is ") +
+           (text ? text(state) : std::to_string(static_cast<int>(state)));
+  return Fail(r, name, why);
 }
 
 XCCL_SHIM_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
