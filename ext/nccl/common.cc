@@ -65,6 +65,13 @@ void UnregisterComm(ncclComm_t comm) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Registry().erase(comm);
 }
+bool IsVendorHandle(ncclComm_t handle) {
+  if (!handle) return false;
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  for (ncclComm_t c : Registry())
+    if (c->vendor == handle) return true;
+  return false;
+}
 bool IsLiveComm(ncclComm_t comm) {
   if (!comm) return false;
   std::lock_guard<std::mutex> lock(RegistryMutex());

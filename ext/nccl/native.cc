@@ -276,6 +276,7 @@ XCCL_SHIM_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
 XCCL_SHIM_PNCCL(const char*, ncclGetLastError, (ncclComm_t comm));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommGetAsyncError, comm, comm, asyncError);
   const char* fn = "ncclCommGetAsyncError";
   ncclResult_t r = CheckComm(comm, fn);
   if (r != ncclSuccess) return r;
@@ -296,6 +297,7 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t* asyncError));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommCount, comm, comm, count);
   ncclResult_t r = CheckComm(comm, "ncclCommCount");
   if (r != ncclSuccess) return r;
   if (!count) return Fail(ncclInvalidArgument, "ncclCommCount", "count is NULL");
@@ -305,6 +307,7 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommCount, (const ncclComm_t comm, int* count));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommCuDevice, comm, comm, device);
   ncclResult_t r = CheckComm(comm, "ncclCommCuDevice");
   if (r != ncclSuccess) return r;
   if (!device) return Fail(ncclInvalidArgument, "ncclCommCuDevice", "device is NULL");
@@ -314,6 +317,7 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* devic
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommCuDevice, (const ncclComm_t comm, int* device));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommUserRank, comm, comm, rank);
   ncclResult_t r = CheckComm(comm, "ncclCommUserRank");
   if (r != ncclSuccess) return r;
   if (!rank) return Fail(ncclInvalidArgument, "ncclCommUserRank", "rank is NULL");

@@ -69,6 +69,10 @@ namespace xccl_shim {
 void RegisterComm(ncclComm_t comm);
 void UnregisterComm(ncclComm_t comm);
 bool IsLiveComm(ncclComm_t comm);
+// A vendor communicator behind a live shim communicator. The shim's exported nccl* functions
+// can receive one: where the vendor library's internal calls to its own exported functions are
+// interposed (LD_PRELOAD puts the shim first), those calls arrive here with the vendor's handle.
+bool IsVendorHandle(ncclComm_t handle);
 
 // The message ncclGetLastError returns; set by every failing shim call, per thread.
 ncclResult_t Fail(ncclResult_t result, const char* function, const std::string& message);
@@ -134,6 +138,10 @@ ncclResult_t SyncVendorGroup();
 template <typename Fn>
 ncclResult_t PrepareForward(const char* name, ncclComm_t comm, Fn* fn, ncclComm_t* vendor_comm,
                             const char* alt_name = nullptr) {
+  if (!IsLiveComm(comm) && IsVendorHandle(comm)) {  // the vendor calling itself: pass through
+    *vendor_comm = comm;
+    return PrepareVendorFunction(name, fn, alt_name);
+  }
   if (!IsLiveComm(comm))
     return Fail(ncclInvalidArgument, name,
                 comm ? "not a live communicator (destroyed, or not made by this library)"
@@ -153,6 +161,16 @@ ncclResult_t PrepareForward(const char* name, ncclComm_t comm, Fn* fn, ncclComm_
 ncclResult_t FinishForward(const char* name, ncclComm_t vendor_comm, ncclResult_t r);
 
 }  // namespace xccl_shim
+
+// In a native function taking `comm`: a vendor handle (see IsVendorHandle) goes straight to the
+// vendor's own `name`.
+#define XCCL_SHIM_PASS_VENDOR_HANDLE(name, comm, ...)                            \
+  do {                                                                           \
+    if (!xccl_shim::IsLiveComm(comm) && xccl_shim::IsVendorHandle(comm)) {       \
+      auto vendor_fn_ = xccl_shim::VendorFunction<decltype(&name)>(#name);      \
+      if (vendor_fn_) return vendor_fn_(__VA_ARGS__);                            \
+    }                                                                            \
+  } while (0)
 
 // Runs the vendor's `name` with the given arguments (vc names the vendor communicator).
 #define XCCL_SHIM_FORWARD(name, comm, ...)                               \
