@@ -65,12 +65,30 @@ void UnregisterComm(ncclComm_t comm) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Registry().erase(comm);
 }
+namespace {
+std::unordered_multiset<void*>& ReleasingVendorHandles() {  // guarded by RegistryMutex
+  static auto* handles = new std::unordered_multiset<void*>();
+  return *handles;
+}
+}  // namespace
+
 bool IsVendorHandle(ncclComm_t handle) {
   if (!handle) return false;
   std::lock_guard<std::mutex> lock(RegistryMutex());
+  if (ReleasingVendorHandles().count(handle) != 0) return true;
   for (ncclComm_t c : Registry())
     if (c->vendor == handle) return true;
   return false;
+}
+
+VendorHandleInRelease::VendorHandleInRelease(void* handle) : handle_(handle) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  ReleasingVendorHandles().insert(handle_);
+}
+VendorHandleInRelease::~VendorHandleInRelease() {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  auto it = ReleasingVendorHandles().find(handle_);
+  if (it != ReleasingVendorHandles().end()) ReleasingVendorHandles().erase(it);
 }
 bool IsLiveComm(ncclComm_t comm) {
   if (!comm) return false;

@@ -131,9 +131,17 @@ ncclResult_t Release(ncclComm_t comm, const char* function, const char* vendor_n
     }
   }
   if (comm->vendor) {
+    VendorHandleInRelease releasing(comm->vendor);
     auto fn = VendorFunction<VendorCommFn>(vendor_name);
     ncclResult_t vr = fn ? fn(static_cast<ncclComm_t>(comm->vendor)) : ncclSuccess;
-    if (vr != ncclSuccess) r = Fail(vr, function, "the vendor communicator's release failed");
+    if (vr != ncclSuccess) {
+      auto last = VendorFunction<decltype(&ncclGetLastError)>("ncclGetLastError");
+      const char* msg = last ? last(static_cast<ncclComm_t>(comm->vendor)) : nullptr;
+      r = Fail(vr, function,
+               std::string("the vendor communicator's release failed (result ") +
+                   std::to_string(static_cast<int>(vr)) + "): " +
+                   (msg && *msg ? msg : "(no message)"));
+    }
   }
   if (comm->xccl) {
     ncclResult_t xr = CheckXccl(xccl_release(comm->xccl), function, nullptr);
@@ -215,6 +223,7 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const 
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommInitAll, (ncclComm_t * comm, int ndev, const int* devlist));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommFinalize, comm, comm);
   const char* fn = "ncclCommFinalize";
   ncclResult_t r = CheckComm(comm, fn);
   if (r != ncclSuccess) return r;
@@ -228,11 +237,13 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommFinalize, (ncclComm_t comm));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommDestroy, comm, comm);
   return Release(comm, "ncclCommDestroy", "ncclCommDestroy", xcclCommDestroy);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommDestroy, (ncclComm_t comm));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommAbort, comm, comm);
   return Release(comm, "ncclCommAbort", "ncclCommAbort", xcclCommAbort);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommAbort, (ncclComm_t comm));
@@ -346,6 +357,7 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclMemFree, (void* ptr));
 // ones at deregistration) and nothing else happens.
 XCCL_SHIM_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size,
                                                void** handle) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommRegister, comm, comm, buff, size, handle);
   const char* fn = "ncclCommRegister";
   ncclResult_t r = CheckComm(comm, fn);
   if (r != ncclSuccess) return r;
@@ -361,6 +373,7 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclCommRegister,
                 (const ncclComm_t comm, void* buff, size_t size, void** handle));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommDeregister, comm, comm, handle);
   const char* fn = "ncclCommDeregister";
   ncclResult_t r = CheckComm(comm, fn);
   if (r != ncclSuccess) return r;
