@@ -6,9 +6,13 @@
  *
  * ncclAllReduce asks its own exported ncclCommCount for the rank count on purpose: unless the
  * shim loads it with RTLD_DEEPBIND, that call would land in the shim and fail, which is the
- * interposition trap real vendor libraries fall into.
+ * interposition trap real vendor libraries fall into. ncclAllReduce and the release also ask
+ * the process's global scope for ncclCommGetAsyncError, which DEEPBIND does not cover: NCCL
+ * 2.28.9 under PyTorch reached the shim's that way with its own communicator (docs/PERF.md), so
+ * the shim must hand a vendor handle through, during destroy too.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdint.h>
@@ -123,7 +127,22 @@ EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   return ncclSuccess;
 }
 
+/* The state of `comm` as the first ncclCommGetAsyncError in the global scope (the program and
+ * what it loaded at start, a shim included) reports it. dlsym(RTLD_DEFAULT) would search this
+ * library first when it was opened with RTLD_DEEPBIND; the program's handle does not. */
+static ncclResult_t GlobalScopeAsyncError(ncclComm_t comm) {
+  typedef ncclResult_t (*AsyncErrorFn)(ncclComm_t, ncclResult_t*);
+  void* program = dlopen(NULL, RTLD_NOW);
+  AsyncErrorFn fn = program ? (AsyncErrorFn)dlsym(program, "ncclCommGetAsyncError") : NULL;
+  if (program) dlclose(program);
+  ncclResult_t state = ncclSuccess;
+  if (fn == NULL) return ncclSuccess; /* nothing global: only this library's own */
+  ncclResult_t r = fn(comm, &state);
+  return r != ncclSuccess ? r : state;
+}
+
 static ncclResult_t Release(ncclComm_t comm, const char* function) {
+  if (GlobalScopeAsyncError(comm) != ncclSuccess) return ncclInvalidArgument;
   LogCall(function, comm->rank);
   Barrier(comm);
   munmap(comm->shm, sizeof(struct Shared));
@@ -162,6 +181,7 @@ EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t c
   (void)stream;
   int nranks = 0;
   if (ncclCommCount(comm, &nranks) != ncclSuccess) return ncclInternalError;
+  if (GlobalScopeAsyncError(comm) != ncclSuccess) return ncclInvalidArgument;
   size_t bytes = count * TypeSize(datatype);
   if (op != ncclSum || TypeSize(datatype) == 0 || bytes > SLOT_BYTES) return ncclInvalidArgument;
   LogCall("ncclAllReduce", comm->rank);
