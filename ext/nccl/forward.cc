@@ -12,7 +12,8 @@ ncclResult_t xccl_shim::FinishForward(const char* name, ncclComm_t vendor_comm, 
   if (r == ncclSuccess || r == ncclInProgress) return r;
   auto last = VendorFunction<decltype(&ncclGetLastError)>("ncclGetLastError");
   const char* msg = last ? last(vendor_comm) : nullptr;
-  std::string why = std::string("the vendor library failed: ") + (msg && *msg ? msg : "(no message)");
+  std::string why =
+      std::string("the vendor library failed: ") + (msg && *msg ? msg : "(no message)");
   // A vendor call can fail on the communicator's stored asynchronous error without a message of
   // its own: name that state too.
   auto async = VendorFunction<decltype(&ncclCommGetAsyncError)>("ncclCommGetAsyncError");

@@ -139,8 +139,8 @@ ncclResult_t Release(ncclComm_t comm, const char* function, const char* vendor_n
       const char* msg = last ? last(static_cast<ncclComm_t>(comm->vendor)) : nullptr;
       r = Fail(vr, function,
                std::string("the vendor communicator's release failed (result ") +
-                   std::to_string(static_cast<int>(vr)) + "): " +
-                   (msg && *msg ? msg : "(no message)"));
+                   std::to_string(static_cast<int>(vr)) +
+                   "): " + (msg && *msg ? msg : "(no message)"));
     }
   }
   if (comm->xccl) {

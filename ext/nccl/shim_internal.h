@@ -176,12 +176,12 @@ ncclResult_t FinishForward(const char* name, ncclComm_t vendor_comm, ncclResult_
 
 // In a native function taking `comm`: a vendor handle (see IsVendorHandle) goes straight to the
 // vendor's own `name`.
-#define XCCL_SHIM_PASS_VENDOR_HANDLE(name, comm, ...)                            \
-  do {                                                                           \
-    if (!xccl_shim::IsLiveComm(comm) && xccl_shim::IsVendorHandle(comm)) {       \
-      auto vendor_fn_ = xccl_shim::VendorFunction<decltype(&name)>(#name);      \
-      if (vendor_fn_) return vendor_fn_(__VA_ARGS__);                            \
-    }                                                                            \
+#define XCCL_SHIM_PASS_VENDOR_HANDLE(name, comm, ...)                      \
+  do {                                                                     \
+    if (!xccl_shim::IsLiveComm(comm) && xccl_shim::IsVendorHandle(comm)) { \
+      auto vendor_fn_ = xccl_shim::VendorFunction<decltype(&name)>(#name); \
+      if (vendor_fn_) return vendor_fn_(__VA_ARGS__);                      \
+    }                                                                      \
   } while (0)
 
 // Runs the vendor's `name` with the given arguments (vc names the vendor communicator).

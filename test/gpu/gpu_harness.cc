@@ -15,9 +15,9 @@
 #include <random>
 #include <thread>
 
+#include "common/eager_module_loading.h"
 #include "core/datatype.h"
 #include "core/params.h"
-#include "common/eager_module_loading.h"
 #include "mp/data_pattern.h"
 
 namespace xccl_test {

@@ -138,7 +138,7 @@ class Descriptors {
         Check(cublasLtMatrixLayoutCreate(&lb, in, p.k, rows, p.lda)) &&
         Check(cublasLtMatrixLayoutCreate(&lc, out, p.n, rows, p.ldc)) && fp8) {
       const int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-      const float* b_scale = p.b_scale;                               // over cuBLASLt's rows (n)
+      const float* b_scale = p.b_scale;  // over cuBLASLt's rows (n)
       const float* a_scale = p.a_scale == nullptr ? nullptr : p.a_scale + row_begin;  // the band
       Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer)) &&
           Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer)) &&

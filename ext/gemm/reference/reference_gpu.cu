@@ -1,9 +1,8 @@
 // The reference GEMM plugin's GPU path (CUDA and HIP from one source): one thread per output
 // element running reference_math.h's arithmetic, so a band computed here has the CPU path's
 // bits. Plainly correct, not fast: for tests and as the GEMM the ag_gemm tests trust on GPUs.
-#include "reference_math.h"
-
 #include "platform/gpu.h"  // the CUDA/HIP name mapping and the device's global timer
+#include "reference_math.h"
 
 namespace {
 
@@ -70,9 +69,8 @@ xcclResult_t ReferenceLoadKernels(int device) {
   const bool loaded =
       gpuFuncGetAttributes(&attributes, reinterpret_cast<const void*>(ReferenceGemmKernel)) ==
           gpuSuccess &&
-      gpuFuncGetAttributes(&attributes,
-                           reinterpret_cast<const void*>(ReferenceGemmTileWaitKernel)) ==
-          gpuSuccess;
+      gpuFuncGetAttributes(
+          &attributes, reinterpret_cast<const void*>(ReferenceGemmTileWaitKernel)) == gpuSuccess;
   const bool restored = gpuSetDevice(current) == gpuSuccess;  // the caller's device is theirs
   return loaded && restored ? xcclSuccess : xcclUnhandledDeviceError;
 }
@@ -101,7 +99,7 @@ xcclResult_t ReferenceRunOnDevice(const xcclGemmProblem* p, const xcclGemmBand* 
                   static_cast<unsigned>((rows + kTile - 1) / kTile));
   if (grid.y > 65535) return xcclInvalidArgument;  // over a million rows in one band
   ReferenceGemmKernel<<<grid, block, 0, static_cast<gpuStream_t>(stream)>>>(*p, band->row_begin,
-                                                                           band->row_end);
+                                                                            band->row_end);
   return gpuGetLastError() == gpuSuccess ? xcclSuccess : xcclUnhandledDeviceError;
 }
 

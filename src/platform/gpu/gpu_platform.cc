@@ -557,7 +557,8 @@ void WarnAboutLazyLoading(bool shared_in_process) {
 #if !defined(XCCL_PLATFORM_HIP)
   static std::atomic<bool> warned{false};
   const char* mode = getenv("CUDA_MODULE_LOADING");
-  if (!shared_in_process || (mode != nullptr && strcmp(mode, "EAGER") == 0) || warned.exchange(true))
+  if (!shared_in_process || (mode != nullptr && strcmp(mode, "EAGER") == 0) ||
+      warned.exchange(true))
     return;
   XCCL_WARN(kLogInit,
             "ranks of this process share a GPU under lazy module loading: another library's "
