@@ -5,8 +5,10 @@
 #           with --compare vendor, default / dma / kernel engines; barrier_perf and the 8-byte
 #           all_gather, plain and graph-launched, against NCCL
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
-#   agemm   ag_gemm_perf with the cublaslt plugin (fp8 and bf16, Kimi-K3 shapes): one rank per
-#           GPU where there are several (fused and split), else 2 ranks sharing GPU 0 (split)
+#   agemm   gemm_plugin_perf (the cublaslt plugin against cuBLASLt called directly, and its cost
+#           when cut into bands; GPU 0), then ag_gemm_perf with the cublaslt plugin (fp8 and
+#           bf16, Kimi-K3 shapes): one rank per GPU where there are several (fused and split),
+#           else 2 ranks sharing GPU 0 (split)
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);
@@ -62,9 +64,15 @@ if has_stage multi && [ "$gpus" -ge 2 ]; then
   pack
 fi
 
-# ---- agemm: ag_gemm_perf ----
+# ---- agemm: gemm_plugin_perf, then ag_gemm_perf ----
 if has_stage agemm; then
   lt=$build/ext/gemm/cublaslt/libxccl-gemm-cublaslt.so
+  for dtype in fp8 bf16; do
+    CUDA_VISIBLE_DEVICES=0 timeout 180 "$build/perf/gemm_plugin_perf" --plugin "$lt" \
+      --dtype $dtype --m "8192 16384 32768" --shapes "6400x7168 3840x7168 6288x7168 3648x7168" \
+      >>"$logs/gemm_plugin.txt" 2>&1
+  done
+  pack
   ranks=$gpus
   [ "$ranks" -ge 2 ] || ranks=2
   for dtype in fp8 bf16; do
@@ -128,6 +136,10 @@ fi
     grep -E "^ +$((8 * gpus)) " "$logs/multi_ag_8B.txt" | awk '{print "   ", $6, "/", $14}'
     echo "# barrier (tail):"
     grep -vE "^#|^$" "$logs/multi_barrier.txt" | tail -4
+  fi
+  if [ -f "$logs/gemm_plugin.txt" ]; then
+    echo "# gemm_plugin_perf (cublaslt plugin vs cuBLASLt direct; band cost %):"
+    grep -vE "^# M|^$" "$logs/gemm_plugin.txt" | tail -28
   fi
   if [ -f "$logs/ag_gemm.txt" ]; then
     echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"

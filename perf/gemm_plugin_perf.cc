@@ -1,0 +1,413 @@
+// gemm_plugin_perf: a GEMM plugin on one GPU against cuBLASLt called directly, and the cost of
+// cutting its GEMM into the bands ag_gemm's fused mode runs (issue 4's two GPU measurements).
+//
+// Per (global M, N, K, dtype) row:
+//   direct   cublasLtMatmul of the whole problem, cuBLASLt's first heuristic choice with its
+//            defaults (split-K allowed), the same TN layout and ptpc scales as the plugin
+//   full     the plugin's run() over rows [0, M)
+//   c1 c2 c4 the plugin over world x c bands of M / (world x c) rows each, back to back on one
+//            stream: what fused ag_gemm asks of it with c bands per source
+// Printed: TFLOP/s of direct and full, full / direct, each banded time's cost over full (%),
+// and the relative L2 distance of the plugin's C from direct's (different algorithms sum in
+// different orders, so not zero, but bf16-rounding small). Times are the median of --rounds
+// rounds of -n calls after -w warm-ups, the variants interleaved within each round.
+//
+// Usage: gemm_plugin_perf [--plugin PATH] [--dtype fp8|bf16] [--m "8192 16384"]
+//                         [--shapes "6400x7168 ..."] [--world W] [--rounds R] [-n N] [-w W]
+//                         [-d device]
+#include <cublasLt.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/float_formats.h"
+#include "platform/gpu.h"
+#include "xccl_gemm.h"
+
+namespace {
+
+struct Shape {
+  int64_t n, k;
+};
+
+struct Settings {
+  std::string plugin;
+  xcclDataType_t in_type = xcclFloat8e4m3;
+  std::vector<int64_t> global_m{8192, 16384, 32768};
+  std::vector<Shape> shapes{{6400, 7168}, {3840, 7168}, {6288, 7168}, {3648, 7168}};
+  int world = 8;
+  int rounds = 5;
+  int iters = 10;
+  int warmup = 3;
+  int device = 0;
+};
+
+bool Ok(gpuError_t err, const char* what) {
+  if (err == gpuSuccess) return true;
+  fprintf(stderr, "gemm_plugin_perf: %s failed: %s\n", what, gpuGetErrorString(err));
+  return false;
+}
+
+bool Ok(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return true;
+  fprintf(stderr, "gemm_plugin_perf: %s failed: cuBLAS status %d\n", what,
+          static_cast<int>(status));
+  return false;
+}
+
+bool ParseArgs(int argc, char** argv, Settings* set) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      fprintf(stderr, "gemm_plugin_perf: %s needs a value\n", flag.c_str());
+      return false;
+    }
+    const std::string value = argv[++i];
+    std::istringstream list(value);
+    if (flag == "--plugin") {
+      set->plugin = value;
+    } else if (flag == "--dtype") {
+      if (value != "fp8" && value != "bf16") {
+        fprintf(stderr, "gemm_plugin_perf: --dtype is fp8 or bf16, not %s\n", value.c_str());
+        return false;
+      }
+      set->in_type = value == "fp8" ? xcclFloat8e4m3 : xcclBfloat16;
+    } else if (flag == "--m") {
+      set->global_m.clear();
+      for (int64_t m; list >> m;) set->global_m.push_back(m);
+    } else if (flag == "--shapes") {
+      set->shapes.clear();
+      for (std::string item; list >> item;) {
+        Shape s{};
+        if (sscanf(item.c_str(), "%ldx%ld", &s.n, &s.k) != 2 || s.n <= 0 || s.k <= 0) {
+          fprintf(stderr, "gemm_plugin_perf: a shape is NxK, not %s\n", item.c_str());
+          return false;
+        }
+        set->shapes.push_back(s);
+      }
+    } else if (flag == "--world") {
+      set->world = atoi(value.c_str());
+    } else if (flag == "--rounds") {
+      set->rounds = atoi(value.c_str());
+    } else if (flag == "-n") {
+      set->iters = atoi(value.c_str());
+    } else if (flag == "-w") {
+      set->warmup = atoi(value.c_str());
+    } else if (flag == "-d") {
+      set->device = atoi(value.c_str());
+    } else {
+      fprintf(stderr, "gemm_plugin_perf: unknown flag %s\n", flag.c_str());
+      return false;
+    }
+  }
+  if (set->global_m.empty() || set->shapes.empty() || set->world < 1 || set->rounds < 1 ||
+      set->iters < 1 || set->warmup < 0) {
+    fprintf(stderr, "gemm_plugin_perf: bad arguments\n");
+    return false;
+  }
+  return true;
+}
+
+// The plugin, loaded by path; never closed (its kernels may outlive any owner).
+class Plugin {
+ public:
+  bool Load(const std::string& path, int device) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      fprintf(stderr, "gemm_plugin_perf: %s\n", dlerror());
+      return false;
+    }
+    api_ = static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
+    if (api_ == nullptr || api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V1 ||
+        api_->init(&ctx_, device) != xcclSuccess) {
+      fprintf(stderr, "gemm_plugin_perf: %s is not a usable v1 GEMM plugin\n", path.c_str());
+      api_ = nullptr;
+      return false;
+    }
+    return true;
+  }
+  bool Supports(const xcclGemmProblem& p) const { return api_->supports(ctx_, &p) == xcclSuccess; }
+  bool Run(const xcclGemmProblem& p, int64_t begin, int64_t end, gpuStream_t stream) const {
+    const xcclGemmBand band{begin, end};
+    return api_->run(ctx_, &p, &band, stream) == xcclSuccess;
+  }
+
+ private:
+  const xcclGemmPlugin_v1_t* api_ = nullptr;
+  void* ctx_ = nullptr;
+};
+
+// cuBLASLt's own choice for the whole problem: the comparison the plugin is held to. Written
+// here rather than shared with the plugin so that a mistake in one is not copied into the other.
+class DirectGemm {
+ public:
+  ~DirectGemm() {
+    if (layout_c_ != nullptr) cublasLtMatrixLayoutDestroy(layout_c_);
+    if (layout_a_ != nullptr) cublasLtMatrixLayoutDestroy(layout_a_);
+    if (layout_b_ != nullptr) cublasLtMatrixLayoutDestroy(layout_b_);
+    if (desc_ != nullptr) cublasLtMatmulDescDestroy(desc_);
+  }
+
+  // C^T (n x m) = B (op T of its k x n view) . A^T (k x m view): row-major C = A . B^T.
+  bool Prepare(cublasLtHandle_t handle, const xcclGemmProblem& p, void* workspace,
+               size_t workspace_bytes) {
+    handle_ = handle;
+    p_ = p;
+    workspace_ = workspace;
+    workspace_bytes_ = workspace_bytes;
+    const bool fp8 = p.a_type == xcclFloat8e4m3;
+    const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+    if (!Ok(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc") ||
+        !Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transa,
+                                           sizeof(transa)),
+            "transa") ||
+        !Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &transb,
+                                           sizeof(transb)),
+            "transb") ||
+        !Ok(cublasLtMatrixLayoutCreate(&layout_b_, in, p.k, p.n, p.ldb), "layout B") ||
+        !Ok(cublasLtMatrixLayoutCreate(&layout_a_, in, p.k, p.m, p.lda), "layout A") ||
+        !Ok(cublasLtMatrixLayoutCreate(&layout_c_, CUDA_R_16BF, p.n, p.m, p.ldc), "layout C"))
+      return false;
+    if (fp8) {
+      const int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      if (!Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outer,
+                                             sizeof(outer)),
+              "A scale mode") ||
+          !Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outer,
+                                             sizeof(outer)),
+              "B scale mode") ||
+          !Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                             &p.b_scale, sizeof(p.b_scale)),
+              "A scale") ||
+          !Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                             &p.a_scale, sizeof(p.a_scale)),
+              "B scale"))
+        return false;
+    }
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    const bool chosen =
+        Ok(cublasLtMatmulPreferenceCreate(&pref), "preference") &&
+        Ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &workspace_bytes, sizeof(workspace_bytes)),
+           "workspace") &&
+        Ok(cublasLtMatmulAlgoGetHeuristic(handle, desc_, layout_b_, layout_a_, layout_c_, layout_c_,
+                                          pref, 1, &heuristic, &found),
+           "heuristic");
+    if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
+    if (!chosen || found == 0) {
+      fprintf(stderr, "gemm_plugin_perf: cuBLASLt has no algorithm for this problem\n");
+      return false;
+    }
+    algo_ = heuristic.algo;
+    return true;
+  }
+
+  bool Run(gpuStream_t stream) const {
+    const float alpha = 1.0f, beta = 0.0f;
+    return Ok(cublasLtMatmul(handle_, desc_, &alpha, p_.b, layout_b_, p_.a, layout_a_, &beta, p_.c,
+                             layout_c_, p_.c, layout_c_, &algo_, workspace_, workspace_bytes_,
+                             static_cast<cudaStream_t>(stream)),
+              "matmul");
+  }
+
+ private:
+  cublasLtHandle_t handle_ = nullptr;
+  xcclGemmProblem p_{};
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t layout_b_ = nullptr, layout_a_ = nullptr, layout_c_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+// Device memory freed with the object.
+class DeviceMemory {
+ public:
+  ~DeviceMemory() {
+    if (ptr_ != nullptr) (void)gpuFree(ptr_);
+  }
+  bool Allocate(size_t bytes) { return Ok(gpuMalloc(&ptr_, bytes), "device allocation"); }
+  bool Upload(const void* data, size_t bytes) {
+    return Allocate(bytes) && Ok(gpuMemcpy(ptr_, data, bytes, gpuMemcpyDefault), "upload");
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+// Median microseconds per call of `call` over the rounds, variants interleaved by the caller.
+struct Timer {
+  gpuStream_t stream = nullptr;
+  gpuEvent_t start = nullptr, stop = nullptr;
+
+  template <typename Call>
+  bool Time(int iters, const Call& call, double* us) const {
+    float ms = 0;
+    if (!Ok(gpuEventRecord(start, stream), "record")) return false;
+    for (int i = 0; i < iters; ++i)
+      if (!call()) return false;
+    if (!Ok(gpuEventRecord(stop, stream), "record") || !Ok(gpuEventSynchronize(stop), "sync") ||
+        !Ok(gpuEventElapsedTime(&ms, start, stop), "elapsed"))
+      return false;
+    *us = ms * 1000.0 / iters;
+    return true;
+  }
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Relative L2 distance between two bf16 matrices of `count` values.
+double RelativeL2(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = xccl_test::Bf16Value(got[i]), w = xccl_test::Bf16Value(want[i]);
+    diff += (g - w) * (g - w);
+    norm += w * w;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : (diff > 0 ? INFINITY : 0.0);
+}
+
+std::string DefaultPlugin(const char* argv0) {
+  std::string dir = argv0;
+  const size_t slash = dir.rfind('/');
+  dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+  return dir + "/../ext/gemm/cublaslt/libxccl-gemm-cublaslt.so";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings set;
+  if (!ParseArgs(argc, argv, &set)) return 2;
+  if (set.plugin.empty()) set.plugin = DefaultPlugin(argv[0]);
+  const int64_t max_m = *std::max_element(set.global_m.begin(), set.global_m.end());
+  int64_t max_n = 0, max_k = 0;
+  for (const Shape& s : set.shapes) {
+    max_n = std::max(max_n, s.n);
+    max_k = std::max(max_k, s.k);
+  }
+  const bool fp8 = set.in_type == xcclFloat8e4m3;
+  constexpr size_t kWorkspaceBytes = 32u << 20;
+
+  Plugin plugin;
+  Timer timer;
+  cublasLtHandle_t handle = nullptr;
+  DeviceMemory a, b, a_scale, b_scale, c_plugin, c_direct, workspace;
+  if (!Ok(gpuSetDevice(set.device), "set device") || !plugin.Load(set.plugin, set.device) ||
+      !Ok(cublasLtCreate(&handle), "cublasLtCreate") ||
+      !Ok(gpuStreamCreateWithFlags(&timer.stream, gpuStreamNonBlocking), "stream") ||
+      !Ok(gpuEventCreate(&timer.start), "event") || !Ok(gpuEventCreate(&timer.stop), "event"))
+    return 1;
+  // One operand set of the largest sizes; smaller problems use its leading rows (A [m][k] and
+  // B [n][k] keep lda = ldb = the largest K, so every shape reads valid codes).
+  std::mt19937_64 rng(20261129);
+  const xccl_test::GemmOperands host =
+      xccl_test::RandomGemmOperands(max_m, max_n, max_k, set.in_type, rng);
+  if (!a.Upload(host.a.data(), host.a.size()) || !b.Upload(host.b.data(), host.b.size()) ||
+      (fp8 && (!a_scale.Upload(host.a_scale.data(), host.a_scale.size() * 4) ||
+               !b_scale.Upload(host.b_scale.data(), host.b_scale.size() * 4))) ||
+      !c_plugin.Allocate(static_cast<size_t>(max_m) * max_n * 2) ||
+      !c_direct.Allocate(static_cast<size_t>(max_m) * max_n * 2) ||
+      !workspace.Allocate(kWorkspaceBytes))
+    return 1;
+
+  printf(
+      "# gemm_plugin_perf: %s -> bf16, plugin %s, device %d; median of %d rounds of %d calls "
+      "after %d warm-ups, variants interleaved; bands over world %d\n",
+      fp8 ? "fp8 e4m3 (ptpc)" : "bf16", set.plugin.c_str(), set.device, set.rounds, set.iters,
+      set.warmup, set.world);
+  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %10s\n", "M", "N", "K", "direct(TF/s)",
+         "full(TF/s)", "full/dir", "c1(+%)", "c2(+%)", "c4(+%)", "relL2");
+  int failures = 0;
+  for (const Shape& shape : set.shapes) {
+    for (const int64_t m : set.global_m) {
+      xcclGemmProblem p = xccl_test::DenseProblem(m, shape.n, shape.k, set.in_type, xcclBfloat16);
+      p.lda = p.ldb = max_k;
+      p.a = a.as<void>();
+      p.b = b.as<void>();
+      p.a_scale = fp8 ? a_scale.as<float>() : nullptr;
+      p.b_scale = fp8 ? b_scale.as<float>() : nullptr;
+      p.c = c_plugin.as<void>();
+      xcclGemmProblem direct_problem = p;
+      direct_problem.c = c_direct.as<void>();
+      DirectGemm direct;
+      if (!plugin.Supports(p) ||
+          !direct.Prepare(handle, direct_problem, workspace.as<void>(), kWorkspaceBytes)) {
+        printf("  %7ld %6ld %6ld  (not supported)\n", m, shape.n, shape.k);
+        ++failures;
+        continue;
+      }
+      // Variant 0: direct; 1: the plugin's full run; 2-4: c = 1, 2, 4 bands per source.
+      const int cs[] = {1, 2, 4};
+      auto run_variant = [&](int v) {
+        if (v == 0) return direct.Run(timer.stream);
+        if (v == 1) return plugin.Run(p, 0, m, timer.stream);
+        const int64_t bands = static_cast<int64_t>(set.world) * cs[v - 2];
+        for (int64_t i = 0; i < bands; ++i) {
+          const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
+          if (!plugin.Run(p, begin, end, timer.stream)) return false;
+        }
+        return true;
+      };
+      std::vector<double> times[5];
+      bool ok = true;
+      for (int v = 0; v < 5 && ok; ++v)  // warm-ups, which also load every kernel
+        for (int i = 0; i < set.warmup && ok; ++i) ok = run_variant(v);
+      for (int round = 0; round < set.rounds && ok; ++round) {
+        for (int v = 0; v < 5 && ok; ++v) {
+          double us = 0;
+          ok = timer.Time(
+              set.iters, [&] { return run_variant(v); }, &us);
+          times[v].push_back(us);
+        }
+      }
+      // The plugin's full run and cuBLASLt's, compared once more on fresh outputs.
+      std::vector<uint16_t> got(static_cast<size_t>(m) * shape.n), want(got.size());
+      ok = ok && Ok(gpuMemsetAsync(p.c, 0xFF, got.size() * 2, timer.stream), "poison") &&
+           Ok(gpuMemsetAsync(direct_problem.c, 0xFF, got.size() * 2, timer.stream), "poison") &&
+           run_variant(0) && run_variant(1) &&
+           Ok(gpuMemcpyAsync(got.data(), p.c, got.size() * 2, gpuMemcpyDefault, timer.stream),
+              "download") &&
+           Ok(gpuMemcpyAsync(want.data(), direct_problem.c, want.size() * 2, gpuMemcpyDefault,
+                             timer.stream),
+              "download") &&
+           Ok(gpuStreamSynchronize(timer.stream), "sync");
+      if (!ok) {
+        printf("  %7ld %6ld %6ld  (failed)\n", m, shape.n, shape.k);
+        ++failures;
+        continue;
+      }
+      const double flops = 2.0 * m * shape.n * shape.k;
+      const double direct_us = Median(times[0]), full_us = Median(times[1]);
+      const double rel = RelativeL2(got, want);
+      printf("  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %10.2e\n", m, shape.n, shape.k,
+             flops / direct_us / 1e6, flops / full_us / 1e6, direct_us / full_us,
+             100.0 * (Median(times[2]) / full_us - 1), 100.0 * (Median(times[3]) / full_us - 1),
+             100.0 * (Median(times[4]) / full_us - 1), rel);
+      if (!(rel <= 1e-2)) {
+        fprintf(stderr, "gemm_plugin_perf: M %ld N %ld: plugin and cuBLASLt differ (rel L2 %g)\n",
+                m, shape.n, rel);
+        ++failures;
+      }
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
