@@ -66,29 +66,29 @@ void UnregisterComm(ncclComm_t comm) {
   Registry().erase(comm);
 }
 namespace {
-std::unordered_multiset<void*>& ReleasingVendorHandles() {  // guarded by RegistryMutex
+// Vendor communicators the shim made or wrapped and has not yet released; guarded by
+// RegistryMutex (a multiset: a vendor may hand out an address again after a release).
+std::unordered_multiset<void*>& VendorHandles() {
   static auto* handles = new std::unordered_multiset<void*>();
   return *handles;
 }
 }  // namespace
 
+void NoteVendorHandle(void* handle) {
+  if (!handle) return;
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  VendorHandles().insert(handle);
+}
+void ForgetVendorHandle(void* handle) {
+  if (!handle) return;
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  auto it = VendorHandles().find(handle);
+  if (it != VendorHandles().end()) VendorHandles().erase(it);
+}
 bool IsVendorHandle(ncclComm_t handle) {
   if (!handle) return false;
   std::lock_guard<std::mutex> lock(RegistryMutex());
-  if (ReleasingVendorHandles().count(handle) != 0) return true;
-  for (ncclComm_t c : Registry())
-    if (c->vendor == handle) return true;
-  return false;
-}
-
-VendorHandleInRelease::VendorHandleInRelease(void* handle) : handle_(handle) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  ReleasingVendorHandles().insert(handle_);
-}
-VendorHandleInRelease::~VendorHandleInRelease() {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  auto it = ReleasingVendorHandles().find(handle_);
-  if (it != ReleasingVendorHandles().end()) ReleasingVendorHandles().erase(it);
+  return VendorHandles().count(handle) != 0;
 }
 bool IsLiveComm(ncclComm_t comm) {
   if (!comm) return false;

@@ -131,12 +131,12 @@ ncclResult_t Release(ncclComm_t comm, const char* function, const char* vendor_n
     }
   }
   if (comm->vendor) {
-    VendorHandleInRelease releasing(comm->vendor);
     auto fn = VendorFunction<VendorCommFn>(vendor_name);
     ncclResult_t vr = fn ? fn(static_cast<ncclComm_t>(comm->vendor)) : ncclSuccess;
+    ForgetVendorHandle(comm->vendor);  // only now: the release may call back with it
     if (vr != ncclSuccess) {
       auto last = VendorFunction<decltype(&ncclGetLastError)>("ncclGetLastError");
-      const char* msg = last ? last(static_cast<ncclComm_t>(comm->vendor)) : nullptr;
+      const char* msg = last ? last(nullptr) : nullptr;  // the handle may be gone
       r = Fail(vr, function,
                std::string("the vendor communicator's release failed (result ") +
                    std::to_string(static_cast<int>(vr)) +

@@ -69,22 +69,13 @@ namespace xccl_shim {
 void RegisterComm(ncclComm_t comm);
 void UnregisterComm(ncclComm_t comm);
 bool IsLiveComm(ncclComm_t comm);
-// A vendor communicator behind a live shim communicator. The shim's exported nccl* functions
-// can receive one: where the vendor library's internal calls to its own exported functions are
-// interposed (LD_PRELOAD puts the shim first), those calls arrive here with the vendor's handle.
+// Vendor communicators the shim made or wrapped, from the moment the vendor returns one until
+// after its release. The shim's exported nccl* functions can receive one: where the vendor
+// library's internal calls to its own exported functions are interposed (LD_PRELOAD puts the
+// shim first), those calls arrive here with the vendor's handle, during its destroy too.
+void NoteVendorHandle(void* handle);
+void ForgetVendorHandle(void* handle);
 bool IsVendorHandle(ncclComm_t handle);
-// Keeps a vendor handle known to IsVendorHandle while its shim communicator, already
-// unregistered, releases it (the vendor's destroy calls its own exported functions).
-class VendorHandleInRelease {
- public:
-  explicit VendorHandleInRelease(void* handle);
-  ~VendorHandleInRelease();
-  VendorHandleInRelease(const VendorHandleInRelease&) = delete;
-  VendorHandleInRelease& operator=(const VendorHandleInRelease&) = delete;
-
- private:
-  void* handle_;
-};
 
 // The message ncclGetLastError returns; set by every failing shim call, per thread.
 ncclResult_t Fail(ncclResult_t result, const char* function, const std::string& message);

@@ -281,8 +281,12 @@ ncclResult_t InitCliqueVendor(ncclComm_t comm, const char* function) {
       std::vector<ncclComm_t> vcomms(c.comms.size());
       c.vendor_result = init_all(vcomms.data(), static_cast<int>(c.comms.size()),
                                  c.devices.empty() ? nullptr : c.devices.data());
-      if (c.vendor_result == ncclSuccess)
-        for (size_t i = 0; i < c.comms.size(); ++i) c.comms[i]->vendor = vcomms[i];
+      if (c.vendor_result == ncclSuccess) {
+        for (size_t i = 0; i < c.comms.size(); ++i) {
+          NoteVendorHandle(vcomms[i]);
+          c.comms[i]->vendor = vcomms[i];
+        }
+      }
     }
     for (ncclComm_t m : c.comms) {
       m->vendor_tried = true;
@@ -334,7 +338,10 @@ ncclResult_t EnsureVendorComm(ncclComm_t comm, const char* function, void** vend
       auto init = VendorFunction<decltype(&ncclCommInitRank)>("ncclCommInitRank");
       comm->vendor_result = init(&vc, comm->nranks, comm->vendor_id, comm->rank);
     }
-    if (comm->vendor_result == ncclSuccess) comm->vendor = vc;
+    if (comm->vendor_result == ncclSuccess) {
+      NoteVendorHandle(vc);
+      comm->vendor = vc;
+    }
   }
   if (comm->vendor_result != ncclSuccess || !comm->vendor)
     return Fail(comm->vendor_result == ncclSuccess ? ncclInternalError : comm->vendor_result,
@@ -347,6 +354,7 @@ ncclResult_t WrapVendorComm(void* vendor_comm, ncclComm_t* out, const char* func
   auto count = VendorFunction<decltype(&ncclCommCount)>("ncclCommCount");
   auto rank = VendorFunction<decltype(&ncclCommUserRank)>("ncclCommUserRank");
   auto device = VendorFunction<decltype(&ncclCommCuDevice)>("ncclCommCuDevice");
+  NoteVendorHandle(vendor_comm);  // before the queries: they may call back into the shim
   auto* c = new ncclComm();
   c->vendor = vendor_comm;
   c->vendor_tried = true;
@@ -354,6 +362,10 @@ ncclResult_t WrapVendorComm(void* vendor_comm, ncclComm_t* out, const char* func
   if ((count && count(vc, &c->nranks) != ncclSuccess) ||
       (rank && rank(vc, &c->rank) != ncclSuccess) ||
       (device && device(vc, &c->device) != ncclSuccess)) {
+    // Unusable: give it back to the vendor rather than leak it.
+    auto destroy = VendorFunction<decltype(&ncclCommDestroy)>("ncclCommDestroy");
+    if (destroy) (void)destroy(vc);
+    ForgetVendorHandle(vendor_comm);
     delete c;
     return Fail(ncclInternalError, function, "querying the vendor's new communicator failed");
   }
