@@ -116,31 +116,46 @@ bool ParseArgs(int argc, char** argv, Settings* set) {
   return true;
 }
 
-// The plugin, loaded by path; never closed (its kernels may outlive any owner).
+// The plugin, loaded by path (never closed: its kernels may outlive any owner), and one context
+// of it per problem, as ag_gemm makes one per op: the cublaslt plugin chooses its algorithm
+// once per context and shape, for the M its supports() saw.
 class Plugin {
  public:
-  bool Load(const std::string& path, int device) {
+  ~Plugin() { Finalize(); }
+  bool Load(const std::string& path) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       fprintf(stderr, "gemm_plugin_perf: %s\n", dlerror());
       return false;
     }
     api_ = static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
-    if (api_ == nullptr || api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V1 ||
-        api_->init(&ctx_, device) != xcclSuccess) {
-      fprintf(stderr, "gemm_plugin_perf: %s is not a usable v1 GEMM plugin\n", path.c_str());
+    if (api_ == nullptr || api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V1) {
+      fprintf(stderr, "gemm_plugin_perf: %s is not a v1 GEMM plugin\n", path.c_str());
       api_ = nullptr;
       return false;
     }
     return true;
   }
-  bool Supports(const xcclGemmProblem& p) const { return api_->supports(ctx_, &p) == xcclSuccess; }
+  // A fresh context for `p` (the previous one finalized), with supports() asked for p.
+  bool Prepare(const xcclGemmProblem& p, int device) {
+    Finalize();
+    if (api_->init(&ctx_, device) != xcclSuccess) {
+      ctx_ = nullptr;
+      fprintf(stderr, "gemm_plugin_perf: the plugin's init failed\n");
+      return false;
+    }
+    return api_->supports(ctx_, &p) == xcclSuccess;
+  }
   bool Run(const xcclGemmProblem& p, int64_t begin, int64_t end, gpuStream_t stream) const {
     const xcclGemmBand band{begin, end};
     return api_->run(ctx_, &p, &band, stream) == xcclSuccess;
   }
 
  private:
+  void Finalize() {
+    if (ctx_ != nullptr) api_->finalize(ctx_);
+    ctx_ = nullptr;
+  }
   const xcclGemmPlugin_v1_t* api_ = nullptr;
   void* ctx_ = nullptr;
 };
@@ -311,7 +326,7 @@ int main(int argc, char** argv) {
   Timer timer;
   cublasLtHandle_t handle = nullptr;
   DeviceMemory a, b, a_scale, b_scale, c_plugin, c_direct, workspace;
-  if (!Ok(gpuSetDevice(set.device), "set device") || !plugin.Load(set.plugin, set.device) ||
+  if (!Ok(gpuSetDevice(set.device), "set device") || !plugin.Load(set.plugin) ||
       !Ok(cublasLtCreate(&handle), "cublasLtCreate") ||
       !Ok(gpuStreamCreateWithFlags(&timer.stream, gpuStreamNonBlocking), "stream") ||
       !Ok(gpuEventCreate(&timer.start), "event") || !Ok(gpuEventCreate(&timer.stop), "event"))
@@ -349,7 +364,7 @@ int main(int argc, char** argv) {
       xcclGemmProblem direct_problem = p;
       direct_problem.c = c_direct.as<void>();
       DirectGemm direct;
-      if (!plugin.Supports(p) ||
+      if (!plugin.Prepare(p, set.device) ||
           !direct.Prepare(handle, direct_problem, workspace.as<void>(), kWorkspaceBytes)) {
         printf("  %7ld %6ld %6ld  (not supported)\n", m, shape.n, shape.k);
         ++failures;

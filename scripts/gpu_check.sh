@@ -139,7 +139,7 @@ fi
   fi
   if [ -f "$logs/gemm_plugin.txt" ]; then
     echo "# gemm_plugin_perf (cublaslt plugin vs cuBLASLt direct; band cost %):"
-    grep -vE "^# M|^$" "$logs/gemm_plugin.txt" | tail -28
+    grep -vE "^# +M |^$" "$logs/gemm_plugin.txt" | tail -28
   fi
   if [ -f "$logs/ag_gemm.txt" ]; then
     echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "collectives/all_gather.h"
 #include "collectives/barrier.h"
@@ -96,31 +97,50 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
   problem.scale_mode = op->has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
   problem.lda = problem.ldb = shape.k;
   problem.ldc = shape.n;
-  void* ctx = nullptr;
-  XCCL_TRY(plugin->api().init(&ctx, comm->device()));
-  op->plugin_ = std::move(plugin);
-  op->plugin_ctx_ = ctx;
-  xcclResult_t supported = op->plugin_->api().supports(ctx, &problem);
-  if (supported != xcclSuccess)
-    return Fail(supported == xcclInvalidArgument ? xcclInvalidArgument : supported,
-                "ag_gemm: GEMM plugin '%s' does not support m=%lld n=%lld k=%lld %s -> %s",
-                op->plugin_->name(), static_cast<long long>(problem.m),
-                static_cast<long long>(problem.n), static_cast<long long>(problem.k),
-                DataTypeName(shape.in_type), DataTypeName(shape.out_type));
-  const size_t output_bytes = static_cast<size_t>(problem.m) * shape.n * op->out_size();
   op->device_ = comm->device();
-  XCCL_TRY(AllocateOpBuffer(op->device_, op->layout_.total_bytes(), &op->window_));
-  XCCL_TRY(AllocateOpBuffer(op->device_, output_bytes, &op->output_));
   op->host_ = strcmp(platform->name(), "host") == 0;
+  const xcclResult_t prepared = op->PrepareLocally(std::move(plugin), problem);
+  // GPUs: no rank goes on to launch kernels until every rank has allocated and its plugin has
+  // loaded its kernels (init, supports): both can wait for the whole device, which, where ranks
+  // share a GPU in one process, would stall behind a peer's call waiting for this rank. The
+  // agreement also tells every rank at once when one of them failed.
+  if (!op->host_ && world > 1) XCCL_TRY(AgreeAcrossRanks(comm, prepared));
+  if (prepared != xcclSuccess) return prepared;
   if (!op->host_ && shape.mode == xcclAgGemmFused && world > 1) {
     XCCL_TRY(platform->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_,
                                       &op->peer_opened_));
   }
-  // GPUs: no rank goes on to launch kernels until every rank has allocated and its plugin has
-  // loaded its kernels (init, supports). Both can wait for the whole device, which, where ranks
-  // share a GPU in one process, would stall behind a peer's call waiting for this rank.
-  if (!op->host_ && world > 1) XCCL_TRY(comm->bootstrap()->Barrier());
   *out = std::move(op);
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
+                                      const xcclGemmProblem& problem) {
+  void* ctx = nullptr;
+  XCCL_TRY(plugin->api().init(&ctx, device_));
+  plugin_ = std::move(plugin);
+  plugin_ctx_ = ctx;
+  const xcclResult_t supported = plugin_->api().supports(ctx, &problem);
+  if (supported != xcclSuccess)
+    return Fail(supported == xcclInvalidArgument ? xcclInvalidArgument : supported,
+                "ag_gemm: GEMM plugin '%s' does not support m=%lld n=%lld k=%lld %s -> %s",
+                plugin_->name(), static_cast<long long>(problem.m),
+                static_cast<long long>(problem.n), static_cast<long long>(problem.k),
+                DataTypeName(shape_.in_type), DataTypeName(shape_.out_type));
+  const size_t output_bytes = static_cast<size_t>(problem.m) * shape_.n * out_size();
+  XCCL_TRY(AllocateOpBuffer(device_, layout_.total_bytes(), &window_));
+  return AllocateOpBuffer(device_, output_bytes, &output_);
+}
+
+xcclResult_t AgGemmOp::AgreeAcrossRanks(Communicator* comm, xcclResult_t mine) {
+  std::vector<int32_t> verdicts(comm->nranks(), 0);
+  verdicts[comm->rank()] = mine == xcclSuccess;
+  XCCL_TRY(comm->bootstrap()->AllGather(verdicts.data(), sizeof(int32_t)));
+  if (mine != xcclSuccess) return xcclSuccess;  // this rank's own failure speaks for itself
+  for (int r = 0; r < comm->nranks(); ++r) {
+    if (!verdicts[r])
+      return Fail(xcclRemoteError, "ag_gemm: rank %d could not create its part of the op", r);
+  }
   return xcclSuccess;
 }
 

@@ -63,6 +63,12 @@ class AgGemmOp {
   size_t in_size() const;
   size_t out_size() const;
   char* window() const { return static_cast<char*>(window_); }
+  // Create's steps that involve no other rank: the plugin's init and supports (for `problem`, the
+  // whole problem at m_max), then the window and output buffers.
+  xcclResult_t PrepareLocally(std::unique_ptr<GemmPlugin> plugin, const xcclGemmProblem& problem);
+  // Every rank learns whether every rank's `mine` succeeded; xcclRemoteError naming the first
+  // rank that failed (this rank's own failure is left for its caller to report).
+  static xcclResult_t AgreeAcrossRanks(Communicator* comm, xcclResult_t mine);
   xcclResult_t CheckRun(const void* a, const float* a_scale, const void* b, const float* b_scale,
                         int64_t m) const;
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.

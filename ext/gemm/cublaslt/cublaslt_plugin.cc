@@ -11,12 +11,14 @@
 // 12 measured this path on an H200). A band of rows of C is a band of columns of C^T: the same
 // call with A, a_scale and C offset and the column count cut.
 //
-// One algorithm per (n, k, types), chosen by cuBLASLt's heuristic for the whole problem at
-// supports() and used for every band whose row count it accepts (cublasLtMatmulAlgoCheck;
-// others get their own, cached per row count). One algorithm means one summation order, so a
-// band's bytes equal the full run's. supports() also runs it once on scratch memory: that loads
-// its kernel before any xccl call (ag_gemm's create ends in a barrier), since a kernel's first
-// launch can wait for the whole device, which stalls ranks sharing a GPU in one process.
+// One algorithm per problem shape (n, k, leading dimensions, types), chosen by cuBLASLt's
+// heuristic for the whole problem at supports() and used for every band whose row count it
+// accepts (cublasLtMatmulAlgoCheck). One algorithm means one summation order, so such a band's
+// bytes equal the full run's. A row count it refuses gets an algorithm of its own, cached per
+// row count; its bytes may then differ, and its kernel loads at that band's first run.
+// supports() runs the shape's algorithm once on scratch memory: that loads its kernel before any
+// xccl call (ag_gemm's create ends in a rank agreement), since a kernel's first launch can wait
+// for the whole device, which stalls ranks sharing a GPU in one process.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -34,10 +36,11 @@ namespace {
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
 struct AlgoKey {
-  int64_t rows, n, k;
+  int64_t rows, n, k, lda, ldb, ldc;
   int in, out;
   bool operator<(const AlgoKey& o) const {
-    return std::tie(rows, n, k, in, out) < std::tie(o.rows, o.n, o.k, o.in, o.out);
+    return std::tie(rows, n, k, lda, ldb, ldc, in, out) <
+           std::tie(o.rows, o.n, o.k, o.lda, o.ldb, o.ldc, o.in, o.out);
   }
 };
 
@@ -189,7 +192,8 @@ xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo) {
 }
 
 AlgoKey KeyOf(const xcclGemmProblem& p, int64_t rows) {
-  return AlgoKey{rows, p.n, p.k, static_cast<int>(p.a_type), static_cast<int>(p.c_type)};
+  return AlgoKey{
+      rows, p.n, p.k, p.lda, p.ldb, p.ldc, static_cast<int>(p.a_type), static_cast<int>(p.c_type)};
 }
 constexpr int64_t kShapeAlgo = -1;  // AlgoKey::rows of the algorithm chosen for the whole problem
 
@@ -236,47 +240,82 @@ xcclResult_t Matmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int
   return d.result;
 }
 
-// Chooses the problem's algorithm and runs it once over a few rows of zeros in scratch memory
-// (loading its kernel now rather than at the first band). The heuristic sees scratch pointers
-// too: it refuses fp8 with scale vectors that are NULL.
+// Zeroed device memory for a warm-up of `rows` rows of p: A and C rows, all of B, and scale
+// vectors of p.m and p.n (the heuristic sees these pointers too: it refuses fp8 with NULL
+// scales). Freed with the object.
+class WarmUpOperands {
+ public:
+  ~WarmUpOperands() {
+    if (scratch_ != nullptr) cudaFree(scratch_);
+  }
+  bool Make(const xcclGemmProblem& p, int64_t rows, cudaStream_t stream, xcclGemmProblem* warm) {
+    if (scratch_ != nullptr) cudaFree(scratch_);
+    scratch_ = nullptr;
+    const bool fp8 = p.a_type == xcclFloat8e4m3;
+    const size_t in_size = fp8 ? 1 : 2;
+    const size_t a_bytes = rows * p.lda * in_size, b_bytes = p.n * p.ldb * in_size;
+    const size_t c_bytes = rows * p.ldc * 2, scale_bytes = (p.m + p.n) * sizeof(float);
+    const size_t total = a_bytes + b_bytes + c_bytes + scale_bytes;
+    if (cudaMalloc(&scratch_, total) != cudaSuccess ||
+        cudaMemsetAsync(scratch_, 0, total, stream) != cudaSuccess)
+      return false;
+    *warm = p;
+    warm->a = scratch_;
+    warm->b = scratch_ + a_bytes;
+    warm->c = scratch_ + a_bytes + b_bytes;
+    float* scales = reinterpret_cast<float*>(scratch_ + a_bytes + b_bytes + c_bytes);
+    warm->a_scale = fp8 ? scales + p.n : nullptr;
+    warm->b_scale = fp8 ? scales : nullptr;
+    return true;
+  }
+
+ private:
+  char* scratch_ = nullptr;
+};
+
+// Chooses the problem's algorithm and runs that very algorithm once on zeros in scratch memory,
+// loading its kernel now rather than at the first band: over a few rows where cuBLASLt accepts
+// it for so few, else over all p.m rows. The caller's current device is left as it was.
 xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
   {
     std::lock_guard<std::mutex> lock(c->mu);
     if (c->algos.count(KeyOf(p, kShapeAlgo)) != 0) return xcclSuccess;
   }
-  const int64_t rows = p.m < 64 ? p.m : 64;
-  const bool fp8 = p.a_type == xcclFloat8e4m3;
-  const size_t in_size = fp8 ? 1 : 2;
-  const size_t a_bytes = rows * p.lda * in_size, b_bytes = p.n * p.ldb * in_size;
-  const size_t c_bytes = rows * p.ldc * 2, scale_bytes = (p.m + p.n) * sizeof(float);
-  const size_t total = a_bytes + b_bytes + c_bytes + scale_bytes;
-  char* scratch = nullptr;
+  int caller_device = 0;
+  if (cudaGetDevice(&caller_device) != cudaSuccess || cudaSetDevice(c->device) != cudaSuccess)
+    return xcclUnhandledDeviceError;
   cudaStream_t stream = nullptr;
+  WarmUpOperands scratch;
+  xcclGemmProblem warm{};
+  int64_t rows = p.m < 64 ? p.m : 64;
   xcclResult_t r = xcclUnhandledDeviceError;
-  if (cudaSetDevice(c->device) == cudaSuccess && cudaMalloc(&scratch, total) == cudaSuccess &&
-      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
-      cudaMemsetAsync(scratch, 0, total, stream) == cudaSuccess) {
-    xcclGemmProblem warm = p;
-    warm.a = scratch;
-    warm.b = scratch + a_bytes;
-    warm.c = scratch + a_bytes + b_bytes;
-    float* scales = reinterpret_cast<float*>(scratch + a_bytes + b_bytes + c_bytes);
-    warm.a_scale = fp8 ? scales + p.n : nullptr;
-    warm.b_scale = fp8 ? scales : nullptr;
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      Descriptors d(warm, 0, p.m);
-      cublasLtMatmulAlgo_t algo;
-      r = d.result != xcclSuccess ? d.result : Heuristic(c, d, &algo);
-      if (r == xcclSuccess) c->algos[KeyOf(p, kShapeAlgo)] = algo;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+      scratch.Make(p, rows, stream, &warm)) {
+    std::lock_guard<std::mutex> lock(c->mu);
+    Descriptors whole(warm, 0, p.m);
+    cublasLtMatmulAlgo_t algo;
+    r = whole.result != xcclSuccess ? whole.result : Heuristic(c, whole, &algo);
+    if (r == xcclSuccess) {
+      c->algos[KeyOf(p, kShapeAlgo)] = algo;
+      Descriptors few(warm, 0, rows);
+      cublasLtMatmulHeuristicResult_t checked;
+      const bool fits = few.result == xcclSuccess &&
+                        cublasLtMatmulAlgoCheck(c->handle, few.desc, few.la, few.lb, few.lc, few.lc,
+                                                &algo, &checked) == CUBLAS_STATUS_SUCCESS &&
+                        checked.workspaceSize <= kWorkspaceBytes;
+      if (!fits) rows = p.m;  // warm up over the whole problem, which the algorithm is for
+      c->algos[KeyOf(p, rows)] = algo;  // what Matmul below (and any band this size) runs
     }
-    warm.m = rows;
-    if (r == xcclSuccess && rows > 0) r = Matmul(c, warm, 0, rows, stream);
+  }
+  if (r == xcclSuccess && rows == p.m && p.m > 64 && !scratch.Make(p, rows, stream, &warm))
+    r = xcclUnhandledDeviceError;
+  if (r == xcclSuccess && rows > 0) r = Matmul(c, warm, 0, rows, stream);
+  if (stream != nullptr) {
     if (cudaStreamSynchronize(stream) != cudaSuccess && r == xcclSuccess)
       r = xcclUnhandledDeviceError;
+    cudaStreamDestroy(stream);
   }
-  if (stream != nullptr) cudaStreamDestroy(stream);
-  if (scratch != nullptr) cudaFree(scratch);
+  if (cudaSetDevice(caller_device) != cudaSuccess && r == xcclSuccess) r = xcclUnhandledDeviceError;
   return r;
 }
 
