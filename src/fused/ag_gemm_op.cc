@@ -100,11 +100,12 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
   op->device_ = comm->device();
   op->host_ = strcmp(platform->name(), "host") == 0;
   const xcclResult_t prepared = op->PrepareLocally(std::move(plugin), problem);
-  // GPUs: no rank goes on to launch kernels until every rank has allocated and its plugin has
-  // loaded its kernels (init, supports): both can wait for the whole device, which, where ranks
-  // share a GPU in one process, would stall behind a peer's call waiting for this rank. The
-  // agreement also tells every rank at once when one of them failed.
-  if (!op->host_ && world > 1) XCCL_TRY(AgreeAcrossRanks(comm, prepared));
+  // Every rank learns at once whether every rank's local steps succeeded (a rank whose plugin
+  // refused the shape fails every rank now, not at their first run). On GPUs it also keeps any
+  // rank from launching kernels before every rank has allocated and its plugin has loaded its
+  // kernels (init, supports): both can wait for the whole device, which, where ranks share a
+  // GPU in one process, would stall behind a peer's call waiting for this rank.
+  if (world > 1) XCCL_TRY(AgreeAcrossRanks(comm, prepared));
   if (prepared != xcclSuccess) return prepared;
   if (!op->host_ && shape.mode == xcclAgGemmFused && world > 1) {
     XCCL_TRY(platform->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_,

@@ -385,6 +385,67 @@ TEST(AgGemmFailureTest, KilledRankIsNamedBySurvivors) {
   for (const auto& failure : failures) ADD_FAILURE() << failure;
 }
 
+// A plugin that refuses every problem, for one rank only.
+xcclResult_t RefusingInit(void** ctx, int) {
+  *ctx = nullptr;
+  return xcclSuccess;
+}
+xcclResult_t RefusingFinalize(void*) { return xcclSuccess; }
+xcclResult_t RefusingSupports(void*, const xcclGemmProblem*) { return xcclInvalidArgument; }
+xcclResult_t RefusingRun(void*, const xcclGemmProblem*, const xcclGemmBand*, void*) {
+  return xcclInternalError;
+}
+
+// Create is collective: when one rank's plugin refuses the shape, that rank says so and every
+// other rank fails at create too, naming it, instead of waiting at its first run; afterwards
+// the communicator still serves a good create and run on every rank.
+TEST_P(AgGemmTest, OneRanksRefusalFailsEveryRankAtCreate) {
+  Run([](RankContext& ctx) {
+    xcclGemmPlugin_v1_t refusing{};
+    refusing.abi_version = XCCL_GEMM_PLUGIN_ABI_V1;
+    refusing.struct_size = sizeof(refusing);
+    refusing.name = "refusing";
+    refusing.init = RefusingInit;
+    refusing.finalize = RefusingFinalize;
+    refusing.supports = RefusingSupports;
+    refusing.run = RefusingRun;
+    const int odd_one = ctx.nranks - 1;
+    const bool mine = ctx.rank == odd_one;
+    xcclAgGemm_t op = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    const xcclResult_t r =
+        xcclAgGemmCreate(ctx.comm, 48, 40, 256, xcclBfloat16, xcclBfloat16, xcclAgGemmFused, 0,
+                         mine ? nullptr : kPlugin, mine ? &refusing : nullptr, &op);
+    const std::string message = xcclGetLastError(nullptr);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    RANK_EXPECT(ctx, op == nullptr, "a failed create left an op");
+    if (mine) {
+      RANK_EXPECT(ctx,
+                  r == xcclInvalidArgument && message.find("does not support") != std::string::npos,
+                  "refusing rank: " << xcclGetErrorString(r) << ": " << message);
+    } else {
+      const std::string named = "rank " + std::to_string(odd_one);
+      RANK_EXPECT(ctx, r == xcclRemoteError && message.find(named) != std::string::npos,
+                  "peer: " << xcclGetErrorString(r) << ": " << message);
+    }
+    RANK_EXPECT(ctx, seconds < 5, "create took " << seconds << " s to fail");
+
+    Case c;
+    c.mode = xcclAgGemmSplit;
+    if (!Create(ctx, c, &op)) return;
+    const int64_t m = 200;
+    const Operands o = MakeOperands(ctx.seed, ctx.rank, 0, m, c.n, c.k, c.in);
+    void* result = nullptr;
+    RANK_EXPECT(ctx,
+                xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), nullptr, m, nullptr, &result,
+                              nullptr) == xcclSuccess,
+                "run after the refused create: " << xcclGetLastError(ctx.comm));
+    if (ctx.failures.empty()) CheckC(ctx, c, result, m, 0, "after a refused create");
+    RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(HostPlatform, AgGemmTest,
                          ::testing::Combine(::testing::Values(RankMode::kThreads),
                                             ::testing::Values(2, 4, 8)),
