@@ -3,7 +3,8 @@
 // inputs on fresh operands, padding rows exactly zero, fused and split byte for byte, a
 // partial last column tile, back-to-back calls with held ranks, alternating M, local rows
 // (zero copy) and a caller's `out`, the epoch wrap, self tests (passing, a corrupted slot
-// failing on its owner only, a late rank), every operand check, and destroy.
+// failing on its owner only, a late rank), every operand check, one rank whose plugin refuses
+// the shape (every rank fails at create), and destroy.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
