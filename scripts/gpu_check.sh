@@ -46,19 +46,20 @@ pack
 # ---- multi: one rank per GPU ----
 if has_stage multi && [ "$gpus" -ge 2 ]; then
   small=$((8 * gpus))  # 8 bytes per rank
-  sweep="-b $small -e 8G -f 2 -n 20 -w 5"
+  sweep="-b $small -e 8G -f 2 -n 20 -w 5 --repeats 3"
   timeout 240 "$agp" -t "$gpus" $sweep --compare vendor >"$logs/multi_ag_default.txt" 2>&1
   pack
   for engine in dma kernel; do
     XCCL_ALLGATHER_ALGO=$engine timeout 120 "$agp" -t "$gpus" -b $small -e 1G -f 4 -n 20 -w 5 \
-      --compare vendor >"$logs/multi_ag_$engine.txt" 2>&1
+      --repeats 3 --compare vendor >"$logs/multi_ag_$engine.txt" 2>&1
   done
-  timeout 150 "$agp" -np "$gpus" -b $small -e 1G -f 4 -n 20 -w 5 --compare vendor \
+  timeout 150 "$agp" -np "$gpus" -b $small -e 1G -f 4 -n 20 -w 5 --repeats 3 --compare vendor \
     >"$logs/multi_ag_procs.txt" 2>&1
   pack
   for g in 0 10; do
-    timeout 60 "$bp" -t "$gpus" -n 500 -w 50 -G "$g" --compare vendor >>"$logs/multi_barrier.txt" 2>&1
-    timeout 60 "$agp" -t "$gpus" -b $small -e $small -n 500 -w 50 -G "$g" --compare vendor \
+    timeout 60 "$bp" -t "$gpus" -n 500 -w 50 -G "$g" --repeats 3 --compare vendor \
+      >>"$logs/multi_barrier.txt" 2>&1
+    timeout 60 "$agp" -t "$gpus" -b $small -e $small -n 500 -w 50 -G "$g" --repeats 3 --compare vendor \
       >>"$logs/multi_ag_8B.txt" 2>&1
   done
   pack
@@ -92,11 +93,12 @@ fi
 # ---- single: ranks sharing GPU 0 ----
 if has_stage single; then
   export CUDA_VISIBLE_DEVICES=0
-  timeout 60 "$build/perf/copy_roofline" -b 128M -e 1G -f 8 >"$logs/copy_roofline.txt" 2>&1
+  timeout 60 "$build/perf/copy_roofline" -b 64M -e 1G -f 2 >"$logs/copy_roofline.txt" 2>&1
   for n in 2 4 8; do
-    timeout 150 "$agp" -t "$n" -b $((8 * n)) -e 1G -f 2 -n 20 -w 5 >"$logs/single_ag_t$n.txt" 2>&1
+    timeout 150 "$agp" -t "$n" -b $((8 * n)) -e 1G -f 2 -n 20 -w 5 --repeats 3 \
+      >"$logs/single_ag_t$n.txt" 2>&1
     for g in 0 10; do
-      timeout 60 "$bp" -t "$n" -n 200 -w 20 -G "$g" >>"$logs/single_barrier_t$n.txt" 2>&1
+      timeout 60 "$bp" -t "$n" -n 200 -w 20 -G "$g" --repeats 3 >>"$logs/single_barrier_t$n.txt" 2>&1
     done
   done
   unset CUDA_VISIBLE_DEVICES

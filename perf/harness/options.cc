@@ -48,6 +48,7 @@ constexpr Flag kFlags[] = {
     {'G', "cudagraph", Group::kAlways, true,
      "<num graph launches> capture -n calls into a graph, time this many launches (GPU only)"},
     {'J', "output_file", Group::kAlways, true, "<file> write every row as JSON"},
+    {0, "repeats", Group::kAlways, true, "<R> time every measurement R times, report the median"},
     {0, "compare", Group::kAlways, true,
      "<vendor> also time the vendor library (XCCL_VENDOR_LIB, default libnccl.so.2)"},
     {'h', "help", Group::kAlways, false, ""},
@@ -141,7 +142,7 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
       {"nthreads", 1, 1024},      {"ngpus", 1, 1024},    {"np", 1, 1024},
       {"stepfactor", 1, INT_MAX}, {"iters", 1, INT_MAX}, {"warmup_iters", 0, INT_MAX},
       {"check", 0, INT_MAX},      {"blocking", 0, 1},    {"average", 0, 3},
-      {"cudagraph", 0, INT_MAX},
+      {"cudagraph", 0, INT_MAX},  {"repeats", 1, 1000},
   };
   for (const IntFlag& spec : kInts) {
     if (name != spec.name) continue;
@@ -162,6 +163,7 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     if (name == "blocking") o->blocking = v;
     if (name == "average") o->average = static_cast<Average>(v);
     if (name == "cudagraph") o->graph_launches = v;
+    if (name == "repeats") o->repeats = v;
     return true;
   }
   return bad("unhandled flag");

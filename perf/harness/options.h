@@ -32,6 +32,9 @@ struct Options {
   // nccl-tests' -G: 0 times plain launches; N > 0 captures the -n calls of a measurement into a
   // graph once and times N launches of it.
   int graph_launches = 0;
+  // --repeats R: every measurement's timed loop runs R times and the median time is reported
+  // (each rank's median, then -a across ranks), so a figure is the median of several runs.
+  int repeats = 1;
   // -J: where to write every row as JSON; empty for none.
   std::string json_path;
   // --compare vendor: time the vendor library (NCCL through XCCL_VENDOR_LIB) beside xccl.

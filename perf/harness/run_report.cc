@@ -49,6 +49,7 @@ JsonObject Flags(const Options& o) {
       .Int("average", static_cast<int>(o.average))
       .Strings("datatypes", types)
       .Int("graph_launches", o.graph_launches)
+      .Int("repeats", o.repeats)
       .String("compare", o.compare_vendor ? "vendor" : "none");
   return flags;
 }

@@ -24,6 +24,8 @@ void PrintRunHeader(const Options& o) {
       factor ? "factor" : "bytes", o.warmup_iters, o.iters, 1, o.check, o.graph_launches);
   if (o.blocking)
     printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
+  if (o.repeats > 1)
+    printf("# Repeats: %d timed loops per measurement, each row the median of them\n", o.repeats);
   printf("#\n");
 }
 
@@ -117,6 +119,7 @@ void PrintBarrierRunHeader(const Options& o) {
          o.warmup_iters, o.iters);
   // Only where graphs were asked for, so that the line stays as it was without -G.
   if (o.graph_launches > 0) printf(" graph: %d", o.graph_launches);
+  if (o.repeats > 1) printf(" repeats: %d (median)", o.repeats);
   printf("\n");
   printf("#\n");
 }

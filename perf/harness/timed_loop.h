@@ -27,11 +27,12 @@ class TimedLoop {
   // Done before the ranks meet to start, so that capture time never overlaps a peer's timing.
   bool Prepare();
 
-  // Times the calls; *seconds gets the time per call. False on any failure (the caller aborts
-  // the run).
+  // Times the calls (--repeats times, the median kept); *seconds gets the time per call. False
+  // on any failure (the caller aborts the run).
   bool Run(double* seconds);
 
  private:
+  bool RunOnce(double* seconds);
   DeviceBuffers& device_;
   RankSync& sync_;
   const Options& options_;
