@@ -68,11 +68,10 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
       return Fail(xcclInvalidArgument,
                   "xcclAgGemmCreate: pass a plugin name or a plugin struct, not both");
     std::unique_ptr<GemmPlugin> gemm;
-    if (plugin != nullptr) {
-      XCCL_TRY(GemmPlugin::FromStruct(plugin, &gemm));
-    } else {
-      XCCL_TRY(GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "", &gemm));
-    }
+    // A failure here is carried into Create, which every rank must reach (it is collective).
+    const xcclResult_t loaded =
+        plugin != nullptr ? GemmPlugin::FromStruct(plugin, &gemm)
+                          : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "", &gemm);
     AgGemmOp::Shape shape;
     shape.n = n;
     shape.k = k;
@@ -83,7 +82,7 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
     shape.pinned_chunks = chunks;
     auto handle = std::make_unique<xcclAgGemm>();
     handle->comm = comm;
-    XCCL_TRY(AgGemmOp::Create(impl, shape, std::move(gemm), &handle->op));
+    XCCL_TRY(AgGemmOp::Create(impl, shape, loaded, std::move(gemm), &handle->op));
     *op = handle.release();
     return xcclSuccess;
   });

@@ -53,8 +53,10 @@ AgGemmOp::~AgGemmOp() {
 size_t AgGemmOp::in_size() const { return DataTypeSize(shape_.in_type); }
 size_t AgGemmOp::out_size() const { return DataTypeSize(shape_.out_type); }
 
-xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
+xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult_t loaded,
                               std::unique_ptr<GemmPlugin> plugin, std::unique_ptr<AgGemmOp>* out) {
+  // Checks that come out the same on every rank (same arguments, same communicator) return at
+  // once; everything that can differ between ranks is settled by the agreement below.
   if (shape.n <= 0 || shape.n % 16 != 0)
     return Fail(xcclInvalidArgument, "ag_gemm: n = %lld must be a positive multiple of 16",
                 static_cast<long long>(shape.n));
@@ -99,12 +101,13 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape,
   problem.ldc = shape.n;
   op->device_ = comm->device();
   op->host_ = strcmp(platform->name(), "host") == 0;
-  const xcclResult_t prepared = op->PrepareLocally(std::move(plugin), problem);
+  const xcclResult_t prepared =
+      loaded != xcclSuccess ? loaded : op->PrepareLocally(std::move(plugin), problem);
   // Every rank learns at once whether every rank's local steps succeeded (a rank whose plugin
-  // refused the shape fails every rank now, not at their first run). On GPUs it also keeps any
-  // rank from launching kernels before every rank has allocated and its plugin has loaded its
-  // kernels (init, supports): both can wait for the whole device, which, where ranks share a
-  // GPU in one process, would stall behind a peer's call waiting for this rank.
+  // did not load or refused the shape fails every rank now, not at their first run). On GPUs it
+  // also keeps any rank from launching kernels before every rank has allocated and its plugin has
+  // loaded its kernels (init, supports): both can wait for the whole device, which, where ranks
+  // share a GPU in one process, would stall behind a peer's call waiting for this rank.
   if (world > 1) XCCL_TRY(AgreeAcrossRanks(comm, prepared));
   if (prepared != xcclSuccess) return prepared;
   if (!op->host_ && shape.mode == xcclAgGemmFused && world > 1) {

@@ -42,8 +42,10 @@ class AgGemmOp {
 
   // Validates the shape, the communicator and the plugin, then allocates. Fails with a message
   // (nothing allocated) on a bad shape, a plugin that does not support it, or a communicator
-  // the op cannot run on.
-  static xcclResult_t Create(Communicator* comm, const Shape& shape,
+  // the op cannot run on. Collective: `loaded` is this rank's result of loading `plugin`
+  // (null when that failed, its message already recorded), so that a rank whose plugin did not
+  // load still takes part in the ranks' agreement and every rank fails together.
+  static xcclResult_t Create(Communicator* comm, const Shape& shape, xcclResult_t loaded,
                              std::unique_ptr<GemmPlugin> plugin, std::unique_ptr<AgGemmOp>* out);
 
   xcclResult_t PaddedRows(int64_t m, int64_t* padded) const;

@@ -397,9 +397,9 @@ xcclResult_t RefusingRun(void*, const xcclGemmProblem*, const xcclGemmBand*, voi
   return xcclInternalError;
 }
 
-// Create is collective: when one rank's plugin refuses the shape, that rank says so and every
-// other rank fails at create too, naming it, instead of waiting at its first run; afterwards
-// the communicator still serves a good create and run on every rank.
+// Create is collective: when one rank's plugin refuses the shape, or does not load, that rank
+// says so and every other rank fails at create too, naming it, instead of waiting at its first
+// run; afterwards the communicator still serves a good create and run on every rank.
 TEST_P(AgGemmTest, OneRanksRefusalFailsEveryRankAtCreate) {
   Run([](RankContext& ctx) {
     xcclGemmPlugin_v1_t refusing{};
@@ -431,6 +431,24 @@ TEST_P(AgGemmTest, OneRanksRefusalFailsEveryRankAtCreate) {
                   "peer: " << xcclGetErrorString(r) << ": " << message);
     }
     RANK_EXPECT(ctx, seconds < 5, "create took " << seconds << " s to fail");
+
+    // The same when that rank's plugin does not even load.
+    const xcclResult_t missing =
+        xcclAgGemmCreate(ctx.comm, 48, 40, 256, xcclBfloat16, xcclBfloat16, xcclAgGemmSplit, 0,
+                         mine ? "/nonexistent/libxccl-gemm-x.so" : kPlugin, nullptr, &op);
+    const std::string missing_message = xcclGetLastError(nullptr);
+    RANK_EXPECT(ctx, op == nullptr, "a failed create left an op");
+    if (mine) {
+      RANK_EXPECT(
+          ctx, missing == xcclInvalidArgument,
+          "rank without its plugin: " << xcclGetErrorString(missing) << ": " << missing_message);
+    } else {
+      RANK_EXPECT(ctx,
+                  missing == xcclRemoteError &&
+                      missing_message.find("rank " + std::to_string(odd_one)) != std::string::npos,
+                  "peer of a rank without its plugin: " << xcclGetErrorString(missing) << ": "
+                                                        << missing_message);
+    }
 
     Case c;
     c.mode = xcclAgGemmSplit;
