@@ -1,8 +1,8 @@
 /*
  * xccl GEMM plugin ABI (version 1).
  *
- * ag_gemm does not own a GEMM: it calls a plugin, once per band of rows (or once per call
- * through the optional tile-wait entry). A plugin is a shared library libxccl-gemm-<name>.so
+ * ag_gemm does not own a GEMM: it calls a plugin, once per band of rows (or, through the
+ * optional tile-wait entry, run() for its own rows and one tile-wait launch per peer source). A plugin is a shared library libxccl-gemm-<name>.so
  * that exports one symbol, XCCL_GEMM_PLUGIN_SYMBOL_V1, of type xcclGemmPlugin_v1_t; a caller
  * may also hand xccl such a struct directly. Like NCCL's net and tuner plugins the struct is
  * versioned: its first two fields (abi_version, struct_size) never move in any version, so a
@@ -101,9 +101,10 @@ typedef struct xcclGemmPlugin_v1 {
   const char* name; /* short, e.g. "reference"; shown in logs and errors */
 
   /* Creates the plugin's state for one device (the GPU ordinal; 0 on the host platform). On
-   * GPUs it should also load every kernel run() will launch: under lazy module loading a first
-   * launch can wait for the whole device, and where ranks share a GPU in one process that wait
-   * stalls behind a peer's xccl kernel waiting for this rank (docs/ARCHITECTURE.md). */
+   * GPUs init, or supports() once it knows the problem, should load every kernel run() will
+   * launch: under lazy module loading a first launch can wait for the whole device, and where
+   * ranks share a GPU in one process that wait stalls behind a peer's xccl kernel waiting for
+   * this rank (docs/ARCHITECTURE.md). */
   xcclResult_t (*init)(void** ctx, int device);
   xcclResult_t (*finalize)(void* ctx);
 

@@ -490,7 +490,7 @@ int main(int argc, char** argv) {
   options.iters = 2;
   options.warmup_iters = 1;
   FlagSet flags;
-  flags.sizes = flags.check = flags.types = flags.blocking = false;
+  flags.sizes = flags.check = flags.types = flags.blocking = flags.timed_loop = false;
   int code = ParseOptions(argc, argv, flags, &options);
   if (code >= 0) return code;
   const char* in_name = set.in_type == xcclFloat8e4m3 ? "fp8 e4m3 (ptpc)"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # On a fresh GPU machine: configure and build the cuda platform, then run the stages named in
-# GPU_CHECK_STAGES (default: all of them, in this order), and print a short table last.
+# GPU_CHECK_STAGES (default: all of them; they always run in the order below), and print a
+# short table last. Timed figures are medians of 3 timed loops (--repeats 3).
 #   multi   several GPUs: all_gather_perf over all GPUs (threads, then one process per GPU)
 #           with --compare vendor, default / dma / kernel engines; barrier_perf and the 8-byte
 #           all_gather, plain and graph-launched, against NCCL
-#   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
 #   agemm   gemm_plugin_perf (the cublaslt plugin against cuBLASLt called directly, and its cost
 #           when cut into bands; GPU 0), then ag_gemm_perf with the cublaslt plugin (fp8 and
 #           bf16, Kimi-K3 shapes): one rank per GPU where there are several (fused and split),
 #           else 2 ranks sharing GPU 0 (split)
+#   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);

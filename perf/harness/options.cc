@@ -16,7 +16,7 @@
 namespace xccl_perf {
 namespace {
 
-enum class Group { kAlways, kSizes, kCheck, kTypes, kBlocking };
+enum class Group { kAlways, kSizes, kCheck, kTypes, kBlocking, kTimedLoop };
 
 struct Flag {
   char short_name;  // 0: long form only
@@ -43,12 +43,13 @@ constexpr Flag kFlags[] = {
      "<int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/fp8e4m3/fp8e5m2/all>"},
     {'z', "blocking", Group::kBlocking, true,
      "<0/1> wait for completion and barrier after each collective"},
-    {'a', "average", Group::kAlways, true,
+    {'a', "average", Group::kTimedLoop, true,
      "<0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>"},
-    {'G', "cudagraph", Group::kAlways, true,
+    {'G', "cudagraph", Group::kTimedLoop, true,
      "<num graph launches> capture -n calls into a graph, time this many launches (GPU only)"},
-    {'J', "output_file", Group::kAlways, true, "<file> write every row as JSON"},
-    {0, "repeats", Group::kAlways, true, "<R> time every measurement R times, report the median"},
+    {'J', "output_file", Group::kTimedLoop, true, "<file> write every row as JSON"},
+    {0, "repeats", Group::kTimedLoop, true,
+     "<R> time every measurement R times, report the median"},
     {0, "compare", Group::kAlways, true,
      "<vendor> also time the vendor library (XCCL_VENDOR_LIB, default libnccl.so.2)"},
     {'h', "help", Group::kAlways, false, ""},
@@ -64,6 +65,8 @@ bool Enabled(const Flag& flag, const FlagSet& set) {
       return set.types;
     case Group::kBlocking:
       return set.blocking;
+    case Group::kTimedLoop:
+      return set.timed_loop;
     case Group::kAlways:
       return true;
   }

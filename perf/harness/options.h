@@ -56,6 +56,9 @@ struct FlagSet {
   bool check = true;     // -c
   bool types = true;     // -d
   bool blocking = true;  // -z
+  // -a -G -J --repeats: what the harness's timed loop and report do with the times; off for a
+  // binary that times and reports by itself (ag_gemm_perf).
+  bool timed_loop = true;
 };
 
 // Parses argv into *options. Returns -1 to go on, otherwise the exit code (0 after -h).
