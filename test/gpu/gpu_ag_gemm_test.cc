@@ -3,17 +3,20 @@
 // queues), bf16 and fp8 ptpc on fresh operands against a double-precision reference of the decoded
 // inputs, padding rows exactly zero, fused equal to split, a warm self test, and graph replay with
 // fresh data, on every world of the gpu suite (ranks sharing one GPU, every GPU where there are
-// several).
+// several); and fused on one GPU with two ranks given a queue each (XCCL_GPU_QUEUES=1), so that
+// a machine of one GPU runs the fused path too.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
 #include "common/float_formats.h"
 #include "gpu/gpu_harness.h"
+#include "mp/test_params.h"
 #include "xccl_gemm.h"
 
 namespace xccl_test {
@@ -90,122 +93,147 @@ double CheckC(RankContext& ctx, const unsigned char* c, int64_t m, int64_t padde
       [&](int s) { return MakeOperands(ctx.seed ^ seed_salt, s, m, n, k, in); }, bad_padding);
 }
 
-// Split everywhere; fused where every rank has a GPU of its own (DMA queues), refused where
-// ranks share one; fused and split byte for byte; then the fused (else split) call captured in
-// a graph and replayed with fresh A each time.
-TEST_P(GpuAgGemmTest, SplitAndFusedMatchTheReferenceAndGraphReplay) {
+// One rank's part: split everywhere; fused where the communicator has a DMA queue per peer
+// (refused otherwise); fused and split byte for byte; then the fused (else split) call captured
+// in a graph and replayed with fresh A each time.
+void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
+  Stream stream;
+  if (!stream.Create(ctx)) return;
+  const int64_t n = 64, k = 64, m = 200, m_max = 256, padded = 256;
+  int queues = 0;
+  if (!XCCL_OK(ctx, xcclCommQueueCount(ctx.comm, &queues))) return;
+  const bool fused_ok = queues >= ctx.nranks - 1;
+  // Every op made before any call and destroyed after the last: device memory is allocated
+  // and freed (cudaFree waits for the whole device) while no peer sharing the GPU has a call
+  // in flight that waits for this rank.
+  const xcclDataType_t types[] = {xcclBfloat16, xcclFloat8e4m3};
+  xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};  // [type][split, fused]
+  for (int t = 0; t < 2; ++t) {
+    if (!XCCL_OK(ctx,
+                 CreateOp(ctx.comm, plugin, types[t], xcclAgGemmSplit, n, k, m_max, &ops[t][0])))
+      return;
+    xcclResult_t r = CreateOp(ctx.comm, plugin, types[t], xcclAgGemmFused, n, k, m_max, &ops[t][1]);
+    RANK_EXPECT(ctx, fused_ok ? r == xcclSuccess : r == xcclInvalidUsage,
+                "fused create with " << queues << " queues: " << xcclGetErrorString(r) << ": "
+                                     << xcclGetLastError(ctx.comm));
+  }
+  const size_t c_bytes = static_cast<size_t>(ctx.nranks * padded * n) * 2;
+  for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
+    const xcclDataType_t in = types[t];
+    const bool fp8 = in == xcclFloat8e4m3;
+    const Operands o = MakeOperands(ctx.seed, ctx.rank, m, n, k, in);
+    DeviceBuffer a, b, as, bs, c;
+    if (!ToDevice(ctx, stream, o.a.data(), o.a.size(), &a) ||
+        !ToDevice(ctx, stream, o.b.data(), o.b.size(), &b) || !c.Allocate(ctx, c_bytes))
+      return;
+    if (fp8 && (!ToDevice(ctx, stream, o.a_scale.data(), m * 4, &as) ||
+                !ToDevice(ctx, stream, o.b_scale.data(), n * 4, &bs)))
+      return;
+    const float* a_scale = fp8 ? reinterpret_cast<float*>(as.get()) : nullptr;
+    const float* b_scale = fp8 ? reinterpret_cast<float*>(bs.get()) : nullptr;
+    std::vector<unsigned char> bytes[2];
+    for (int mode = 0; mode < 2; ++mode) {
+      xcclAgGemm_t op = ops[t][mode];
+      if (op == nullptr) continue;
+      if (!GPU_OK(ctx, gpu::MemsetAsync(c.get(), kPoisonByte, c_bytes, stream.get()))) return;
+      if (!XCCL_OK(ctx, xcclAgGemmRun(op, a.get(), a_scale, b.get(), b_scale, m, c.get(), nullptr,
+                                      stream.xccl())))
+        return;
+      HostBytes got(c_bytes);
+      if (!GPU_OK(ctx, gpu::MemcpyAsync(got.data(), c.get(), c_bytes, stream.get())) ||
+          !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
+        return;
+      ExpectNoAsyncError(ctx, "after the run");
+      int64_t bad_padding = 0;
+      const double rel = CheckC(ctx, got.data(), m, padded, n, k, in, 0, &bad_padding);
+      const char* what = mode == 0 ? "split" : "fused";
+      RANK_EXPECT(ctx, rel <= 1e-2, what << (fp8 ? " fp8" : " bf16") << ": relative L2 " << rel);
+      RANK_EXPECT(ctx, bad_padding == 0, what << ": " << bad_padding << " padding values not 0");
+      RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m, stream.xccl()) == xcclSuccess,
+                  what << " self test: " << xcclGetLastError(ctx.comm));
+      bytes[mode].assign(got.begin(), got.end());
+    }
+    if (!bytes[1].empty())
+      RANK_EXPECT(ctx, bytes[0] == bytes[1], (fp8 ? "fp8" : "bf16") << ": fused and split differ");
+    if (!ctx.failures.empty()) break;
+
+    // Graph: one call captured, replayed three times with fresh A (and scales) each time.
+    xcclAgGemm_t op = ops[t][1] != nullptr ? ops[t][1] : ops[t][0];
+    gpu::GraphHandle graph = nullptr;
+    gpu::GraphExecHandle exec = nullptr;
+    if (!GPU_OK(ctx, gpu::StreamBeginCaptureThreadLocal(stream.get()))) return;
+    xcclResult_t captured =
+        xcclAgGemmRun(op, a.get(), a_scale, b.get(), b_scale, m, c.get(), nullptr, stream.xccl());
+    if (!GPU_OK(ctx, gpu::StreamEndCapture(stream.get(), &graph))) return;
+    if (!XCCL_OK(ctx, captured) || !GPU_OK(ctx, gpu::GraphInstantiate(&exec, graph))) return;
+    for (uint64_t replay = 1; replay <= 3 && ctx.failures.empty(); ++replay) {
+      const Operands fresh = MakeOperands(ctx.seed ^ replay, ctx.rank, m, n, k, in);
+      HostBytes pa(fresh.a.size()), pb(fresh.b.size()), ps(m * 4), pbs(n * 4);
+      memcpy(pa.data(), fresh.a.data(), fresh.a.size());
+      memcpy(pb.data(), fresh.b.data(), fresh.b.size());
+      if (fp8) {
+        memcpy(ps.data(), fresh.a_scale.data(), m * 4);
+        memcpy(pbs.data(), fresh.b_scale.data(), n * 4);
+      }
+      if (!GPU_OK(ctx, gpu::MemcpyAsync(a.get(), pa.data(), pa.size(), stream.get())) ||
+          !GPU_OK(ctx, gpu::MemcpyAsync(b.get(), pb.data(), pb.size(), stream.get())) ||
+          (fp8 && (!GPU_OK(ctx, gpu::MemcpyAsync(as.get(), ps.data(), m * 4, stream.get())) ||
+                   !GPU_OK(ctx, gpu::MemcpyAsync(bs.get(), pbs.data(), n * 4, stream.get())))) ||
+          !GPU_OK(ctx, gpu::MemsetAsync(c.get(), kPoisonByte, c_bytes, stream.get())) ||
+          !GPU_OK(ctx, gpu::GraphLaunch(exec, stream.get())))
+        break;
+      HostBytes got(c_bytes);
+      if (!GPU_OK(ctx, gpu::MemcpyAsync(got.data(), c.get(), c_bytes, stream.get())) ||
+          !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
+        break;
+      int64_t bad_padding = 0;
+      const double rel = CheckC(ctx, got.data(), m, padded, n, k, in, replay, &bad_padding);
+      RANK_EXPECT(ctx, rel <= 1e-2 && bad_padding == 0,
+                  "graph replay " << replay << (fp8 ? " fp8" : " bf16") << ": relative L2 " << rel
+                                  << ", " << bad_padding << " padding values not 0");
+    }
+    (void)gpu::GraphExecDestroy(exec);
+    (void)gpu::GraphDestroy(graph);
+  }
+  for (auto& pair : ops)
+    for (xcclAgGemm_t op : pair)
+      if (op != nullptr)
+        RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+}
+
+void ForEachPlugin(const std::function<void(const PluginChoice&)>& run) {
   for (const PluginChoice& plugin : kPlugins) {
     SCOPED_TRACE(std::string(plugin.path) + (plugin.without_tile_wait ? " without tile-wait" : ""));
-    Run([plugin](RankContext& ctx) {
-      Stream stream;
-      if (!stream.Create(ctx)) return;
-      const int64_t n = 64, k = 64, m = 200, m_max = 256, padded = 256;
-      int queues = 0;
-      if (!XCCL_OK(ctx, xcclCommQueueCount(ctx.comm, &queues))) return;
-      const bool fused_ok = queues >= ctx.nranks - 1;
-      // Every op made before any call and destroyed after the last: device memory is allocated
-      // and freed (cudaFree waits for the whole device) while no peer sharing the GPU has a call
-      // in flight that waits for this rank.
-      const xcclDataType_t types[] = {xcclBfloat16, xcclFloat8e4m3};
-      xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};  // [type][split, fused]
-      for (int t = 0; t < 2; ++t) {
-        if (!XCCL_OK(ctx, CreateOp(ctx.comm, plugin, types[t], xcclAgGemmSplit, n, k, m_max,
-                                   &ops[t][0])))
-          return;
-        xcclResult_t r =
-            CreateOp(ctx.comm, plugin, types[t], xcclAgGemmFused, n, k, m_max, &ops[t][1]);
-        RANK_EXPECT(ctx, fused_ok ? r == xcclSuccess : r == xcclInvalidUsage,
-                    "fused create with " << queues << " queues: " << xcclGetErrorString(r) << ": "
-                                         << xcclGetLastError(ctx.comm));
-      }
-      const size_t c_bytes = static_cast<size_t>(ctx.nranks * padded * n) * 2;
-      for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
-        const xcclDataType_t in = types[t];
-        const bool fp8 = in == xcclFloat8e4m3;
-        const Operands o = MakeOperands(ctx.seed, ctx.rank, m, n, k, in);
-        DeviceBuffer a, b, as, bs, c;
-        if (!ToDevice(ctx, stream, o.a.data(), o.a.size(), &a) ||
-            !ToDevice(ctx, stream, o.b.data(), o.b.size(), &b) || !c.Allocate(ctx, c_bytes))
-          return;
-        if (fp8 && (!ToDevice(ctx, stream, o.a_scale.data(), m * 4, &as) ||
-                    !ToDevice(ctx, stream, o.b_scale.data(), n * 4, &bs)))
-          return;
-        const float* a_scale = fp8 ? reinterpret_cast<float*>(as.get()) : nullptr;
-        const float* b_scale = fp8 ? reinterpret_cast<float*>(bs.get()) : nullptr;
-        std::vector<unsigned char> bytes[2];
-        for (int mode = 0; mode < 2; ++mode) {
-          xcclAgGemm_t op = ops[t][mode];
-          if (op == nullptr) continue;
-          if (!GPU_OK(ctx, gpu::MemsetAsync(c.get(), kPoisonByte, c_bytes, stream.get()))) return;
-          if (!XCCL_OK(ctx, xcclAgGemmRun(op, a.get(), a_scale, b.get(), b_scale, m, c.get(),
-                                          nullptr, stream.xccl())))
-            return;
-          HostBytes got(c_bytes);
-          if (!GPU_OK(ctx, gpu::MemcpyAsync(got.data(), c.get(), c_bytes, stream.get())) ||
-              !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
-            return;
-          ExpectNoAsyncError(ctx, "after the run");
-          int64_t bad_padding = 0;
-          const double rel = CheckC(ctx, got.data(), m, padded, n, k, in, 0, &bad_padding);
-          const char* what = mode == 0 ? "split" : "fused";
-          RANK_EXPECT(ctx, rel <= 1e-2,
-                      what << (fp8 ? " fp8" : " bf16") << ": relative L2 " << rel);
-          RANK_EXPECT(ctx, bad_padding == 0,
-                      what << ": " << bad_padding << " padding values not 0");
-          RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m, stream.xccl()) == xcclSuccess,
-                      what << " self test: " << xcclGetLastError(ctx.comm));
-          bytes[mode].assign(got.begin(), got.end());
-        }
-        if (!bytes[1].empty())
-          RANK_EXPECT(ctx, bytes[0] == bytes[1],
-                      (fp8 ? "fp8" : "bf16") << ": fused and split differ");
-        if (!ctx.failures.empty()) break;
-
-        // Graph: one call captured, replayed three times with fresh A (and scales) each time.
-        xcclAgGemm_t op = ops[t][1] != nullptr ? ops[t][1] : ops[t][0];
-        gpu::GraphHandle graph = nullptr;
-        gpu::GraphExecHandle exec = nullptr;
-        if (!GPU_OK(ctx, gpu::StreamBeginCaptureThreadLocal(stream.get()))) return;
-        xcclResult_t captured = xcclAgGemmRun(op, a.get(), a_scale, b.get(), b_scale, m, c.get(),
-                                              nullptr, stream.xccl());
-        if (!GPU_OK(ctx, gpu::StreamEndCapture(stream.get(), &graph))) return;
-        if (!XCCL_OK(ctx, captured) || !GPU_OK(ctx, gpu::GraphInstantiate(&exec, graph))) return;
-        for (uint64_t replay = 1; replay <= 3 && ctx.failures.empty(); ++replay) {
-          const Operands fresh = MakeOperands(ctx.seed ^ replay, ctx.rank, m, n, k, in);
-          HostBytes pa(fresh.a.size()), pb(fresh.b.size()), ps(m * 4), pbs(n * 4);
-          memcpy(pa.data(), fresh.a.data(), fresh.a.size());
-          memcpy(pb.data(), fresh.b.data(), fresh.b.size());
-          if (fp8) {
-            memcpy(ps.data(), fresh.a_scale.data(), m * 4);
-            memcpy(pbs.data(), fresh.b_scale.data(), n * 4);
-          }
-          if (!GPU_OK(ctx, gpu::MemcpyAsync(a.get(), pa.data(), pa.size(), stream.get())) ||
-              !GPU_OK(ctx, gpu::MemcpyAsync(b.get(), pb.data(), pb.size(), stream.get())) ||
-              (fp8 &&
-               (!GPU_OK(ctx, gpu::MemcpyAsync(as.get(), ps.data(), m * 4, stream.get())) ||
-                !GPU_OK(ctx, gpu::MemcpyAsync(bs.get(), pbs.data(), n * 4, stream.get())))) ||
-              !GPU_OK(ctx, gpu::MemsetAsync(c.get(), kPoisonByte, c_bytes, stream.get())) ||
-              !GPU_OK(ctx, gpu::GraphLaunch(exec, stream.get())))
-            break;
-          HostBytes got(c_bytes);
-          if (!GPU_OK(ctx, gpu::MemcpyAsync(got.data(), c.get(), c_bytes, stream.get())) ||
-              !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
-            break;
-          int64_t bad_padding = 0;
-          const double rel = CheckC(ctx, got.data(), m, padded, n, k, in, replay, &bad_padding);
-          RANK_EXPECT(ctx, rel <= 1e-2 && bad_padding == 0,
-                      "graph replay " << replay << (fp8 ? " fp8" : " bf16") << ": relative L2 "
-                                      << rel << ", " << bad_padding << " padding values not 0");
-        }
-        (void)gpu::GraphExecDestroy(exec);
-        (void)gpu::GraphDestroy(graph);
-      }
-      for (auto& pair : ops)
-        for (xcclAgGemm_t op : pair)
-          if (op != nullptr)
-            RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
-    });
+    run(plugin);
   }
+}
+
+// Fused where every rank has a GPU of its own, refused where ranks share one.
+TEST_P(GpuAgGemmTest, SplitAndFusedMatchTheReferenceAndGraphReplay) {
+  ForEachPlugin([this](const PluginChoice& plugin) {
+    Run([plugin](RankContext& ctx) { SplitAndFusedBody(plugin, ctx); });
+  });
+}
+
+// The fused machinery (bands over copy-engine queues, flags, stream waits or tile waits, the
+// closing barrier) on a machine of one GPU: two ranks sharing it, given one queue each by
+// XCCL_GPU_QUEUES=1 (the automatic count is 0 there, because copy engines shared by more ranks
+// deadlocked, docs/PERF.md). Other worlds skip.
+TEST_P(GpuAgGemmTest, FusedOnASharedGpuWithForcedQueues) {
+  if (GetParam().placement != Placement::kOneGpu || world() != 2)
+    GTEST_SKIP() << "runs on one GPU with 2 ranks only";
+  RunOptions options;
+  options.before_init = WithGpuQueues(1);
+  ForEachPlugin([this, &options](const PluginChoice& plugin) {
+    Run(
+        [plugin](RankContext& ctx) {
+          int queues = 0;
+          if (!XCCL_OK(ctx, xcclCommQueueCount(ctx.comm, &queues))) return;
+          RANK_EXPECT(ctx, queues == 1, queues << " queues where XCCL_GPU_QUEUES=1");
+          SplitAndFusedBody(plugin, ctx);
+        },
+        options);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuAgGemmTest, ::testing::ValuesIn(StandardGpuWorlds()),
