@@ -285,15 +285,19 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
                   kVariants[v].name, comm);
       };
       const Sample sample = ReferenceSample(ctx, set, s, m, o);
-      // Split-vendor: the vendor's all-gather of A (and scales) into one buffer, then one GEMM
-      // through the same plugin, called directly; variant index kVariantCount.
-      const bool with_vendor = vendor != nullptr && gemm.ok();
+      // Split-vendor (index kVariantCount): the vendor's all-gather of A (and scales) into one
+      // buffer, then one GEMM through the same plugin, called directly. The two halves alone,
+      // for the overlap bound max(all-gather, GEMM): ag-only (kAgOnly), xccl's all-gather into
+      // that buffer, and gemm-only (kGemmOnly), the plugin over the gathered rows.
+      const int kVendor = kVariantCount, kAgOnly = kVariantCount + 1, kGemmOnly = kVariantCount + 2;
+      const bool with_direct = gemm.ok();
+      const bool with_vendor = vendor != nullptr && with_direct;
       Staged gathered, gathered_scales, cv;
       const size_t in_size = TypeSize(set.in_type);
       const size_t cv_bytes = static_cast<size_t>(ctx.nranks * m * s.n) * 2;
       std::vector<uint8_t> none(std::max<size_t>(
           {cv_bytes, static_cast<size_t>(ctx.nranks * m * s.k) * in_size, size_t(1)}));
-      if (with_vendor &&
+      if (with_direct &&
           (!gathered.Fill(buffers.get(), none.data(), ctx.nranks * m * s.k * in_size) ||
            !cv.Fill(buffers.get(), none.data(), cv_bytes) ||
            (fp8 && !gathered_scales.Fill(buffers.get(), none.data(), ctx.nranks * m * 4)))) {
@@ -320,13 +324,31 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
         if (fp8 && !vendor->AllGather(as.ptr, gathered_scales.ptr, m * 4, stream)) return false;
         return gemm.Run(vp, stream);
       };
-      std::vector<std::vector<double>> times(kVariantCount + 1);
+      auto run_ag_only = [&]() {
+        return Ok(ctx,
+                  xcclAllGather(a.ptr, gathered.ptr, m * s.k * in_size, xcclUint8, comm, stream),
+                  "ag-only", comm) &&
+               (!fp8 ||
+                Ok(ctx, xcclAllGather(as.ptr, gathered_scales.ptr, m, xcclFloat32, comm, stream),
+                   "ag-only scales", comm));
+      };
+      auto runs = [&](int v) {
+        if (v == kVendor) return with_vendor;
+        if (v == kAgOnly || v == kGemmOnly) return with_direct;
+        return ops[v] != nullptr;
+      };
+      std::vector<std::vector<double>> times(kVariantCount + 3);
       double worst_l2 = 0;
       std::vector<uint8_t> host_c(std::max(c_bytes, cv_bytes));
       for (int round = 0; round < set.rounds && ok; ++round) {
-        for (int v = 0; v <= kVariantCount && ok; ++v) {
-          if (v == kVariantCount ? !with_vendor : ops[v] == nullptr) continue;
-          auto call = [&]() { return v == kVariantCount ? run_vendor() : run(v); };
+        for (int v = 0; v <= kGemmOnly && ok; ++v) {
+          if (!runs(v)) continue;
+          auto call = [&]() {
+            if (v == kVendor) return run_vendor();
+            if (v == kAgOnly) return run_ag_only();
+            if (v == kGemmOnly) return gemm.Run(vp, stream);
+            return run(v);
+          };
           for (int w = 0; w < ctx.options->warmup_iters && ok; ++w) ok = call();
           if (!ok || !buffers->Synchronize() || !ctx.sync->Barrier()) {
             ok = false;
@@ -340,12 +362,12 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
           double slowest = 0, l2 = 0;
           if (!ok || !ctx.sync->AllReduce(ctx.rank, us, Reduce::kMax, &slowest)) break;
           times[v].push_back(slowest);
-          if (round == 0) {
+          if (round == 0 && v != kAgOnly) {  // ag-only makes no C (gemm-only checks its rows)
             if (v < kVariantCount && !buffers->CopyToHost(host_c.data(), c.ptr, c_bytes)) {
               ok = false;
               break;
             }
-            const bool vendor_run = v == kVariantCount;
+            const bool vendor_run = v == kVendor || v == kGemmOnly;
             if (vendor_run && !buffers->CopyToHost(host_c.data(), cv.ptr, cv_bytes)) {
               ok = false;
               break;
@@ -365,8 +387,8 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
         if (op != nullptr) xcclAgGemmDestroy(op);
       if (!ok) break;
       if (ctx.rank == 0) {
-        std::vector<double> median(kVariantCount + 1, 0.0);
-        for (int v = 0; v <= kVariantCount; ++v) {
+        std::vector<double> median(kVariantCount + 3, 0.0);
+        for (int v = 0; v <= kGemmOnly; ++v) {
           if (times[v].empty()) continue;
           std::sort(times[v].begin(), times[v].end());
           median[v] = times[v][times[v].size() / 2];
@@ -389,6 +411,21 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
           }
         }
         const double split = median[kVariantCount] > 0 ? median[kVariantCount] : median[0];
+        for (int v : {kAgOnly, kGemmOnly}) {
+          if (median[v] > 0) {
+            printf(" %9.1f", median[v]);
+          } else {
+            printf(" %9s", "-");
+          }
+        }
+        // Overlap: the bound max(all-gather alone, GEMM alone) over the best fused time (1.00 =
+        // perfect overlap; '-' where no fused variant or no half ran).
+        const double bound = std::max(median[kAgOnly], median[kGemmOnly]);
+        if (best > 0 && median[kAgOnly] > 0 && median[kGemmOnly] > 0) {
+          printf(" %7.2f", bound / median[best]);
+        } else {
+          printf(" %7s", "-");
+        }
         printf("  c=%d %10s %7.2f %9.2e\n", default_chunks, kVariants[best].name,
                split / median[best], worst_l2);
       }
@@ -503,10 +540,13 @@ int main(int argc, char** argv) {
       set.plugin.empty() ? getenv("XCCL_GEMM_PLUGIN") : set.plugin.c_str(), set.rounds,
       options.iters, options.warmup_iters);
   printf(
-      "# split-vendor: '-' where no vendor library runs (the host platform). best/split: the "
-      "best variant against split-vendor, else split-xccl\n");
+      "# split-vendor: '-' where no vendor library runs (the host platform). ag-only: "
+      "xcclAllGather of A (and scales) alone; gemm-only: the plugin over the gathered rows "
+      "alone; overlap: max(ag-only, gemm-only) / best fused (1.00 = perfect overlap). "
+      "best/split: the best variant against split-vendor, else split-xccl\n");
   printf("# %7s %6s %6s %12s", "M", "N", "K", "split-vendor");
   for (const Variant& v : kVariants) printf(" %10s", v.name);
+  printf(" %9s %9s %7s", "ag-only", "gemm-only", "overlap");
   printf("  %3s %10s %7s %9s\n", "def", "best", "x split", "relL2max");
   xcclUniqueId id;
   if (xcclGetUniqueId(&id) != xcclSuccess) {

@@ -7,8 +7,8 @@
 #           all_gather, plain and graph-launched, against NCCL
 #   agemm   gemm_plugin_perf (the cublaslt plugin against cuBLASLt called directly, and its cost
 #           when cut into bands; GPU 0), then ag_gemm_perf with the cublaslt plugin (fp8 and
-#           bf16, Kimi-K3 shapes): one rank per GPU where there are several (fused and split),
-#           else 2 ranks sharing GPU 0 (split)
+#           bf16, Kimi-K3 shapes, with ag-only / gemm-only / overlap columns): one process per
+#           GPU where there are several (fused and split), else 2 ranks sharing GPU 0 (split)
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
@@ -75,11 +75,20 @@ if has_stage agemm; then
       >>"$logs/gemm_plugin.txt" 2>&1
   done
   pack
-  ranks=$gpus
-  [ "$ranks" -ge 2 ] || ranks=2
+  # Several GPUs: one process per GPU, the Kimi-K3 TP8 shapes and M 4096-32768 (issue 7's
+  # table); one GPU: 2 thread ranks sharing it, a shorter table (split only there).
+  if [ "$gpus" -ge 2 ]; then
+    placement="-np $gpus"
+    ms="4096 8192 16384 32768"
+    shapes="6288x7168 3648x7168 6400x7168 3840x7168"
+  else
+    placement="-t 2"
+    ms="4096 8192 16384"
+    shapes="6400x7168 3840x7168"
+  fi
   for dtype in fp8 bf16; do
-    timeout 240 "$build/perf/ag_gemm_perf" -t "$ranks" --plugin "$lt" --dtype $dtype --compare vendor \
-      --m "4096 8192 16384" --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 \
+    timeout 240 "$build/perf/ag_gemm_perf" $placement --plugin "$lt" --dtype $dtype \
+      --compare vendor --m "$ms" --shapes "$shapes" --rounds 3 -n 5 -w 2 \
       >>"$logs/ag_gemm.txt" 2>&1
   done
   pack
