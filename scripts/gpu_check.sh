@@ -155,7 +155,7 @@ fi
   fi
   if [ -f "$logs/ag_gemm.txt" ]; then
     echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"
-    grep -vE "^# (split-vendor|ag_gemm_perf)" "$logs/ag_gemm.txt" | tail -16
+    grep -vE "^# (split-vendor|ag_gemm_perf)" "$logs/ag_gemm.txt" | tail -40
   fi
   if [ -f "$logs/torch.txt" ]; then
     echo "# torch over the shim:"
