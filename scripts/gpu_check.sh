@@ -91,6 +91,10 @@ if has_stage agemm; then
       --compare vendor --m "$ms" --shapes "$shapes" --rounds 3 -n 5 -w 2 \
       >>"$logs/ag_gemm.txt" 2>&1
   done
+  # The chunk default against the measured fused times (fused runs with a GPU per rank only).
+  if [ "$gpus" -ge 2 ]; then
+    python3 perf/fit_chunk_rule.py "$logs/ag_gemm.txt" >"$logs/chunk_fit.txt" 2>&1
+  fi
   pack
 fi
 
@@ -156,6 +160,10 @@ fi
   if [ -f "$logs/ag_gemm.txt" ]; then
     echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"
     grep -vE "^# (split-vendor|ag_gemm_perf)" "$logs/ag_gemm.txt" | tail -40
+  fi
+  if [ -f "$logs/chunk_fit.txt" ]; then
+    echo "# chunk rule against the measured fused times (perf/fit_chunk_rule.py):"
+    grep -E "^(#|threshold)" "$logs/chunk_fit.txt" | head -4
   fi
   if [ -f "$logs/torch.txt" ]; then
     echo "# torch over the shim:"
