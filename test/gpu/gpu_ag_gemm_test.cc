@@ -223,7 +223,12 @@ TEST_P(GpuAgGemmTest, FusedOnASharedGpuWithForcedQueues) {
   if (GetParam().placement != Placement::kOneGpu || world() != 2)
     GTEST_SKIP() << "runs on one GPU with 2 ranks only";
   RunOptions options;
-  options.before_init = WithGpuQueues(1);
+  // A short deadline: copy engines shared by ranks deadlocked before (docs/PERF.md), and if
+  // they do here the test should fail in seconds, not hold the suite for minutes.
+  options.before_init = [] {
+    WithGpuQueues(1)();
+    WithTimeoutMs(15000)();
+  };
   ForEachPlugin([this, &options](const PluginChoice& plugin) {
     Run(
         [plugin](RankContext& ctx) {
