@@ -2,12 +2,12 @@
  * xccl GEMM plugin ABI (version 1).
  *
  * ag_gemm does not own a GEMM: it calls a plugin, once per band of rows (or, through the
- * optional tile-wait entry, run() for its own rows and one tile-wait launch per peer source). A plugin is a shared library libxccl-gemm-<name>.so
- * that exports one symbol, XCCL_GEMM_PLUGIN_SYMBOL_V1, of type xcclGemmPlugin_v1_t; a caller
- * may also hand xccl such a struct directly. Like NCCL's net and tuner plugins the struct is
- * versioned: its first two fields (abi_version, struct_size) never move in any version, so a
- * loader reads them first and refuses an older or newer plugin with a message instead of
- * calling through a pointer it misreads.
+ * optional tile-wait entry, run() for its own rows and one tile-wait launch per peer source). A
+ * plugin is a shared library libxccl-gemm-<name>.so that exports one symbol,
+ * XCCL_GEMM_PLUGIN_SYMBOL_V1, of type xcclGemmPlugin_v1_t; a caller may also hand xccl such a
+ * struct directly. Like NCCL's net and tuner plugins the struct is versioned: its first two fields
+ * (abi_version, struct_size) never move in any version, so a loader reads them first and refuses an
+ * older or newer plugin with a message instead of calling through a pointer it misreads.
  *
  * The problem (same for every version 1 call):
  *   C[m, n] = (A[m, k] @ B[n, k]^T) * a_scale[m] (per row) * b_scale[n] (per column)
