@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/fake_gemm_plugin.h"
 #include "common/float_formats.h"
 #include "core/datatype.h"
 #include "core/params.h"
@@ -386,30 +387,12 @@ TEST(AgGemmFailureTest, KilledRankIsNamedBySurvivors) {
   for (const auto& failure : failures) ADD_FAILURE() << failure;
 }
 
-// A plugin that refuses every problem, for one rank only.
-xcclResult_t RefusingInit(void** ctx, int) {
-  *ctx = nullptr;
-  return xcclSuccess;
-}
-xcclResult_t RefusingFinalize(void*) { return xcclSuccess; }
-xcclResult_t RefusingSupports(void*, const xcclGemmProblem*) { return xcclInvalidArgument; }
-xcclResult_t RefusingRun(void*, const xcclGemmProblem*, const xcclGemmBand*, void*) {
-  return xcclInternalError;
-}
-
 // Create is collective: when one rank's plugin refuses the shape, or does not load, that rank
 // says so and every other rank fails at create too, naming it, instead of waiting at its first
 // run; afterwards the communicator still serves a good create and run on every rank.
 TEST_P(AgGemmTest, OneRanksRefusalFailsEveryRankAtCreate) {
   Run([](RankContext& ctx) {
-    xcclGemmPlugin_v1_t refusing{};
-    refusing.abi_version = XCCL_GEMM_PLUGIN_ABI_V1;
-    refusing.struct_size = sizeof(refusing);
-    refusing.name = "refusing";
-    refusing.init = RefusingInit;
-    refusing.finalize = RefusingFinalize;
-    refusing.supports = RefusingSupports;
-    refusing.run = RefusingRun;
+    const xcclGemmPlugin_v1_t refusing = FakeGemmPlugin(/*refusing=*/true);
     const int odd_one = ctx.nranks - 1;
     const bool mine = ctx.rank == odd_one;
     xcclAgGemm_t op = nullptr;

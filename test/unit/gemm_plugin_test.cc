@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/fake_gemm_plugin.h"
 #include "core/error.h"
 #include "core/params.h"
 #include "fused/gemm_plugin_loader.h"
@@ -16,27 +17,9 @@
 namespace xccl {
 namespace {
 
-xcclResult_t FakeInit(void** ctx, int) {
-  *ctx = nullptr;
-  return xcclSuccess;
-}
-xcclResult_t FakeFinalize(void*) { return xcclSuccess; }
-xcclResult_t FakeSupports(void*, const xcclGemmProblem*) { return xcclSuccess; }
-xcclResult_t FakeRun(void*, const xcclGemmProblem*, const xcclGemmBand*, void*) {
-  return xcclSuccess;
-}
+using xccl_test::FakeGemmRun;
 
-xcclGemmPlugin_v1_t ValidFake() {
-  xcclGemmPlugin_v1_t p{};
-  p.abi_version = XCCL_GEMM_PLUGIN_ABI_V1;
-  p.struct_size = sizeof(xcclGemmPlugin_v1_t);
-  p.name = "fake";
-  p.init = FakeInit;
-  p.finalize = FakeFinalize;
-  p.supports = FakeSupports;
-  p.run = FakeRun;
-  return p;
-}
+xcclGemmPlugin_v1_t ValidFake() { return xccl_test::FakeGemmPlugin(); }
 
 // Expects `result` with a recorded message containing every one of `parts`.
 void ExpectRefused(xcclResult_t got, xcclResult_t want, std::initializer_list<const char*> parts) {
@@ -53,7 +36,7 @@ TEST(GemmPluginLoaderTest, AcceptsValidStructAndKeepsOptionalTileWaitNull) {
   ASSERT_NE(plugin, nullptr);
   EXPECT_STREQ(plugin->name(), "fake");
   EXPECT_EQ(plugin->origin(), "caller struct");
-  EXPECT_EQ(plugin->api().run, &FakeRun);
+  EXPECT_EQ(plugin->api().run, &FakeGemmRun);
   EXPECT_EQ(plugin->api().run_tile_wait, nullptr);
 }
 
