@@ -75,12 +75,30 @@ xcclResult_t FromCublas(cublasStatus_t s) {
   return xcclInternalError;
 }
 
+// Makes `device` current for the object's life and then gives the caller's device back: the
+// caller's current device is theirs (one thread may drive several GPUs).
+class OnDevice {
+ public:
+  explicit OnDevice(int device) {
+    ok_ = cudaGetDevice(&caller_) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
+  }
+  ~OnDevice() { (void)cudaSetDevice(caller_); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  int caller_ = 0;
+  bool ok_ = false;
+};
+
 xcclResult_t Init(void** ctx, int device) {
   if (ctx == nullptr) return xcclInvalidArgument;
   auto* c = new (std::nothrow) Context;
   if (c == nullptr) return xcclSystemError;
   c->device = device;
-  if (cudaSetDevice(device) != cudaSuccess || cublasLtCreate(&c->handle) != CUBLAS_STATUS_SUCCESS ||
+  OnDevice on_device(device);
+  if (!on_device.ok() || cublasLtCreate(&c->handle) != CUBLAS_STATUS_SUCCESS ||
       cudaMalloc(&c->workspace, kWorkspaceBytes) != cudaSuccess) {
     if (c->handle != nullptr) cublasLtDestroy(c->handle);
     delete c;
@@ -93,7 +111,7 @@ xcclResult_t Init(void** ctx, int device) {
 xcclResult_t Finalize(void* ctx) {
   auto* c = static_cast<Context*>(ctx);
   if (c == nullptr) return xcclInvalidArgument;
-  cudaSetDevice(c->device);
+  OnDevice on_device(c->device);
   cudaFree(c->workspace);
   cublasLtDestroy(c->handle);
   delete c;
@@ -281,9 +299,8 @@ xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
     std::lock_guard<std::mutex> lock(c->mu);
     if (c->algos.count(KeyOf(p, kShapeAlgo)) != 0) return xcclSuccess;
   }
-  int caller_device = 0;
-  if (cudaGetDevice(&caller_device) != cudaSuccess || cudaSetDevice(c->device) != cudaSuccess)
-    return xcclUnhandledDeviceError;
+  OnDevice on_device(c->device);
+  if (!on_device.ok()) return xcclUnhandledDeviceError;
   cudaStream_t stream = nullptr;
   WarmUpOperands scratch;
   xcclGemmProblem warm{};
@@ -315,7 +332,6 @@ xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
       r = xcclUnhandledDeviceError;
     cudaStreamDestroy(stream);
   }
-  if (cudaSetDevice(caller_device) != cudaSuccess && r == xcclSuccess) r = xcclUnhandledDeviceError;
   return r;
 }
 
