@@ -141,11 +141,12 @@ ncclResult_t SyncVendorGroup();
 template <typename Fn>
 ncclResult_t PrepareForward(const char* name, ncclComm_t comm, Fn* fn, ncclComm_t* vendor_comm,
                             const char* alt_name = nullptr) {
-  if (!IsLiveComm(comm) && IsVendorHandle(comm)) {  // the vendor calling itself: pass through
+  const bool live = IsLiveComm(comm);
+  if (!live && IsVendorHandle(comm)) {  // the vendor calling itself: pass through
     *vendor_comm = comm;
     return PrepareVendorFunction(name, fn, alt_name);
   }
-  if (!IsLiveComm(comm))
+  if (!live)
     return Fail(ncclInvalidArgument, name,
                 comm ? "not a live communicator (destroyed, or not made by this library)"
                      : "communicator is NULL");

@@ -547,6 +547,8 @@ xcclResult_t DefaultDevice(int index, int* device) {
   return xcclSuccess;
 }
 
+namespace {
+
 // Ranks of one process sharing a GPU share its context. Under CUDA's lazy module loading (the
 // default since CUDA 12.2) a kernel's first launch may load its module and wait for the whole
 // context; if another library's kernel (a GEMM, say) is first launched between xccl calls, that
@@ -568,6 +570,8 @@ void WarnAboutLazyLoading(bool shared_in_process) {
   (void)shared_in_process;
 #endif
 }
+
+}  // namespace
 
 xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
                             std::unique_ptr<Platform>* out) {
