@@ -138,7 +138,7 @@ class BarrierRank {
     }
     if (!sync_.Barrier()) return false;
     double seconds = 0;
-    if (member && !loop.Run(&seconds)) return Fail();
+    if (member ? !loop.Run(&seconds) : !loop.Attend()) return Fail();
     return sync_.AllReduce(ctx_.rank, seconds, ToReduce(options_.average), &times->reported, k) &&
            sync_.AllReduce(ctx_.rank, seconds, Reduce::kMin, &times->low, k) &&
            sync_.AllReduce(ctx_.rank, seconds, Reduce::kMax, &times->high, k);

@@ -12,8 +12,10 @@ out=$("$perf/all_gather_perf" -np 2 -b 8 -e 1M -f 16 -n 2 -w 1 2>&1) || fail "al
 grep -q "Out of bounds values : 0 OK" <<<"$out" || fail "all_gather_perf: wrong values or no summary: $out"
 [ "$(grep -cE '^ +[0-9]+ ' <<<"$out")" -ge 3 ] || fail "all_gather_perf printed too few rows: $out"
 
-out=$("$perf/barrier_perf" -np 2 -n 10 -w 2 --repeats 3 2>&1) || fail "barrier_perf exited $?"
+out=$("$perf/barrier_perf" -np 4 -n 10 -w 2 --repeats 3 2>&1) || fail "barrier_perf exited $?"
 grep -qE "Avg barrier latency +: [0-9.]+ us" <<<"$out" || fail "barrier_perf: no latency: $out"
+# One row per sub-communicator (2, then 4 ranks): ranks outside a row must still meet its members.
+[ "$(grep -cE '^ +[24] +[0-9.]+ ' <<<"$out")" -eq 2 ] || fail "barrier_perf: no rows for 2 and 4 ranks: $out"
 
 out=$("$perf/ag_gemm_perf" -np 2 --m 1024 --shapes 32x16 --rounds 1 2>&1) || fail "ag_gemm_perf exited $?"
 row=$(grep -E '^ +1024 +32 +16 ' <<<"$out")

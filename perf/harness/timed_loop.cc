@@ -43,6 +43,17 @@ bool TimedLoop::Run(double* seconds) {
   return true;
 }
 
+bool TimedLoop::Attend() {
+  const bool per_call_meetings = options_.blocking && options_.graph_launches == 0;
+  for (int r = 0; r < options_.repeats; ++r) {
+    if (r > 0 && !sync_.Barrier()) return false;
+    for (int i = 0; per_call_meetings && i < options_.iters; ++i) {
+      if (!sync_.Barrier()) return false;
+    }
+  }
+  return true;
+}
+
 bool TimedLoop::RunOnce(double* seconds) {
   if (!device_.StartTimer()) return false;
   long calls = options_.iters;

@@ -31,6 +31,11 @@ class TimedLoop {
   // on any failure (the caller aborts the run).
   bool Run(double* seconds);
 
+  // For a rank outside the communicator being timed (barrier_perf's rows of the first k
+  // ranks): meets the members at every point where Run meets the other ranks (between repeats,
+  // and after every call with -z), so that the meetings of all ranks stay paired.
+  bool Attend();
+
  private:
   bool RunOnce(double* seconds);
   DeviceBuffers& device_;
