@@ -21,6 +21,7 @@ struct Params {
   int64_t window_bytes = int64_t(512) << 20;  // XCCL_WINDOW_BYTES: GPU inboxes per rank
   int64_t gpu_queues = 0;       // XCCL_GPU_QUEUES: copy-engine streams per rank (0: auto)
   int64_t eager_bytes = 65536;  // XCCL_EAGER_BYTES: blocks up to this go through the window
+  int64_t ll_bytes = 8192;      // XCCL_ALLGATHER_LL_BYTES: GPU all_gather with flags in the data
   std::string gemm_plugin;      // XCCL_GEMM_PLUGIN: ag_gemm's GEMM plugin, a name or a path
 };
 

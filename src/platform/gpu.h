@@ -187,6 +187,27 @@ __device__ inline void GpuStoreReleaseSystem(unsigned int* address, unsigned int
 #endif
 }
 
+// Relaxed, system-scope 64-bit load and store: single-copy atomic for an aligned word, so a
+// reader sees either the old 8 bytes or the new ones, never a mix (the LL all_gather's lines).
+__device__ inline unsigned long long GpuLoadRelaxedSystem64(const unsigned long long* address) {
+#if defined(XCCL_PLATFORM_HIP)
+  return __hip_atomic_load(address, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  unsigned long long value;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
+  return value;
+#endif
+}
+
+__device__ inline void GpuStoreRelaxedSystem64(unsigned long long* address,
+                                               unsigned long long value) {
+#if defined(XCCL_PLATFORM_HIP)
+  __hip_atomic_store(address, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
+#endif
+}
+
 __device__ inline unsigned long long GpuGlobalTimerNs() {
 #if defined(XCCL_PLATFORM_HIP)
 #if defined(__HIP_DEVICE_COMPILE__)

@@ -13,11 +13,11 @@
 namespace xccl {
 namespace {
 
-const char* const kAllNames[] = {"XCCL_DEBUG",          "XCCL_DEBUG_SUBSYS", "XCCL_DEBUG_FILE",
-                                 "XCCL_TIMEOUT_MS",     "XCCL_COMM_ID",      "XCCL_SOCKET_IFNAME",
-                                 "XCCL_ALLGATHER_ALGO", "XCCL_EPOCH_BASE",   "XCCL_SPIN_COUNT",
-                                 "XCCL_EAGER_BYTES",    "XCCL_YIELD_COUNT",  "XCCL_WINDOW_BYTES",
-                                 "XCCL_GPU_QUEUES",     "XCCL_GEMM_PLUGIN"};
+const char* const kAllNames[] = {
+    "XCCL_DEBUG",      "XCCL_DEBUG_SUBSYS",  "XCCL_DEBUG_FILE",        "XCCL_TIMEOUT_MS",
+    "XCCL_COMM_ID",    "XCCL_SOCKET_IFNAME", "XCCL_ALLGATHER_ALGO",    "XCCL_EPOCH_BASE",
+    "XCCL_SPIN_COUNT", "XCCL_EAGER_BYTES",   "XCCL_YIELD_COUNT",       "XCCL_WINDOW_BYTES",
+    "XCCL_GPU_QUEUES", "XCCL_GEMM_PLUGIN",   "XCCL_ALLGATHER_LL_BYTES"};
 
 // A fake environment that also records which names were asked for.
 struct FakeEnv {
@@ -46,6 +46,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.epoch_base, 0u);
   EXPECT_EQ(p.spin_count, -1);  // -1: chosen from the cores per rank
   EXPECT_EQ(p.eager_bytes, 65536);
+  EXPECT_EQ(p.ll_bytes, 8192);
 }
 
 // Every numeric field equal: what a malformed value must leave untouched.
@@ -55,6 +56,7 @@ void ExpectSameNumbers(const Params& got, const Params& want) {
   EXPECT_EQ(got.allgather_algo, want.allgather_algo);
   EXPECT_EQ(got.spin_count, want.spin_count);
   EXPECT_EQ(got.eager_bytes, want.eager_bytes);
+  EXPECT_EQ(got.ll_bytes, want.ll_bytes);
 }
 
 TEST(ParamsTest, DefaultsWhenUnset) {
@@ -141,6 +143,8 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_SPIN_COUNT", "2147483647", &Params::spin_count, INT32_MAX},
       {"XCCL_EAGER_BYTES", "0", &Params::eager_bytes, 0},
       {"XCCL_EAGER_BYTES", "16777216", &Params::eager_bytes, 1 << 24},
+      {"XCCL_ALLGATHER_LL_BYTES", "0", &Params::ll_bytes, 0},
+      {"XCCL_ALLGATHER_LL_BYTES", "8192", &Params::ll_bytes, 8192},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);
@@ -184,6 +188,8 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_EAGER_BYTES", "-1"},
       {"XCCL_EAGER_BYTES", "16777217"},
       {"XCCL_EAGER_BYTES", "32k"},
+      {"XCCL_ALLGATHER_LL_BYTES", "8193"},
+      {"XCCL_ALLGATHER_LL_BYTES", "-1"},
   };
   for (const Malformed& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);

@@ -1,5 +1,6 @@
 #include "platform/gpu/device_kernels.h"
 #include "platform/gpu/device_primitives.cuh"
+#include "platform/gpu/ll_all_gather.h"
 
 namespace xccl {
 
@@ -54,7 +55,8 @@ gpuError_t PreloadKernels() {
     gpuError_t err = gpuFuncGetAttributes(&attributes, kernel);
     if (err != gpuSuccess) return err;
   }
-  return PreloadPipelinedAllGather();
+  gpuError_t err = PreloadPipelinedAllGather();
+  return err != gpuSuccess ? err : PreloadLlAllGather();
 }
 
 gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream) {

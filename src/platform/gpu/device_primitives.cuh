@@ -13,25 +13,31 @@ __device__ inline bool Reached(uint32_t current, uint32_t target) {
   return static_cast<int32_t>(current - target) >= 0;
 }
 
-// One thread waits until *slot reaches `target` (wrap-safe). Returns false (after recording
-// why) on the deadline, the host's abort flag, or a failure another wait of this rank recorded:
-// once one wait failed, every later one gives up at once so the streams drain in microseconds.
+// The give-up test of every device wait, made every 1024 polls: true (after recording a
+// timeout naming `peer`) once the wait has passed its deadline, or at once when the host set the
+// abort flag or another wait of this rank already failed (so that the streams drain in
+// microseconds).
+__device__ inline bool GiveUp(unsigned long long start, int peer, uint64_t timeout_ns,
+                              DeviceFailureRecord* record) {
+  if (GpuLoadAcquireSystem(&record->abort) != 0 || GpuLoadAcquireSystem(&record->code) != 0)
+    return true;
+  if (GpuGlobalTimerNs() - start <= timeout_ns) return false;
+  if (atomicCAS(&record->code, 0u, 8u /* xcclTimeout */) == 0u) {
+    atomicExch(reinterpret_cast<unsigned int*>(&record->peer), static_cast<unsigned int>(peer));
+  }
+  __threadfence_system();
+  return true;
+}
+
+// One thread waits until *slot reaches `target` (wrap-safe). Returns false on the deadline,
+// the host's abort flag, or a failure another wait of this rank recorded (GiveUp).
 __device__ inline bool WaitSlot(const uint32_t* slot, uint32_t target, int peer,
                                 uint64_t timeout_ns, DeviceFailureRecord* record) {
   if (Reached(GpuLoadAcquireSystem(slot), target)) return true;
   const unsigned long long start = GpuGlobalTimerNs();
   unsigned int polls = 0;
   while (!Reached(GpuLoadAcquireSystem(slot), target)) {
-    if ((++polls & 1023u) != 0) continue;
-    if (GpuLoadAcquireSystem(&record->abort) != 0 || GpuLoadAcquireSystem(&record->code) != 0)
-      return false;
-    if (GpuGlobalTimerNs() - start > timeout_ns) {
-      if (atomicCAS(&record->code, 0u, 8u /* xcclTimeout */) == 0u) {
-        atomicExch(reinterpret_cast<unsigned int*>(&record->peer), static_cast<unsigned int>(peer));
-      }
-      __threadfence_system();
-      return false;
-    }
+    if ((++polls & 1023u) == 0 && GiveUp(start, peer, timeout_ns, record)) return false;
   }
   return true;
 }

@@ -25,6 +25,7 @@
 #include "platform/gpu.h"
 #include "platform/gpu/device_kernels.h"
 #include "platform/gpu/gpu_call.h"
+#include "platform/gpu/ll_all_gather.h"
 #include "platform/gpu/pipelined_all_gather.h"
 #include "platform/platform.h"
 #include "transport/bootstrap.h"
@@ -43,6 +44,7 @@ __attribute__((constructor)) void RaiseHardwareQueues() {
 // Control slots: ControlLayout's, then the pipelined all_gather's ring counters.
 constexpr size_t kSlotsBytes = 16384;
 static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kSlotsBytes, "ring counters fit");
+static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kSlotsBytes, "LL call counters fit");
 // The largest chunk of the pipelined all_gather: a block pushes about 25 GB/s over NVLink, so a
 // 512 KiB chunk takes ~20 us against ~1-2 us of flag traffic per chunk.
 constexpr size_t kChunkMax = 512 * 1024;
@@ -54,6 +56,7 @@ struct WindowAnnounce {
   gpuIpcMemHandle_t handle;
   uint64_t address;      // valid in the announcing process only
   uint64_t inbox_bytes;  // every rank must agree (XCCL_WINDOW_BYTES): peers address its inboxes
+  uint64_t ll_bytes;     // every rank must agree (XCCL_ALLGATHER_LL_BYTES): same path per call
   int32_t device;
   int32_t ok;
 };
@@ -90,13 +93,16 @@ class GpuPlatform final : public Platform {
                   static_cast<long long>(params.window_bytes), nranks, lanes_ * chunk_max_);
     slots_per_lane_ = 1;
     while (slots_per_lane_ * 2 <= slots) slots_per_lane_ *= 2;
-    window_bytes_ = kSlotsBytes + inbox_bytes_ * nranks;
-    slots_bytes_ = kSlotsBytes;
+    // The window: control slots, the LL region (the inboxes' offset includes it), inboxes.
+    ll_bytes_ = static_cast<size_t>(std::min<int64_t>(params.ll_bytes, LlLayout::kMaxBytes));
+    slots_bytes_ = kSlotsBytes + LlLayout::RegionBytes(nranks);
+    window_bytes_ = slots_bytes_ + inbox_bytes_ * nranks;
 
     WindowAnnounce mine;
     memset(&mine, 0, sizeof(mine));
     mine.device = device_;
     mine.inbox_bytes = inbox_bytes_;
+    mine.ll_bytes = ll_bytes_;
     xcclResult_t local = CreateLocalWindow(params.epoch_base, &mine);
     std::vector<WindowAnnounce> all(nranks);
     all[topology_.rank] = mine;
@@ -109,6 +115,11 @@ class GpuPlatform final : public Platform {
                       "rank %d has %llu-byte inboxes, this rank %zu: XCCL_WINDOW_BYTES must be "
                       "the same on every rank",
                       r, static_cast<unsigned long long>(all[r].inbox_bytes), inbox_bytes_);
+      else if (all[r].ok && all[r].ll_bytes != ll_bytes_)
+        mapped = Fail(xcclInvalidUsage,
+                      "rank %d has XCCL_ALLGATHER_LL_BYTES=%llu, this rank %zu: it must be the "
+                      "same on every rank",
+                      r, static_cast<unsigned long long>(all[r].ll_bytes), ll_bytes_);
     }
     if (mapped == xcclSuccess) mapped = MapPeers(all);
     std::vector<int32_t> verdicts(nranks, 0);
@@ -173,6 +184,21 @@ class GpuPlatform final : public Platform {
   xcclResult_t PipelinedAllGather(const void* send, void* recv, size_t bytes, xcclStream_t stream,
                                   PlatformFailure* failure) override {
     BeginOperation(stream);
+    if (bytes <= ll_bytes_) {
+      LlAllGatherArgs ll;
+      ll.send = static_cast<const char*>(send);
+      ll.recv = static_cast<char*>(recv);
+      ll.bytes = bytes;
+      ll.rank = topology_.rank;
+      ll.nranks = topology_.nranks;
+      ll.region_at_peer = ll_regions_device_;
+      ll.own_region = static_cast<const char*>(own_window_) + kSlotsBytes;
+      ll.own_slots = Slots(topology_.rank);
+      ll.timeout_ns = TimeoutNs();
+      ll.record = record_device_;
+      Check(LaunchLlAllGather(ll, stream_), "all_gather LL kernel");
+      return TakeLaunchFailure(failure);
+    }
     PipelinedAllGatherArgs args;
     args.send = static_cast<const char*>(send);
     args.recv = static_cast<char*>(recv);
@@ -433,6 +459,14 @@ class GpuPlatform final : public Platform {
     peer_slots_device_ = static_cast<uint32_t**>(device_table);
     XCCL_GPU_TRY(
         gpuMemcpy(device_table, table.data(), nranks * sizeof(uint32_t*), gpuMemcpyDefault));
+    // Every peer's LL region (where this rank's small blocks go).
+    std::vector<char*> regions(nranks);
+    for (int r = 0; r < nranks; ++r)
+      regions[r] = static_cast<char*>(peer_windows_[r]) + kSlotsBytes;
+    void* region_table = nullptr;
+    XCCL_GPU_TRY(gpuMalloc(&region_table, nranks * sizeof(char*)));
+    ll_regions_device_ = static_cast<char**>(region_table);
+    XCCL_GPU_TRY(gpuMemcpy(region_table, regions.data(), nranks * sizeof(char*), gpuMemcpyDefault));
     // This rank's inbox in every peer's window (where its pushes go).
     std::vector<char*> dsts(nranks);
     for (int r = 0; r < nranks; ++r)
@@ -501,6 +535,7 @@ class GpuPlatform final : public Platform {
     for (size_t r = 0; r < opened_.size(); ++r)
       if (opened_[r]) (void)gpuIpcCloseMemHandle(peer_windows_[r]);
     if (peer_slots_device_ != nullptr) (void)gpuFree(peer_slots_device_);
+    if (ll_regions_device_ != nullptr) (void)gpuFree(ll_regions_device_);
     if (put_dsts_device_ != nullptr) (void)gpuFree(put_dsts_device_);
     if (own_window_ != nullptr) (void)gpuFree(own_window_);
     if (record_ != nullptr) (void)gpuFreeHost(record_);
@@ -509,13 +544,15 @@ class GpuPlatform final : public Platform {
   Topology topology_;
   int device_;
   int64_t timeout_ms_;
-  size_t slots_bytes_ = 0;
+  size_t slots_bytes_ = 0;  // control slots and the LL region: where the inboxes start
+  size_t ll_bytes_ = 0;     // blocks up to this take the LL all_gather (kernel engine)
   size_t inbox_bytes_ = 0;
   size_t window_bytes_ = 0;
   void* own_window_ = nullptr;
   std::vector<void*> peer_windows_;
   std::vector<bool> opened_;
   uint32_t** peer_slots_device_ = nullptr;
+  char** ll_regions_device_ = nullptr;  // [peer] -> its LL region
   char** put_dsts_device_ = nullptr;
   bool dma_engine_ = false;  // all_gather over the copy-engine queues (see CreateQueues)
   int lanes_ = 1;            // pipelined all_gather: lanes per peer
