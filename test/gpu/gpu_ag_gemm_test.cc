@@ -5,93 +5,21 @@
 // fresh data, on every world of the gpu suite (ranks sharing one GPU, every GPU where there are
 // several); and fused on one GPU with two ranks given a queue each (XCCL_GPU_QUEUES=1), so that
 // a machine of one GPU runs the fused path too.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
-#include <functional>
-#include <random>
 #include <vector>
 
-#include "common/float_formats.h"
+#include "gpu/gpu_ag_gemm_helpers.h"
 #include "gpu/gpu_harness.h"
 #include "mp/test_params.h"
-#include "xccl_gemm.h"
 
 namespace xccl_test {
 namespace {
 
 #if defined(XCCL_GEMM_REFERENCE_PATH)
 
-// The plugins the test runs with: the reference kernel with its tile-wait entry (fused calls
-// hand each source's rows to one launch whose tiles wait), the same plugin with that entry taken
-// out (fused calls wait per band on the stream), and cuBLASLt where it is built.
-struct PluginChoice {
-  const char* path;
-  bool without_tile_wait;
-};
-const PluginChoice kPlugins[] = {
-    {XCCL_GEMM_REFERENCE_PATH, false},
-    {XCCL_GEMM_REFERENCE_PATH, true},
-#if defined(XCCL_GEMM_CUBLASLT_PATH)
-    {XCCL_GEMM_CUBLASLT_PATH, false},
-#endif
-};
-
-// The plugin's struct with run_tile_wait cleared, for xcclAgGemmCreate's struct argument (the
-// library stays loaded for the process).
-const xcclGemmPlugin_v1_t* WithoutTileWait(const char* path) {
-  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) return nullptr;
-  auto* api = static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
-  if (api == nullptr) return nullptr;
-  static xcclGemmPlugin_v1_t copy;
-  copy = *api;
-  copy.run_tile_wait = nullptr;
-  return &copy;
-}
-
-xcclResult_t CreateOp(xcclComm_t comm, const PluginChoice& plugin, xcclDataType_t in,
-                      xcclAgGemmMode_t mode, int64_t n, int64_t k, int64_t m_max,
-                      xcclAgGemm_t* op) {
-  const xcclGemmPlugin_v1_t* stripped =
-      plugin.without_tile_wait ? WithoutTileWait(plugin.path) : nullptr;
-  if (plugin.without_tile_wait && stripped == nullptr) return xcclInternalError;
-  return xcclAgGemmCreate(comm, n, k, m_max, in, xcclBfloat16, mode, 0,
-                          stripped != nullptr ? nullptr : plugin.path, stripped, op);
-}
-
 class GpuAgGemmTest : public GpuWorldTest {};
-
-using Operands = GemmOperands;
-
-// Rank `rank`'s operands: any rank can regenerate any rank's.
-Operands MakeOperands(uint64_t seed, int rank, int64_t m, int64_t n, int64_t k, xcclDataType_t t) {
-  std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ull * (rank + 1)));
-  return RandomGemmOperands(m, n, k, t, rng);
-}
-
-// Copies host bytes into a new device buffer through pinned memory (never pageable: ranks may
-// share the GPU).
-bool ToDevice(RankContext& ctx, const Stream& stream, const void* data, size_t bytes,
-              DeviceBuffer* out) {
-  if (!out->Allocate(ctx, bytes)) return false;
-  HostBytes pinned(bytes);
-  memcpy(pinned.data(), data, bytes);
-  return GPU_OK(ctx, gpu::MemcpyAsync(out->get(), pinned.data(), bytes, stream.get())) &&
-         GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
-}
-
-// Relative L2 of C ([world][padded][n] bf16, host copy) against the double reference of every
-// source's regenerated operands; counts padding values that are not zero.
-double CheckC(RankContext& ctx, const unsigned char* c, int64_t m, int64_t padded, int64_t n,
-              int64_t k, xcclDataType_t in, uint64_t seed_salt, int64_t* bad_padding) {
-  const Operands mine = MakeOperands(ctx.seed ^ seed_salt, ctx.rank, m, n, k, in);
-  return GatheredGemmError(
-      c, xcclBfloat16, ctx.nranks, m, padded, n, k, in, mine,
-      [&](int s) { return MakeOperands(ctx.seed ^ seed_salt, s, m, n, k, in); }, bad_padding);
-}
 
 // One rank's part: split everywhere; fused where the communicator has a DMA queue per peer
 // (refused otherwise); fused and split byte for byte; then the fused (else split) call captured
@@ -121,7 +49,7 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
   for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
     const xcclDataType_t in = types[t];
     const bool fp8 = in == xcclFloat8e4m3;
-    const Operands o = MakeOperands(ctx.seed, ctx.rank, m, n, k, in);
+    const GemmOperands o = MakeAgGemmOperands(ctx.seed, ctx.rank, /*call=*/0, m, n, k, in);
     DeviceBuffer a, b, as, bs, c;
     if (!ToDevice(ctx, stream, o.a.data(), o.a.size(), &a) ||
         !ToDevice(ctx, stream, o.b.data(), o.b.size(), &b) || !c.Allocate(ctx, c_bytes))
@@ -145,7 +73,7 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
         return;
       ExpectNoAsyncError(ctx, "after the run");
       int64_t bad_padding = 0;
-      const double rel = CheckC(ctx, got.data(), m, padded, n, k, in, 0, &bad_padding);
+      const double rel = AgGemmError(ctx, got.data(), in, m, n, k, /*call=*/0, &bad_padding);
       const char* what = mode == 0 ? "split" : "fused";
       RANK_EXPECT(ctx, rel <= 1e-2, what << (fp8 ? " fp8" : " bf16") << ": relative L2 " << rel);
       RANK_EXPECT(ctx, bad_padding == 0, what << ": " << bad_padding << " padding values not 0");
@@ -167,7 +95,7 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
     if (!GPU_OK(ctx, gpu::StreamEndCapture(stream.get(), &graph))) return;
     if (!XCCL_OK(ctx, captured) || !GPU_OK(ctx, gpu::GraphInstantiate(&exec, graph))) return;
     for (uint64_t replay = 1; replay <= 3 && ctx.failures.empty(); ++replay) {
-      const Operands fresh = MakeOperands(ctx.seed ^ replay, ctx.rank, m, n, k, in);
+      const GemmOperands fresh = MakeAgGemmOperands(ctx.seed, ctx.rank, replay, m, n, k, in);
       HostBytes pa(fresh.a.size()), pb(fresh.b.size()), ps(m * 4), pbs(n * 4);
       memcpy(pa.data(), fresh.a.data(), fresh.a.size());
       memcpy(pb.data(), fresh.b.data(), fresh.b.size());
@@ -187,7 +115,7 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
           !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
         break;
       int64_t bad_padding = 0;
-      const double rel = CheckC(ctx, got.data(), m, padded, n, k, in, replay, &bad_padding);
+      const double rel = AgGemmError(ctx, got.data(), in, m, n, k, replay, &bad_padding);
       RANK_EXPECT(ctx, rel <= 1e-2 && bad_padding == 0,
                   "graph replay " << replay << (fp8 ? " fp8" : " bf16") << ": relative L2 " << rel
                                   << ", " << bad_padding << " padding values not 0");
@@ -199,13 +127,6 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
     for (xcclAgGemm_t op : pair)
       if (op != nullptr)
         RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
-}
-
-void ForEachPlugin(const std::function<void(const PluginChoice&)>& run) {
-  for (const PluginChoice& plugin : kPlugins) {
-    SCOPED_TRACE(std::string(plugin.path) + (plugin.without_tile_wait ? " without tile-wait" : ""));
-    run(plugin);
-  }
 }
 
 // Fused where every rank has a GPU of its own, refused where ranks share one.
