@@ -8,7 +8,7 @@ For every candidate threshold this script counts the table cells where the rule'
 measured (c = 1, 2, 4) and is within --tolerance of the best measured fused time, and prints
 the best thresholds, the current one's score, and the cells each misses.
 
-Usage: fit_chunk_rule.py [--current 140] [--tolerance 0.02] ag_gemm_perf_output.txt ...
+Usage: fit_chunk_rule.py [--current 1024] [--tolerance 0.02] ag_gemm_perf_output.txt ...
 Input: ag_gemm_perf's stdout (several runs may be concatenated); rows are read by the column
 names of its '#       M ...' header line, the world size from its '# ag_gemm_perf: world W'
 line.
@@ -92,7 +92,7 @@ def describe(cell, c):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--current", type=int, default=20 * 7)
+    parser.add_argument("--current", type=int, default=1024)
     parser.add_argument("--tolerance", type=float, default=0.02)
     parser.add_argument("tables", nargs="+")
     args = parser.parse_args()

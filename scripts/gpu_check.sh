@@ -10,6 +10,9 @@
 #           bf16, Kimi-K3 shapes, with ag-only / gemm-only / overlap columns): one process per
 #           GPU where there are several (fused and split), else 2 ranks sharing GPU 0 (split)
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
+#   small   the small-block all_gather (8 B - 64 KiB per rank), plain and graph-launched, with the
+#           LL path (default) and without it (XCCL_ALLGATHER_LL_BYTES=0): over all GPUs against
+#           NCCL where there are several, and 2 ranks sharing GPU 0; barrier_perf -t 8 on GPU 0
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);
@@ -23,7 +26,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1  # never NVLink mul
 build=${1:-build-gpu}
 out=${OUT:-/tmp/xccl-gpu-check}
 logs=/tmp/xccl-gpu-logs
-stages=${GPU_CHECK_STAGES:-multi agemm torch single tests}
+stages=${GPU_CHECK_STAGES:-multi agemm torch small single tests}
 test_budget=${GPU_CHECK_TEST_SECONDS:-300}
 mkdir -p "$out" "$logs"
 pack() { tar -C "$logs" -czf "$out/logs.tgz" . 2>/dev/null; }
@@ -104,6 +107,23 @@ if has_stage torch; then
   pack
 fi
 
+# ---- small: the LL all_gather against the pipelined one (and NCCL) ----
+if has_stage small; then
+  if [ "$gpus" -ge 2 ]; then small_runs="-t $gpus --compare vendor"; else small_runs="-t 2"; fi
+  for g in 0 10; do
+    for ll in 8192 0; do
+      echo "## LL bytes $ll, graph $g" >>"$logs/small_ag.txt"
+      XCCL_ALLGATHER_LL_BYTES=$ll timeout 60 "$agp" $small_runs -b 8 -e 64K -f 4 -n 200 -w 20 \
+        -G "$g" --repeats 3 >>"$logs/small_ag.txt" 2>&1
+    done
+  done
+  for g in 0 10; do
+    CUDA_VISIBLE_DEVICES=0 timeout 60 "$bp" -t 8 -n 200 -w 20 -G "$g" --repeats 3 \
+      >>"$logs/small_barrier_t8.txt" 2>&1
+  done
+  pack
+fi
+
 # ---- single: ranks sharing GPU 0 ----
 if has_stage single; then
   export CUDA_VISIBLE_DEVICES=0
@@ -169,6 +189,13 @@ fi
     echo "# torch over the shim:"
     grep -E "^torch_shim_check|all_gather 64MiB" "$logs/torch.txt" | sed 's/nccl libraries:.*//' |
       head -20
+  fi
+  if [ -f "$logs/small_ag.txt" ]; then
+    echo "# small all_gather, out-of-place us (size: xccl / NCCL where run), LL on then off:"
+    awk '/^## LL/ {printf "%s%s:", (NR > 1 ? "\n" : ""), $0} $1 ~ /^[0-9]+$/ && $1 <= 65536 {
+         printf "  %s: %s/%s", $1, $6, ($14 == "" ? "-" : $14)} END {print ""}' "$logs/small_ag.txt"
+    echo "# barrier_perf -t 8 on GPU 0 (rows 2, 4, 8 ranks), plain then graph:"
+    grep -E "^ +[248] +[0-9.]+ " "$logs/small_barrier_t8.txt"
   fi
   if [ -f "$logs/copy_roofline.txt" ]; then
     memcpy_rate=$(awk '$1 == 1073741824 {print $3}' "$logs/copy_roofline.txt")

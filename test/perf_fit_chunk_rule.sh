@@ -6,12 +6,12 @@
 #     M 8192 (8 row tiles): c=4 gives 150; best c=4; threshold 140 picks it.
 #   world 2, N 256 (1 column tile), 1 peer, M 4096 (8 row tiles per rank): c=4 and c=3 give
 #     2, c=2 gives 4; best c=1, which only a threshold above 4 picks.
-# So 140 (current) gets 2 of 3; exactly the thresholds 5 to 75 get all 3, and the script must
+# So 140 (passed as --current) gets 2 of 3; exactly the thresholds 5 to 75 get all 3, and the script must
 # rank those first (lowest first: 5, then 75, the other score-changing candidates); 0 gets 2.
 set -uo pipefail
 script=$1
 sample=$2
-out=$(python3 "$script" "$sample" 2>&1) || { echo "fit_chunk_rule exited $?: $out"; exit 1; }
+out=$(python3 "$script" --current 140 "$sample" 2>&1) || { echo "fit_chunk_rule exited $?: $out"; exit 1; }
 echo "$out"
 status=0
 grep -q "^# 3 cells" <<<"$out" || { echo "FAIL: expected 3 cells"; status=1; }

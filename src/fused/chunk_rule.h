@@ -21,9 +21,16 @@ constexpr int64_t kGemmTileCols = 256;
 constexpr int kMaxChunks = 4;
 
 // The tile count a band's work, summed over the world-1 peers the GEMM waits on at once, must
-// reach: an H200 has 132 SMs, and the issue takes 20 * 7 = 140 tiles as "a full wave and a bit"
-// until measurements on this hardware refit the threshold (docs/PERF.md).
-constexpr int64_t kChunkTileThreshold = 20 * 7;
+// reach. Refitted on measurements (docs/PERF.md, "chunk rule"): on 2 H200 (world 2, one process
+// per GPU, cublaslt plugin, fp8 and bf16, K 7168, N 6288/3648/6400/3840, global M 4096-32768)
+// one band per source was within 2% of the best count in all 32 cells, and every threshold
+// above 800 picks it there; the issue's first guess, 20 * 7 = 140, missed 16 of them by up to
+// 21%. 1024 (about eight waves of the H200's 132 SMs) is the round value above that bound:
+// cutting a GEMM into banded calls on one stream costs a partial last wave per call (DESIGN.md
+// section 12 measured +28% at 2 bands, world 8), so a band must be large before it pays. At
+// world 8 it picks 2 bands only at global M 32768 with N 6288/6400 - a prediction, not yet
+// measured (no 8-GPU machine was lent).
+constexpr int64_t kChunkTileThreshold = 1024;
 
 // ceil(rows / kGemmTileRows): the 256-row tiles of one source rank's rows (0 for rows <= 0).
 int64_t RowTiles(int64_t rows);
