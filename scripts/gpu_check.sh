@@ -10,8 +10,9 @@
 #           bf16, Kimi-K3 shapes, with ag-only / gemm-only / overlap columns): one process per
 #           GPU where there are several (fused and split), else 2 ranks sharing GPU 0 (split)
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
-#   small   the small-block all_gather (8 B - 64 KiB per rank), plain and graph-launched, with the
-#           LL path (default) and without it (XCCL_ALLGATHER_LL_BYTES=0): over all GPUs against
+#   small   the small-block all_gather (8 B - 256 KiB in all), plain and graph-launched, with the LL
+#           path at its default (8 KiB per rank), at its largest (32 KiB) and without it
+#           (XCCL_ALLGATHER_LL_BYTES=0): over all GPUs against
 #           NCCL where there are several, and 2 ranks sharing GPU 0; barrier_perf -t 8 on GPU 0
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
@@ -111,9 +112,9 @@ fi
 if has_stage small; then
   if [ "$gpus" -ge 2 ]; then small_runs="-t $gpus --compare vendor"; else small_runs="-t 2"; fi
   for g in 0 10; do
-    for ll in 8192 0; do
+    for ll in 8192 32768 0; do
       echo "## LL bytes $ll, graph $g" >>"$logs/small_ag.txt"
-      XCCL_ALLGATHER_LL_BYTES=$ll timeout 60 "$agp" $small_runs -b 8 -e 64K -f 4 -n 200 -w 20 \
+      XCCL_ALLGATHER_LL_BYTES=$ll timeout 60 "$agp" $small_runs -b 8 -e 256K -f 4 -n 200 -w 20 \
         -G "$g" --repeats 3 >>"$logs/small_ag.txt" 2>&1
     done
   done
@@ -191,8 +192,8 @@ fi
       head -20
   fi
   if [ -f "$logs/small_ag.txt" ]; then
-    echo "# small all_gather, out-of-place us (size: xccl / NCCL where run), LL on then off:"
-    awk '/^## LL/ {printf "%s%s:", (NR > 1 ? "\n" : ""), $0} $1 ~ /^[0-9]+$/ && $1 <= 65536 {
+    echo "# small all_gather, out-of-place us (size: xccl / NCCL where run), LL 8 KiB, 32 KiB, off:"
+    awk '/^## LL/ {printf "%s%s:", (NR > 1 ? "\n" : ""), $0} $1 ~ /^[0-9]+$/ && $1 <= 262144 {
          printf "  %s: %s/%s", $1, $6, ($14 == "" ? "-" : $14)} END {print ""}' "$logs/small_ag.txt"
     echo "# barrier_perf -t 8 on GPU 0 (rows 2, 4, 8 ranks), plain then graph:"
     grep -E "^ +[248] +[0-9.]+ " "$logs/small_barrier_t8.txt"

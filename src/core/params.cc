@@ -112,8 +112,8 @@ const std::vector<ParamSpec>& Specs() {
        [](const Params& p) { return std::to_string(p.eager_bytes); }},
       {"XCCL_ALLGATHER_LL_BYTES",
        "GPU platforms, kernel engine: blocks up to this many bytes per rank travel with a flag "
-       "in every 8-byte line (no fence, one trip); at most 8192, 0 disables",
-       [](const char* t, Params* p) { return ParseInt64(t, 0, 8192, &p->ll_bytes); },
+       "in every 8-byte line (no fence, one trip); at most 32768, 0 disables",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 32768, &p->ll_bytes); },
        [](const Params& p) { return std::to_string(p.ll_bytes); }},
       {"XCCL_GEMM_PLUGIN",
        "ag_gemm's GEMM plugin when the caller names none: a name (loads "

@@ -144,7 +144,7 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_EAGER_BYTES", "0", &Params::eager_bytes, 0},
       {"XCCL_EAGER_BYTES", "16777216", &Params::eager_bytes, 1 << 24},
       {"XCCL_ALLGATHER_LL_BYTES", "0", &Params::ll_bytes, 0},
-      {"XCCL_ALLGATHER_LL_BYTES", "8192", &Params::ll_bytes, 8192},
+      {"XCCL_ALLGATHER_LL_BYTES", "32768", &Params::ll_bytes, 32768},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);
@@ -188,7 +188,7 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_EAGER_BYTES", "-1"},
       {"XCCL_EAGER_BYTES", "16777217"},
       {"XCCL_EAGER_BYTES", "32k"},
-      {"XCCL_ALLGATHER_LL_BYTES", "8193"},
+      {"XCCL_ALLGATHER_LL_BYTES", "32769"},
       {"XCCL_ALLGATHER_LL_BYTES", "-1"},
   };
   for (const Malformed& c : cases) {
