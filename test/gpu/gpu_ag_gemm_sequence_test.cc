@@ -52,6 +52,40 @@ std::string Label(int mode, xcclDataType_t in, int call, int64_t m) {
 
 // ---- the bodies (one rank's part), shared by the per-world tests and the forced-queue test ----
 
+// The setup of the cases that run bf16 and fp8 in both modes: a stream, one AgGemmCalls per type
+// (a call per entry of `ms`) and the ops [type][mode], destroyed when the case's body ends
+// (after its last synchronisation, see DestroyOps).
+class EveryTypeAndMode {
+ public:
+  static constexpr xcclDataType_t kTypes[2] = {xcclBfloat16, xcclFloat8e4m3};
+
+  explicit EveryTypeAndMode(RankContext& ctx) : ctx_(ctx) {}
+  ~EveryTypeAndMode() {
+    for (auto& pair : ops) DestroyOps(ctx_, pair, 2);
+  }
+  EveryTypeAndMode(const EveryTypeAndMode&) = delete;
+  EveryTypeAndMode& operator=(const EveryTypeAndMode&) = delete;
+
+  // False (the failure recorded) when the stream, the buffers or a split op could not be made.
+  // `hold_later`: the case holds ranks on the device, so the delay kernel is warmed up first.
+  bool Set(const PluginChoice& plugin, int64_t n, int64_t k, int64_t m_max,
+           const std::vector<int64_t>& ms, bool hold_later) {
+    if (!stream.Create(ctx_) || (hold_later && !WarmUpDelay(ctx_, stream))) return false;
+    for (int t = 0; t < 2; ++t)
+      if (!calls[t].Allocate(ctx_, n, k, kTypes[t], ms)) return false;
+    for (int t = 0; t < 2; ++t)
+      if (!CreateBothModes(ctx_, plugin, kTypes[t], n, k, m_max, 0, ops[t])) return false;
+    return true;
+  }
+
+  Stream stream;
+  AgGemmCalls calls[2];
+  xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
+
+ private:
+  RankContext& ctx_;
+};
+
 // N = 1168: the last 256-column tile of a GEMM is partial (the reference kernel's 16-column
 // tiles divide it; a tiled plugin's do not); C stays contiguous [rows][1168]. Both modes on the
 // same operands, so that, with the reference plugin, their bytes must agree too.
@@ -119,15 +153,12 @@ void BackToBackBody(const PluginChoice& plugin, RankContext& ctx) {
 void AlternatingMBody(const PluginChoice& plugin, RankContext& ctx) {
   const std::vector<int64_t> ms = {512, 1024, 768, 1024, 256, 1024};
   const int64_t n = 64, k = 64, m_max = 1024;
-  const xcclDataType_t types[] = {xcclBfloat16, xcclFloat8e4m3};
-  Stream stream;
-  AgGemmCalls calls[2];
-  if (!stream.Create(ctx) || !WarmUpDelay(ctx, stream) ||
-      !calls[0].Allocate(ctx, n, k, types[0], ms) || !calls[1].Allocate(ctx, n, k, types[1], ms))
-    return;
-  xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};  // [type][mode]
-  for (int t = 0; t < 2; ++t)
-    if (!CreateBothModes(ctx, plugin, types[t], n, k, m_max, 0, ops[t])) break;
+  EveryTypeAndMode setup(ctx);
+  if (!setup.Set(plugin, n, k, m_max, ms, /*hold_later=*/true)) return;
+  const xcclDataType_t* types = EveryTypeAndMode::kTypes;
+  Stream& stream = setup.stream;
+  AgGemmCalls* calls = setup.calls;
+  auto& ops = setup.ops;
   for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
     for (int mode = kSplit; mode <= kFused && ctx.failures.empty(); ++mode) {
       if (ops[t][mode] == nullptr) continue;
@@ -144,7 +175,6 @@ void AlternatingMBody(const PluginChoice& plugin, RankContext& ctx) {
       calls[t].Check(ctx, stream);
     }
   }
-  for (auto& pair : ops) DestroyOps(ctx, pair, 2);
 }
 
 // A written straight into the op's local rows (and, for fp8, its scales), and those pointers
@@ -154,17 +184,14 @@ void AlternatingMBody(const PluginChoice& plugin, RankContext& ctx) {
 // pointer is NULL) and fp8.
 void LocalRowsBody(const PluginChoice& plugin, RankContext& ctx) {
   const int64_t n = 64, k = 64, m = 200, m_max = 512;
-  const xcclDataType_t types[] = {xcclBfloat16, xcclFloat8e4m3};
-  Stream stream;
-  AgGemmCalls calls[2];
+  EveryTypeAndMode setup(ctx);
+  if (!setup.Set(plugin, n, k, m_max, {m, m}, /*hold_later=*/false)) return;
+  const xcclDataType_t* types = EveryTypeAndMode::kTypes;
+  Stream& stream = setup.stream;
+  AgGemmCalls* calls = setup.calls;
+  auto& ops = setup.ops;
   HostBytes own_host;
-  if (!stream.Create(ctx) || !calls[0].Allocate(ctx, n, k, types[0], {m, m}) ||
-      !calls[1].Allocate(ctx, n, k, types[1], {m, m}))
-    return;
   own_host.resize(calls[0].c_bytes(0));
-  xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};  // [type][mode]
-  for (int t = 0; t < 2; ++t)
-    if (!CreateBothModes(ctx, plugin, types[t], n, k, m_max, 0, ops[t])) break;
   for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
     const xcclDataType_t in = types[t];
     const bool fp8 = in == xcclFloat8e4m3;
@@ -225,7 +252,6 @@ void LocalRowsBody(const PluginChoice& plugin, RankContext& ctx) {
       c.Check(ctx, stream);  // call 1, into the caller's buffer
     }
   }
-  for (auto& pair : ops) DestroyOps(ctx, pair, 2);
 }
 
 // Every signal starts at 0xFFFFFFFE (XCCL_EPOCH_BASE, set by the test before init), so the first
@@ -272,15 +298,12 @@ void AcrossTheEpochWrapBody(const PluginChoice& plugin, RankContext& ctx) {
 // fp8 (scales exchanged too), split and fused.
 void CorruptedSlotBody(const PluginChoice& plugin, RankContext& ctx) {
   const int64_t n = 64, k = 64, m_max = 512, m = 256;
-  const xcclDataType_t types[] = {xcclBfloat16, xcclFloat8e4m3};
-  Stream stream;
-  AgGemmCalls calls[2];
-  if (!stream.Create(ctx) || !calls[0].Allocate(ctx, n, k, types[0], {m}) ||
-      !calls[1].Allocate(ctx, n, k, types[1], {m}))
-    return;
-  xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};  // [type][mode]
-  for (int t = 0; t < 2; ++t)
-    if (!CreateBothModes(ctx, plugin, types[t], n, k, m_max, 0, ops[t])) break;
+  EveryTypeAndMode setup(ctx);
+  if (!setup.Set(plugin, n, k, m_max, {m}, /*hold_later=*/false)) return;
+  const xcclDataType_t* types = EveryTypeAndMode::kTypes;
+  Stream& stream = setup.stream;
+  AgGemmCalls* calls = setup.calls;
+  auto& ops = setup.ops;
   const int victim = ctx.nranks - 1;
   for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
     for (int mode = kSplit; mode <= kFused && ctx.failures.empty(); ++mode) {
@@ -312,7 +335,6 @@ void CorruptedSlotBody(const PluginChoice& plugin, RankContext& ctx) {
       calls[t].Check(ctx, stream);
     }
   }
-  for (auto& pair : ops) DestroyOps(ctx, pair, 2);
 }
 
 // On a warm op (a run and a self test behind it), rank 0 comes to the next self test 0.5 s late
@@ -320,15 +342,12 @@ void CorruptedSlotBody(const PluginChoice& plugin, RankContext& ctx) {
 // fp8, split and fused.
 void LateRankBody(const PluginChoice& plugin, RankContext& ctx) {
   const int64_t n = 64, k = 64, m_max = 512, m = 256;
-  const xcclDataType_t types[] = {xcclBfloat16, xcclFloat8e4m3};
-  Stream stream;
-  AgGemmCalls calls[2];
-  if (!stream.Create(ctx) || !calls[0].Allocate(ctx, n, k, types[0], {m}) ||
-      !calls[1].Allocate(ctx, n, k, types[1], {m}))
-    return;
-  xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};  // [type][mode]
-  for (int t = 0; t < 2; ++t)
-    if (!CreateBothModes(ctx, plugin, types[t], n, k, m_max, 0, ops[t])) break;
+  EveryTypeAndMode setup(ctx);
+  if (!setup.Set(plugin, n, k, m_max, {m}, /*hold_later=*/false)) return;
+  const xcclDataType_t* types = EveryTypeAndMode::kTypes;
+  Stream& stream = setup.stream;
+  AgGemmCalls* calls = setup.calls;
+  auto& ops = setup.ops;
   for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
     for (int mode = kSplit; mode <= kFused && ctx.failures.empty(); ++mode) {
       xcclAgGemm_t op = ops[t][mode];
@@ -346,7 +365,6 @@ void LateRankBody(const PluginChoice& plugin, RankContext& ctx) {
       ExpectNoAsyncError(ctx, "after the late self test");
     }
   }
-  for (auto& pair : ops) DestroyOps(ctx, pair, 2);
 }
 
 // ---- the tests: every world, every plugin ----
