@@ -78,6 +78,18 @@ class EveryTypeAndMode {
     return true;
   }
 
+  // body(type index, mode, op, "mode type" label) for every op made, split then fused, bf16
+  // then fp8, until a failure is recorded or body returns false.
+  void ForEachOp(
+      const std::function<bool(int t, int mode, xcclAgGemm_t op, const std::string& what)>& body) {
+    for (int t = 0; t < 2 && ctx_.failures.empty(); ++t) {
+      for (int mode = kSplit; mode <= kFused && ctx_.failures.empty(); ++mode) {
+        if (ops[t][mode] == nullptr) continue;
+        if (!body(t, mode, ops[t][mode], ModeType(mode, kTypes[t]))) return;
+      }
+    }
+  }
+
   Stream stream;
   AgGemmCalls calls[2];
   xcclAgGemm_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
@@ -300,41 +312,35 @@ void CorruptedSlotBody(const PluginChoice& plugin, RankContext& ctx) {
   const int64_t n = 64, k = 64, m_max = 512, m = 256;
   EveryTypeAndMode setup(ctx);
   if (!setup.Set(plugin, n, k, m_max, {m}, /*hold_later=*/false)) return;
-  const xcclDataType_t* types = EveryTypeAndMode::kTypes;
   Stream& stream = setup.stream;
   AgGemmCalls* calls = setup.calls;
-  auto& ops = setup.ops;
   const int victim = ctx.nranks - 1;
-  for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
-    for (int mode = kSplit; mode <= kFused && ctx.failures.empty(); ++mode) {
-      xcclAgGemm_t op = ops[t][mode];
-      if (op == nullptr) continue;
-      const std::string what = ModeType(mode, types[t]);
-      RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m_max, stream.xccl()) == xcclSuccess,
-                  what << ": healthy self test: " << xcclGetLastError(ctx.comm));
-      if (ctx.rank == victim && !XCCL_OK(ctx, xccl::CorruptAgGemmSlotForTesting(op, 0))) break;
-      const auto start = std::chrono::steady_clock::now();
-      const xcclResult_t r = xcclAgGemmSelfTest(op, 300, stream.xccl());
-      const double seconds = SecondsSince(start);
-      const std::string message = xcclGetLastError(ctx.comm);
-      if (ctx.rank == victim) {
-        RANK_EXPECT(
-            ctx, r == xcclInternalError && message.find("slot of rank 0") != std::string::npos,
-            what << ": corrupted slot not reported: " << xcclGetErrorString(r) << ": " << message);
-      } else {
-        RANK_EXPECT(ctx, r == xcclSuccess,
-                    what << ": healthy rank failed: " << xcclGetErrorString(r) << ": " << message);
-      }
-      RANK_EXPECT(ctx, seconds < 20, what << ": the self test took " << seconds << " s");
-      // The failure was the check's, not the communicator's: nothing asynchronous recorded, and
-      // the op still computes right on every rank.
-      ExpectNoAsyncError(ctx, "after the corrupted self test");
-      if (!calls[t].Refill(ctx, stream, 5000 + 100 * (2 * t + mode)) ||
-          !calls[t].Run(ctx, op, 0, stream, what + " run after the failed self test"))
-        break;
-      calls[t].Check(ctx, stream);
+  setup.ForEachOp([&](int t, int mode, xcclAgGemm_t op, const std::string& what) {
+    RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m_max, stream.xccl()) == xcclSuccess,
+                what << ": healthy self test: " << xcclGetLastError(ctx.comm));
+    if (ctx.rank == victim && !XCCL_OK(ctx, xccl::CorruptAgGemmSlotForTesting(op, 0))) return false;
+    const auto start = std::chrono::steady_clock::now();
+    const xcclResult_t r = xcclAgGemmSelfTest(op, 300, stream.xccl());
+    const double seconds = SecondsSince(start);
+    const std::string message = xcclGetLastError(ctx.comm);
+    if (ctx.rank == victim) {
+      RANK_EXPECT(
+          ctx, r == xcclInternalError && message.find("slot of rank 0") != std::string::npos,
+          what << ": corrupted slot not reported: " << xcclGetErrorString(r) << ": " << message);
+    } else {
+      RANK_EXPECT(ctx, r == xcclSuccess,
+                  what << ": healthy rank failed: " << xcclGetErrorString(r) << ": " << message);
     }
-  }
+    RANK_EXPECT(ctx, seconds < 20, what << ": the self test took " << seconds << " s");
+    // The failure was the check's, not the communicator's: nothing asynchronous recorded, and
+    // the op still computes right on every rank.
+    ExpectNoAsyncError(ctx, "after the corrupted self test");
+    if (!calls[t].Refill(ctx, stream, 5000 + 100 * (2 * t + mode)) ||
+        !calls[t].Run(ctx, op, 0, stream, what + " run after the failed self test"))
+      return false;
+    calls[t].Check(ctx, stream);
+    return true;
+  });
 }
 
 // On a warm op (a run and a self test behind it), rank 0 comes to the next self test 0.5 s late
@@ -344,27 +350,21 @@ void LateRankBody(const PluginChoice& plugin, RankContext& ctx) {
   const int64_t n = 64, k = 64, m_max = 512, m = 256;
   EveryTypeAndMode setup(ctx);
   if (!setup.Set(plugin, n, k, m_max, {m}, /*hold_later=*/false)) return;
-  const xcclDataType_t* types = EveryTypeAndMode::kTypes;
   Stream& stream = setup.stream;
   AgGemmCalls* calls = setup.calls;
-  auto& ops = setup.ops;
-  for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
-    for (int mode = kSplit; mode <= kFused && ctx.failures.empty(); ++mode) {
-      xcclAgGemm_t op = ops[t][mode];
-      if (op == nullptr) continue;
-      const std::string what = ModeType(mode, types[t]);
-      if (!calls[t].Refill(ctx, stream, 6000 + 100 * (2 * t + mode)) ||
-          !calls[t].Run(ctx, op, 0, stream, what + " warm-up run"))
-        break;
-      calls[t].Check(ctx, stream);
-      RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m, stream.xccl()) == xcclSuccess,
-                  what << ": warm-up self test: " << xcclGetLastError(ctx.comm));
-      if (ctx.rank == 0) usleep(500000);
-      RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m, stream.xccl()) == xcclSuccess,
-                  what << ": self test with rank 0 late: " << xcclGetLastError(ctx.comm));
-      ExpectNoAsyncError(ctx, "after the late self test");
-    }
-  }
+  setup.ForEachOp([&](int t, int mode, xcclAgGemm_t op, const std::string& what) {
+    if (!calls[t].Refill(ctx, stream, 6000 + 100 * (2 * t + mode)) ||
+        !calls[t].Run(ctx, op, 0, stream, what + " warm-up run"))
+      return false;
+    calls[t].Check(ctx, stream);
+    RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m, stream.xccl()) == xcclSuccess,
+                what << ": warm-up self test: " << xcclGetLastError(ctx.comm));
+    if (ctx.rank == 0) usleep(500000);
+    RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m, stream.xccl()) == xcclSuccess,
+                what << ": self test with rank 0 late: " << xcclGetLastError(ctx.comm));
+    ExpectNoAsyncError(ctx, "after the late self test");
+    return true;
+  });
 }
 
 // ---- the tests: every world, every plugin ----
