@@ -14,6 +14,8 @@
 #           path at its default (8 KiB per rank), at its largest (32 KiB) and without it
 #           (XCCL_ALLGATHER_LL_BYTES=0): over all GPUs against
 #           NCCL where there are several, and 2 ranks sharing GPU 0; barrier_perf -t 8 on GPU 0
+#   lanes   the kernel engine's lanes per peer (XCCL_ALLGATHER_LANES 8, 16, 24, 32) at 64 MiB -
+#           1 GiB: over all GPUs against NCCL where there are several, and 2 ranks sharing GPU 0
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);
@@ -27,7 +29,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1  # never NVLink mul
 build=${1:-build-gpu}
 out=${OUT:-/tmp/xccl-gpu-check}
 logs=/tmp/xccl-gpu-logs
-stages=${GPU_CHECK_STAGES:-multi agemm torch small single tests}
+stages=${GPU_CHECK_STAGES:-multi agemm torch small lanes single tests}
 test_budget=${GPU_CHECK_TEST_SECONDS:-300}
 mkdir -p "$out" "$logs"
 pack() { tar -C "$logs" -czf "$out/logs.tgz" . 2>/dev/null; }
@@ -125,6 +127,21 @@ if has_stage small; then
   pack
 fi
 
+# ---- lanes: how many pushing blocks per peer the large all_gather wants ----
+if has_stage lanes; then
+  for lanes in 8 16 24 32; do
+    if [ "$gpus" -ge 2 ]; then
+      echo "## lanes $lanes, $gpus GPUs" >>"$logs/lanes.txt"
+      XCCL_ALLGATHER_LANES=$lanes timeout 60 "$agp" -t "$gpus" -b 64M -e 1G -f 4 -n 20 -w 5 \
+        --repeats 3 --compare vendor >>"$logs/lanes.txt" 2>&1
+    fi
+    echo "## lanes $lanes, 2 ranks sharing GPU 0" >>"$logs/lanes.txt"
+    CUDA_VISIBLE_DEVICES=0 XCCL_ALLGATHER_LANES=$lanes timeout 60 "$agp" -t 2 -b 64M -e 1G -f 4 \
+      -n 20 -w 5 --repeats 3 >>"$logs/lanes.txt" 2>&1
+  done
+  pack
+fi
+
 # ---- single: ranks sharing GPU 0 ----
 if has_stage single; then
   export CUDA_VISIBLE_DEVICES=0
@@ -197,6 +214,11 @@ fi
          printf "  %s: %s/%s", $1, $6, ($14 == "" ? "-" : $14)} END {print ""}' "$logs/small_ag.txt"
     echo "# barrier_perf -t 8 on GPU 0 (rows 2, 4, 8 ranks), plain then graph:"
     grep -E "^ +[248] +[0-9.]+ " "$logs/small_barrier_t8.txt"
+  fi
+  if [ -f "$logs/lanes.txt" ]; then
+    echo "# all_gather busbw GB/s out-of-place by lanes per peer (size: xccl / NCCL where run):"
+    awk '/^## lanes/ {printf "%s%s:", (NR > 1 ? "\n" : ""), $0} $1 ~ /^[0-9]+$/ {
+         printf "  %s: %s/%s", $1, $8, ($15 == "" ? "-" : $15)} END {print ""}' "$logs/lanes.txt"
   fi
   if [ -f "$logs/copy_roofline.txt" ]; then
     memcpy_rate=$(awk '$1 == 1073741824 {print $3}' "$logs/copy_roofline.txt")

@@ -115,6 +115,11 @@ const std::vector<ParamSpec>& Specs() {
        "in every 8-byte line (no fence, one trip); at most 32768, 0 disables",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 32768, &p->ll_bytes); },
        [](const Params& p) { return std::to_string(p.ll_bytes); }},
+      {"XCCL_ALLGATHER_LANES",
+       "GPU platforms, kernel engine: thread blocks pushing (and as many draining) per peer for "
+       "blocks above 16 KiB; 0 chooses about 16 / (ranks - 1); at most 32; the same on every rank",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 32, &p->allgather_lanes); },
+       [](const Params& p) { return std::to_string(p.allgather_lanes); }},
       {"XCCL_GEMM_PLUGIN",
        "ag_gemm's GEMM plugin when the caller names none: a name (loads "
        "libxccl-gemm-<name>.so) or a path",

@@ -14,10 +14,10 @@ namespace xccl {
 namespace {
 
 const char* const kAllNames[] = {
-    "XCCL_DEBUG",      "XCCL_DEBUG_SUBSYS",  "XCCL_DEBUG_FILE",        "XCCL_TIMEOUT_MS",
-    "XCCL_COMM_ID",    "XCCL_SOCKET_IFNAME", "XCCL_ALLGATHER_ALGO",    "XCCL_EPOCH_BASE",
-    "XCCL_SPIN_COUNT", "XCCL_EAGER_BYTES",   "XCCL_YIELD_COUNT",       "XCCL_WINDOW_BYTES",
-    "XCCL_GPU_QUEUES", "XCCL_GEMM_PLUGIN",   "XCCL_ALLGATHER_LL_BYTES"};
+    "XCCL_DEBUG",      "XCCL_DEBUG_SUBSYS",  "XCCL_DEBUG_FILE",         "XCCL_TIMEOUT_MS",
+    "XCCL_COMM_ID",    "XCCL_SOCKET_IFNAME", "XCCL_ALLGATHER_ALGO",     "XCCL_EPOCH_BASE",
+    "XCCL_SPIN_COUNT", "XCCL_EAGER_BYTES",   "XCCL_YIELD_COUNT",        "XCCL_WINDOW_BYTES",
+    "XCCL_GPU_QUEUES", "XCCL_GEMM_PLUGIN",   "XCCL_ALLGATHER_LL_BYTES", "XCCL_ALLGATHER_LANES"};
 
 // A fake environment that also records which names were asked for.
 struct FakeEnv {
@@ -47,6 +47,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.spin_count, -1);  // -1: chosen from the cores per rank
   EXPECT_EQ(p.eager_bytes, 65536);
   EXPECT_EQ(p.ll_bytes, 8192);
+  EXPECT_EQ(p.allgather_lanes, 0);
 }
 
 // Every numeric field equal: what a malformed value must leave untouched.
@@ -57,6 +58,7 @@ void ExpectSameNumbers(const Params& got, const Params& want) {
   EXPECT_EQ(got.spin_count, want.spin_count);
   EXPECT_EQ(got.eager_bytes, want.eager_bytes);
   EXPECT_EQ(got.ll_bytes, want.ll_bytes);
+  EXPECT_EQ(got.allgather_lanes, want.allgather_lanes);
 }
 
 TEST(ParamsTest, DefaultsWhenUnset) {
@@ -145,6 +147,8 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_EAGER_BYTES", "16777216", &Params::eager_bytes, 1 << 24},
       {"XCCL_ALLGATHER_LL_BYTES", "0", &Params::ll_bytes, 0},
       {"XCCL_ALLGATHER_LL_BYTES", "32768", &Params::ll_bytes, 32768},
+      {"XCCL_ALLGATHER_LANES", "32", &Params::allgather_lanes, 32},
+      {"XCCL_ALLGATHER_LANES", "0", &Params::allgather_lanes, 0},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);
@@ -190,6 +194,8 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_EAGER_BYTES", "32k"},
       {"XCCL_ALLGATHER_LL_BYTES", "32769"},
       {"XCCL_ALLGATHER_LL_BYTES", "-1"},
+      {"XCCL_ALLGATHER_LANES", "33"},
+      {"XCCL_ALLGATHER_LANES", "-2"},
   };
   for (const Malformed& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);

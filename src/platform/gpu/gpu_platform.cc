@@ -42,7 +42,7 @@ __attribute__((constructor)) void RaiseHardwareQueues() {
 }
 
 // Control slots: ControlLayout's, then the pipelined all_gather's ring counters.
-constexpr size_t kSlotsBytes = 16384;
+constexpr size_t kSlotsBytes = 32768;
 static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kSlotsBytes, "ring counters fit");
 static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kSlotsBytes, "LL call counters fit");
 // The largest chunk of the pipelined all_gather: a block pushes about 25 GB/s over NVLink, so a
@@ -57,6 +57,8 @@ struct WindowAnnounce {
   uint64_t address;      // valid in the announcing process only
   uint64_t inbox_bytes;  // every rank must agree (XCCL_WINDOW_BYTES): peers address its inboxes
   uint64_t ll_bytes;     // every rank must agree (XCCL_ALLGATHER_LL_BYTES): same path per call
+  int32_t lanes;         // every rank must agree (XCCL_ALLGATHER_LANES): same rings per call
+  int32_t pad;
   int32_t device;
   int32_t ok;
 };
@@ -81,7 +83,12 @@ class GpuPlatform final : public Platform {
     if (ControlLayout::SlotCount(nranks) > PipelineSlots::kFirst)
       return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
     inbox_bytes_ = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
-    lanes_ = PipelineLanes(nranks);
+    // XCCL_ALLGATHER_LANES overrides the automatic count (for measuring: see gpu_check's lanes
+    // stage); every rank must use the same, checked below with the window announcements.
+    lanes_ =
+        params.allgather_lanes > 0
+            ? static_cast<int>(std::min<int64_t>(params.allgather_lanes, PipelineSlots::kMaxLanes))
+            : PipelineLanes(nranks);
     // Ring slots: chunks of at most kChunkMax, at least two slots per lane where the inbox
     // allows, and a power of two of them (slot = counter % slots must survive the wrap).
     chunk_max_ = kChunkMax;
@@ -103,6 +110,7 @@ class GpuPlatform final : public Platform {
     mine.device = device_;
     mine.inbox_bytes = inbox_bytes_;
     mine.ll_bytes = ll_bytes_;
+    mine.lanes = lanes_;
     xcclResult_t local = CreateLocalWindow(params.epoch_base, &mine);
     std::vector<WindowAnnounce> all(nranks);
     all[topology_.rank] = mine;
@@ -120,6 +128,11 @@ class GpuPlatform final : public Platform {
                       "rank %d has XCCL_ALLGATHER_LL_BYTES=%llu, this rank %zu: it must be the "
                       "same on every rank",
                       r, static_cast<unsigned long long>(all[r].ll_bytes), ll_bytes_);
+      else if (all[r].ok && all[r].lanes != lanes_)
+        mapped = Fail(xcclInvalidUsage,
+                      "rank %d runs %d all_gather lanes per peer, this rank %d: "
+                      "XCCL_ALLGATHER_LANES must be the same on every rank",
+                      r, all[r].lanes, lanes_);
     }
     if (mapped == xcclSuccess) mapped = MapPeers(all);
     std::vector<int32_t> verdicts(nranks, 0);

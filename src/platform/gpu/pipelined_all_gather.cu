@@ -106,7 +106,7 @@ gpuError_t PreloadPipelinedAllGather() {
 
 int PipelineLanes(int nranks) {
   const int peers = std::max(1, nranks - 1);
-  return std::max(1, std::min(PipelineSlots::kMaxLanes, 16 / peers));
+  return std::max(1, std::min(16, 16 / peers));
 }
 
 size_t PipelineChunk(size_t bytes, int lanes, size_t chunk_max) {

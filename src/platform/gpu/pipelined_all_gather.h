@@ -20,7 +20,8 @@ namespace xccl {
 
 // Where the ring counters live in a rank's control slots (after ControlLayout's slots).
 struct PipelineSlots {
-  static constexpr int kMaxLanes = 16;
+  // Room for XCCL_ALLGATHER_LANES up to this; the automatic count stays at 16 / (n - 1).
+  static constexpr int kMaxLanes = 32;
   static constexpr int kMaxRanks = 32;
   static constexpr int kFirst = 1024;  // 4 KiB into the control area
   static constexpr int kArray = kMaxRanks * kMaxLanes;
