@@ -7,7 +7,15 @@
 //   full     the plugin's run() over rows [0, M)
 //   c1 c2 c4 the plugin over world x c bands of M / (world x c) rows each, back to back on one
 //            stream: what fused ag_gemm asks of it with c bands per source
+//   c1x2     the c1 bands on two streams taking them in turn (forked from and joined back into
+//            the timed stream), so one band's tail wave can overlap the next band's start: the
+//            remedy DESIGN.md section 12 measured for the banding cost (timing only: the
+//            plugin's one workspace is shared by the two streams)
+//   nosk     cublasLtMatmul with the heuristic asked for split-K-free algorithms only
+//            (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = NONE), against direct: what the
+//            plugin, which needs split-K off for equal bytes across bands, could get
 // Printed: TFLOP/s of direct and full, full / direct, each banded time's cost over full (%),
+// nosk / direct,
 // and the relative L2 distance of the plugin's C from direct's (different algorithms sum in
 // different orders, so not zero, but bf16-rounding small). Times are the median of --rounds
 // rounds of -n calls after -w warm-ups, the variants interleaved within each round.
@@ -173,7 +181,7 @@ class DirectGemm {
 
   // C^T (n x m) = B (op T of its k x n view) . A^T (k x m view): row-major C = A . B^T.
   bool Prepare(cublasLtHandle_t handle, const xcclGemmProblem& p, void* workspace,
-               size_t workspace_bytes) {
+               size_t workspace_bytes, bool split_k_free = false) {
     handle_ = handle;
     p_ = p;
     workspace_ = workspace;
@@ -216,12 +224,17 @@ class DirectGemm {
         Ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &workspace_bytes, sizeof(workspace_bytes)),
            "workspace") &&
+        (!split_k_free ||
+         Ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                 &kNoReduction, sizeof(kNoReduction)),
+            "reduction scheme mask")) &&
         Ok(cublasLtMatmulAlgoGetHeuristic(handle, desc_, layout_b_, layout_a_, layout_c_, layout_c_,
                                           pref, 1, &heuristic, &found),
            "heuristic");
     if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
     if (!chosen || found == 0) {
-      fprintf(stderr, "gemm_plugin_perf: cuBLASLt has no algorithm for this problem\n");
+      fprintf(stderr, "gemm_plugin_perf: cuBLASLt has no%s algorithm for this problem\n",
+              split_k_free ? " split-K-free" : "");
       return false;
     }
     algo_ = heuristic.algo;
@@ -237,6 +250,7 @@ class DirectGemm {
   }
 
  private:
+  static constexpr uint32_t kNoReduction = CUBLASLT_REDUCTION_SCHEME_NONE;
   cublasLtHandle_t handle_ = nullptr;
   xcclGemmProblem p_{};
   void* workspace_ = nullptr;
@@ -324,12 +338,17 @@ int main(int argc, char** argv) {
 
   Plugin plugin;
   Timer timer;
+  gpuStream_t second = nullptr;  // c1x2's other stream
+  gpuEvent_t fork = nullptr, join = nullptr;
   cublasLtHandle_t handle = nullptr;
   DeviceMemory a, b, a_scale, b_scale, c_plugin, c_direct, workspace;
   if (!Ok(gpuSetDevice(set.device), "set device") || !plugin.Load(set.plugin) ||
       !Ok(cublasLtCreate(&handle), "cublasLtCreate") ||
       !Ok(gpuStreamCreateWithFlags(&timer.stream, gpuStreamNonBlocking), "stream") ||
-      !Ok(gpuEventCreate(&timer.start), "event") || !Ok(gpuEventCreate(&timer.stop), "event"))
+      !Ok(gpuEventCreate(&timer.start), "event") || !Ok(gpuEventCreate(&timer.stop), "event") ||
+      !Ok(gpuStreamCreateWithFlags(&second, gpuStreamNonBlocking), "stream") ||
+      !Ok(gpuEventCreateWithFlags(&fork, gpuEventDisableTiming), "event") ||
+      !Ok(gpuEventCreateWithFlags(&join, gpuEventDisableTiming), "event"))
     return 1;
   // One operand set of the largest sizes; smaller problems use its leading rows (A [m][k] and
   // B [n][k] keep lda = ldb = the largest K, so every shape reads valid codes).
@@ -349,8 +368,8 @@ int main(int argc, char** argv) {
       "after %d warm-ups, variants interleaved; bands over world %d\n",
       fp8 ? "fp8 e4m3 (ptpc)" : "bf16", set.plugin.c_str(), set.device, set.rounds, set.iters,
       set.warmup, set.world);
-  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %10s\n", "M", "N", "K", "direct(TF/s)",
-         "full(TF/s)", "full/dir", "c1(+%)", "c2(+%)", "c4(+%)", "relL2");
+  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %8s %9s %10s\n", "M", "N", "K", "direct(TF/s)",
+         "full(TF/s)", "full/dir", "c1(+%)", "c2(+%)", "c4(+%)", "c1x2(+%)", "nosk/dir", "relL2");
   int failures = 0;
   for (const Shape& shape : set.shapes) {
     for (const int64_t m : set.global_m) {
@@ -363,18 +382,36 @@ int main(int argc, char** argv) {
       p.c = c_plugin.as<void>();
       xcclGemmProblem direct_problem = p;
       direct_problem.c = c_direct.as<void>();
-      DirectGemm direct;
+      DirectGemm direct, split_k_free;
       if (!plugin.Prepare(p, set.device) ||
           !direct.Prepare(handle, direct_problem, workspace.as<void>(), kWorkspaceBytes)) {
         printf("  %7ld %6ld %6ld  (not supported)\n", m, shape.n, shape.k);
         ++failures;
         continue;
       }
-      // Variant 0: direct; 1: the plugin's full run; 2-4: c = 1, 2, 4 bands per source.
+      // Without a split-K-free algorithm the nosk column says so (-) and the rest still runs.
+      const bool have_nosk = split_k_free.Prepare(handle, direct_problem, workspace.as<void>(),
+                                                  kWorkspaceBytes, /*split_k_free=*/true);
+      // Variant 0: direct; 1: the plugin's full run; 2-4: c = 1, 2, 4 bands per source; 5: the
+      // c = 1 bands on two streams in turn; 6: direct without split-K.
+      constexpr int kVariants = 7;
       const int cs[] = {1, 2, 4};
       auto run_variant = [&](int v) {
         if (v == 0) return direct.Run(timer.stream);
         if (v == 1) return plugin.Run(p, 0, m, timer.stream);
+        if (v == 6) return !have_nosk || split_k_free.Run(timer.stream);
+        if (v == 5) {
+          const int64_t bands = set.world;
+          if (!Ok(gpuEventRecord(fork, timer.stream), "record") ||
+              !Ok(gpuStreamWaitEvent(second, fork, 0), "wait"))
+            return false;
+          for (int64_t i = 0; i < bands; ++i) {
+            const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
+            if (!plugin.Run(p, begin, end, i % 2 == 0 ? timer.stream : second)) return false;
+          }
+          return Ok(gpuEventRecord(join, second), "record") &&
+                 Ok(gpuStreamWaitEvent(timer.stream, join, 0), "wait");
+        }
         const int64_t bands = static_cast<int64_t>(set.world) * cs[v - 2];
         for (int64_t i = 0; i < bands; ++i) {
           const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
@@ -382,12 +419,12 @@ int main(int argc, char** argv) {
         }
         return true;
       };
-      std::vector<double> times[5];
+      std::vector<double> times[kVariants];
       bool ok = true;
-      for (int v = 0; v < 5 && ok; ++v)  // warm-ups, which also load every kernel
+      for (int v = 0; v < kVariants && ok; ++v)  // warm-ups, which also load every kernel
         for (int i = 0; i < set.warmup && ok; ++i) ok = run_variant(v);
       for (int round = 0; round < set.rounds && ok; ++round) {
-        for (int v = 0; v < 5 && ok; ++v) {
+        for (int v = 0; v < kVariants && ok; ++v) {
           double us = 0;
           ok = timer.Time(
               set.iters, [&] { return run_variant(v); }, &us);
@@ -413,10 +450,13 @@ int main(int argc, char** argv) {
       const double flops = 2.0 * m * shape.n * shape.k;
       const double direct_us = Median(times[0]), full_us = Median(times[1]);
       const double rel = RelativeL2(got, want);
-      printf("  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %10.2e\n", m, shape.n, shape.k,
-             flops / direct_us / 1e6, flops / full_us / 1e6, direct_us / full_us,
+      char nosk[16] = "-";
+      if (have_nosk) snprintf(nosk, sizeof(nosk), "%.3f", direct_us / Median(times[6]));
+      printf("  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %8.1f %9s %10.2e\n", m,
+             shape.n, shape.k, flops / direct_us / 1e6, flops / full_us / 1e6, direct_us / full_us,
              100.0 * (Median(times[2]) / full_us - 1), 100.0 * (Median(times[3]) / full_us - 1),
-             100.0 * (Median(times[4]) / full_us - 1), rel);
+             100.0 * (Median(times[4]) / full_us - 1), 100.0 * (Median(times[5]) / full_us - 1),
+             nosk, rel);
       if (!(rel <= 1e-2)) {
         fprintf(stderr, "gemm_plugin_perf: M %ld N %ld: plugin and cuBLASLt differ (rel L2 %g)\n",
                 m, shape.n, rel);
