@@ -158,15 +158,9 @@ class GpuPlatform final : public Platform {
   // The copy-engine streams of this rank; 0 where ranks share its device.
   int queue_count() const override { return static_cast<int>(streams_.size()); }
 
-  void BeginOperation(xcclStream_t stream) override {
-    stream_ = static_cast<gpuStream_t>(stream);
-    queue_used_.assign(streams_.size(), false);
-    Check(gpuSetDevice(device_), "cudaSetDevice");
-    if (!dma_engine_) return;  // the kernel engine's barrier advances the epoch itself
-    Check(LaunchAdvanceEpoch(Slots(topology_.rank) + ControlLayout::kDeviceEpoch, stream_),
-          "advance-epoch kernel");
-    Check(gpuEventRecord(fork_event_, stream_), "event record (fork)");
-  }
+  // The kernel engine's barrier advances the epoch itself; the dma engine's operations are
+  // queued ones.
+  void BeginOperation(xcclStream_t stream) override { Begin(stream, /*queued=*/dma_engine_); }
 
   // The dma engine's end of an operation: the queues join the caller's stream, then a closing
   // barrier (on the operation's epoch) makes sure every rank has copied its inboxes out before
@@ -267,14 +261,7 @@ class GpuPlatform final : public Platform {
           "signal");
   }
 
-  void BeginQueuedOperation(xcclStream_t stream) override {
-    stream_ = static_cast<gpuStream_t>(stream);
-    queue_used_.assign(streams_.size(), false);
-    Check(gpuSetDevice(device_), "cudaSetDevice");
-    Check(LaunchAdvanceEpoch(Slots(topology_.rank) + ControlLayout::kDeviceEpoch, stream_),
-          "advance-epoch kernel");
-    Check(gpuEventRecord(fork_event_, stream_), "event record (fork)");
-  }
+  void BeginQueuedOperation(xcclStream_t stream) override { Begin(stream, /*queued=*/true); }
 
   const volatile uint32_t* DeviceSlot(int slot) const override {
     return Slots(topology_.rank) + slot;
@@ -378,6 +365,18 @@ class GpuPlatform final : public Platform {
   }
 
  private:
+  // An operation on `stream`; a queued one also advances the device epoch on the stream and
+  // records the event the DMA queues fork from (QueuePut waits for it).
+  void Begin(xcclStream_t stream, bool queued) {
+    stream_ = static_cast<gpuStream_t>(stream);
+    queue_used_.assign(streams_.size(), false);
+    Check(gpuSetDevice(device_), "cudaSetDevice");
+    if (!queued) return;
+    Check(LaunchAdvanceEpoch(Slots(topology_.rank) + ControlLayout::kDeviceEpoch, stream_),
+          "advance-epoch kernel");
+    Check(gpuEventRecord(fork_event_, stream_), "event record (fork)");
+  }
+
   uint64_t TimeoutNs() const { return static_cast<uint64_t>(timeout_ms_) * 1000000ull; }
 
   void LaunchBarrierStep(bool advance_epoch, const char* what) {
