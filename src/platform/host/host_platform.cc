@@ -220,22 +220,17 @@ class HostPlatform final : public Platform {
     slots[ControlLayout::kAbort] = 0;
   }
 
-  // The checks a waiter makes every few milliseconds: this rank aborted, the awaited peer's
-  // process died, or any peer announced a failure.
+  // The checks a waiter makes every few milliseconds: this rank aborted, any peer announced a
+  // failure, or the awaited peer's process died. Announcements come before deaths: a survivor
+  // that saw the root cause announces it and may then exit, and a rank waiting on that survivor
+  // must name the root cause, not the survivor's orderly exit (the window outlives its owner's
+  // process while this rank keeps it mapped, so the announcement stays readable).
   std::function<xcclResult_t(PlatformFailure*)> Watcher(int peer) {
     return [this, peer](PlatformFailure* failure) -> xcclResult_t {
       if (aborted_.load(std::memory_order_relaxed)) {
         failure->result = xcclRemoteError;
         failure->peer = peer;
         failure->message = "communicator aborted while waiting for rank " + std::to_string(peer);
-        return failure->result;
-      }
-      if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
-        failure->result = xcclRemoteError;
-        failure->peer = peer;
-        failure->message = "rank " + std::to_string(peer) + " (pid " +
-                           std::to_string(topology_.ranks[peer].pid) + " on " +
-                           topology_.ranks[peer].hostname + ") died";
         return failure->result;
       }
       for (int r = 0; r < topology_.nranks; ++r) {
@@ -247,6 +242,14 @@ class HostPlatform final : public Platform {
                              std::to_string(flag - 1) + " failed";
           return failure->result;
         }
+      }
+      if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
+        failure->result = xcclRemoteError;
+        failure->peer = peer;
+        failure->message = "rank " + std::to_string(peer) + " (pid " +
+                           std::to_string(topology_.ranks[peer].pid) + " on " +
+                           topology_.ranks[peer].hostname + ") died";
+        return failure->result;
       }
       return xcclSuccess;
     };
