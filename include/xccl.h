@@ -163,8 +163,9 @@ typedef enum {
  * divisor of the row tiles up to it. Refused (nothing allocated): n not a positive multiple
  * of 16, k or m_max < 1, unsupported dtypes, a plugin that does not support the shape, a
  * communicator without DMA queues or spanning more than one node. Collective: where one rank's
- * plugin init, shape check or allocation fails, every other rank's create fails too
- * (xcclRemoteError naming that rank). */
+ * argument check, plugin init, shape check or allocation fails, every other rank's create fails
+ * too (xcclRemoteError naming that rank); ranks that pass different n, k, m_max, types, mode or
+ * chunks all fail (xcclInvalidUsage naming one that differs). */
 xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_max,
                               xcclDataType_t in_type, xcclDataType_t out_type,
                               xcclAgGemmMode_t mode, int chunks, const char* plugin_name,

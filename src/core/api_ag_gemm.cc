@@ -59,19 +59,24 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
                               xcclAgGemmMode_t mode, int chunks, const char* plugin_name,
                               const struct xcclGemmPlugin_v1* plugin, xcclAgGemm_t* op) {
   return GuardedCall("xcclAgGemmCreate", comm, [&]() -> xcclResult_t {
-    if (op == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmCreate: op is NULL");
-    *op = nullptr;
+    if (op != nullptr) *op = nullptr;
     Communicator* impl = nullptr;
     XCCL_TRY(ResolveComm(comm, "xcclAgGemmCreate", &impl));
     XCCL_TRY(impl->CheckHealthy("xcclAgGemmCreate"));
-    if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0')
-      return Fail(xcclInvalidArgument,
-                  "xcclAgGemmCreate: pass a plugin name or a plugin struct, not both");
+    // Create is collective: a failure here is carried into it, which every rank must reach, so
+    // that the other ranks fail at once too instead of waiting for this one.
     std::unique_ptr<GemmPlugin> gemm;
-    // A failure here is carried into Create, which every rank must reach (it is collective).
-    const xcclResult_t loaded =
-        plugin != nullptr ? GemmPlugin::FromStruct(plugin, &gemm)
-                          : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "", &gemm);
+    xcclResult_t local = xcclSuccess;
+    if (op == nullptr) {
+      local = Fail(xcclInvalidArgument, "xcclAgGemmCreate: op is NULL");
+    } else if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0') {
+      local = Fail(xcclInvalidArgument,
+                   "xcclAgGemmCreate: pass a plugin name or a plugin struct, not both");
+    } else {
+      local = plugin != nullptr
+                  ? GemmPlugin::FromStruct(plugin, &gemm)
+                  : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "", &gemm);
+    }
     AgGemmOp::Shape shape;
     shape.n = n;
     shape.k = k;
@@ -82,7 +87,7 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
     shape.pinned_chunks = chunks;
     auto handle = std::make_unique<xcclAgGemm>();
     handle->comm = comm;
-    XCCL_TRY(AgGemmOp::Create(impl, shape, loaded, std::move(gemm), &handle->op));
+    XCCL_TRY(AgGemmOp::Create(impl, shape, local, std::move(gemm), &handle->op));
     *op = handle.release();
     return xcclSuccess;
   });

@@ -1,8 +1,10 @@
 #include "fused/ag_gemm_op.h"
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "collectives/all_gather.h"
@@ -53,10 +55,7 @@ AgGemmOp::~AgGemmOp() {
 size_t AgGemmOp::in_size() const { return DataTypeSize(shape_.in_type); }
 size_t AgGemmOp::out_size() const { return DataTypeSize(shape_.out_type); }
 
-xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult_t loaded,
-                              std::unique_ptr<GemmPlugin> plugin, std::unique_ptr<AgGemmOp>* out) {
-  // Checks that come out the same on every rank (same arguments, same communicator) return at
-  // once; everything that can differ between ranks is settled by the agreement below.
+xcclResult_t AgGemmOp::CheckShape(const Communicator* comm, const Shape& shape) {
   if (shape.n <= 0 || shape.n % 16 != 0)
     return Fail(xcclInvalidArgument, "ag_gemm: n = %lld must be a positive multiple of 16",
                 static_cast<long long>(shape.n));
@@ -74,42 +73,52 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   if (shape.pinned_chunks < 0 || shape.pinned_chunks > ControlLayout::kMaxBands)
     return Fail(xcclInvalidArgument, "ag_gemm: chunks = %d must be 0 (automatic) to %d",
                 shape.pinned_chunks, ControlLayout::kMaxBands);
-  Platform* platform = comm->platform();
   XCCL_TRY(RequireOneNode(comm->topology(), "ag_gemm"));
-  if (shape.mode == xcclAgGemmFused && comm->nranks() > 1 &&
-      platform->queue_count() < comm->nranks() - 1)
+  const int queues = comm->platform()->queue_count();
+  if (shape.mode == xcclAgGemmFused && comm->nranks() > 1 && queues < comm->nranks() - 1)
     return Fail(xcclInvalidUsage,
                 "ag_gemm's fused mode needs one DMA queue per peer; this communicator has %d for "
                 "%d peers (ranks sharing a GPU have none: use split mode there)",
-                platform->queue_count(), comm->nranks() - 1);
+                queues, comm->nranks() - 1);
+  return xcclSuccess;
+}
 
+xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult_t local,
+                              std::unique_ptr<GemmPlugin> plugin, std::unique_ptr<AgGemmOp>* out) {
+  // No check returns before the agreement below: a rank that gave up alone would leave its
+  // peers waiting there until the deadline, so every local failure becomes this rank's verdict.
+  xcclResult_t mine = local != xcclSuccess ? local : CheckShape(comm, shape);
   std::unique_ptr<AgGemmOp> op(new AgGemmOp);
   op->comm_ = comm;
   op->shape_ = shape;
-  const int world = comm->nranks();
-  XCCL_TRY(WindowLayout::Create(world, comm->rank(), shape.m_max, shape.k, op->in_size(),
-                                op->has_scales(), &op->layout_));
-  // The plugin must take the whole problem at m_max; bands are row ranges of it.
-  xcclGemmProblem problem{};
-  problem.m = world * op->layout_.padded_m_max();
-  problem.n = shape.n;
-  problem.k = shape.k;
-  problem.a_type = problem.b_type = shape.in_type;
-  problem.c_type = shape.out_type;
-  problem.scale_mode = op->has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
-  problem.lda = problem.ldb = shape.k;
-  problem.ldc = shape.n;
   op->device_ = comm->device();
+  Platform* platform = comm->platform();
   op->host_ = strcmp(platform->name(), "host") == 0;
-  const xcclResult_t prepared =
-      loaded != xcclSuccess ? loaded : op->PrepareLocally(std::move(plugin), problem);
-  // Every rank learns at once whether every rank's local steps succeeded (a rank whose plugin
-  // did not load or refused the shape fails every rank now, not at their first run). On GPUs it
-  // also keeps any rank from launching kernels before every rank has allocated and its plugin has
-  // loaded its kernels (init, supports): both can wait for the whole device, which, where ranks
-  // share a GPU in one process, would stall behind a peer's call waiting for this rank.
-  if (world > 1) XCCL_TRY(AgreeAcrossRanks(comm, prepared));
-  if (prepared != xcclSuccess) return prepared;
+  const int world = comm->nranks();
+  if (mine == xcclSuccess)
+    mine = WindowLayout::Create(world, comm->rank(), shape.m_max, shape.k, op->in_size(),
+                                op->has_scales(), &op->layout_);
+  if (mine == xcclSuccess) {
+    // The plugin must take the whole problem at m_max; bands are row ranges of it.
+    xcclGemmProblem problem{};
+    problem.m = world * op->layout_.padded_m_max();
+    problem.n = shape.n;
+    problem.k = shape.k;
+    problem.a_type = problem.b_type = shape.in_type;
+    problem.c_type = shape.out_type;
+    problem.scale_mode = op->has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
+    problem.lda = problem.ldb = shape.k;
+    problem.ldc = shape.n;
+    mine = op->PrepareLocally(std::move(plugin), problem);
+  }
+  // Every rank learns at once whether every rank's local steps succeeded and asked for the same
+  // op (a rank whose arguments were bad, whose plugin did not load or refused the shape fails
+  // every rank now, not at their first run). On GPUs it also keeps any rank from launching
+  // kernels before every rank has allocated and its plugin has loaded its kernels (init,
+  // supports): both can wait for the whole device, which, where ranks share a GPU in one
+  // process, would stall behind a peer's call waiting for this rank.
+  if (world > 1) XCCL_TRY(AgreeAcrossRanks(comm, shape, mine));
+  if (mine != xcclSuccess) return mine;
   if (!op->host_ && shape.mode == xcclAgGemmFused && world > 1) {
     XCCL_TRY(platform->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_,
                                       &op->peer_opened_));
@@ -136,14 +145,63 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
   return AllocateOpBuffer(device_, output_bytes, &output_);
 }
 
-xcclResult_t AgGemmOp::AgreeAcrossRanks(Communicator* comm, xcclResult_t mine) {
-  std::vector<int32_t> verdicts(comm->nranks(), 0);
-  verdicts[comm->rank()] = mine == xcclSuccess;
-  XCCL_TRY(comm->bootstrap()->AllGather(verdicts.data(), sizeof(int32_t)));
+namespace {
+
+// What one rank asked create for, as the ranks compare it.
+struct CreateRequest {
+  int32_t ok;
+  int32_t in_type, out_type, mode, chunks;
+  int32_t unused;
+  int64_t n, k, m_max;
+};
+
+CreateRequest RequestOf(const AgGemmOp::Shape& shape, bool ok) {
+  CreateRequest request;
+  memset(&request, 0, sizeof(request));
+  request.ok = ok ? 1 : 0;
+  request.in_type = shape.in_type;
+  request.out_type = shape.out_type;
+  request.mode = shape.mode;
+  request.chunks = shape.pinned_chunks;
+  request.n = shape.n;
+  request.k = shape.k;
+  request.m_max = shape.m_max;
+  return request;
+}
+
+std::string Describe(const CreateRequest& r) {
+  char text[192];
+  snprintf(text, sizeof(text), "n=%lld k=%lld m_max=%lld %s -> %s, %s, chunks %d",
+           static_cast<long long>(r.n), static_cast<long long>(r.k),
+           static_cast<long long>(r.m_max), DataTypeName(static_cast<xcclDataType_t>(r.in_type)),
+           DataTypeName(static_cast<xcclDataType_t>(r.out_type)),
+           r.mode == xcclAgGemmFused ? "fused" : "split", r.chunks);
+  return text;
+}
+
+bool SameOp(const CreateRequest& a, const CreateRequest& b) {
+  return a.in_type == b.in_type && a.out_type == b.out_type && a.mode == b.mode &&
+         a.chunks == b.chunks && a.n == b.n && a.k == b.k && a.m_max == b.m_max;
+}
+
+}  // namespace
+
+xcclResult_t AgGemmOp::AgreeAcrossRanks(Communicator* comm, const Shape& shape, xcclResult_t mine) {
+  const int rank = comm->rank();
+  std::vector<CreateRequest> requests(comm->nranks());
+  requests[rank] = RequestOf(shape, mine == xcclSuccess);
+  XCCL_TRY(comm->bootstrap()->AllGather(requests.data(), sizeof(CreateRequest)));
   if (mine != xcclSuccess) return xcclSuccess;  // this rank's own failure speaks for itself
   for (int r = 0; r < comm->nranks(); ++r) {
-    if (!verdicts[r])
+    if (!requests[r].ok)
       return Fail(xcclRemoteError, "ag_gemm: rank %d could not create its part of the op", r);
+  }
+  for (int r = 0; r < comm->nranks(); ++r) {
+    if (!SameOp(requests[r], requests[rank]))
+      return Fail(xcclInvalidUsage,
+                  "ag_gemm: the ranks disagree on the op: rank %d asked for %s, this rank (%d) "
+                  "for %s; every rank must pass the same shape, types, mode and chunks",
+                  r, Describe(requests[r]).c_str(), rank, Describe(requests[rank]).c_str());
   }
   return xcclSuccess;
 }

@@ -41,11 +41,12 @@ class AgGemmOp {
   ~AgGemmOp();
 
   // Validates the shape, the communicator and the plugin, then allocates. Fails with a message
-  // (nothing allocated) on a bad shape, a plugin that does not support it, or a communicator
-  // the op cannot run on. Collective: `loaded` is this rank's result of loading `plugin`
-  // (null when that failed, its message already recorded), so that a rank whose plugin did not
-  // load still takes part in the ranks' agreement and every rank fails together.
-  static xcclResult_t Create(Communicator* comm, const Shape& shape, xcclResult_t loaded,
+  // (nothing allocated) on a bad shape, a plugin that does not support it, a communicator the
+  // op cannot run on, or ranks that asked for different ops. Collective: `local` is this rank's
+  // result of the caller's own steps (its argument checks, loading `plugin`: null when that
+  // failed, its message already recorded), so that a rank that failed alone still takes part in
+  // the ranks' agreement and every rank fails together, at once.
+  static xcclResult_t Create(Communicator* comm, const Shape& shape, xcclResult_t local,
                              std::unique_ptr<GemmPlugin> plugin, std::unique_ptr<AgGemmOp>* out);
 
   xcclResult_t PaddedRows(int64_t m, int64_t* padded) const;
@@ -68,9 +69,12 @@ class AgGemmOp {
   // Create's steps that involve no other rank: the plugin's init and supports (for `problem`, the
   // whole problem at m_max), then the window and output buffers.
   xcclResult_t PrepareLocally(std::unique_ptr<GemmPlugin> plugin, const xcclGemmProblem& problem);
-  // Every rank learns whether every rank's `mine` succeeded; xcclRemoteError naming the first
-  // rank that failed (this rank's own failure is left for its caller to report).
-  static xcclResult_t AgreeAcrossRanks(Communicator* comm, xcclResult_t mine);
+  // The checks of Create's arguments that need no other rank.
+  static xcclResult_t CheckShape(const Communicator* comm, const Shape& shape);
+  // Every rank learns whether every rank's `mine` succeeded (xcclRemoteError naming the first
+  // rank that failed; this rank's own failure is left for its caller to report) and whether
+  // every rank asked for this `shape` (xcclInvalidUsage naming a rank that did not).
+  static xcclResult_t AgreeAcrossRanks(Communicator* comm, const Shape& shape, xcclResult_t mine);
   xcclResult_t CheckRun(const void* a, const float* a_scale, const void* b, const float* b_scale,
                         int64_t m) const;
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.

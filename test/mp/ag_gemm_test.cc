@@ -448,6 +448,71 @@ TEST_P(AgGemmTest, OneRanksRefusalFailsEveryRankAtCreate) {
   });
 }
 
+// Create is collective for the arguments too: one rank with a bad argument (k = 0, a NULL op
+// pointer) fails alone with its own error while every other rank fails at once naming it, and
+// ranks that ask for different ops (n, chunks, mode) all fail naming one that differs. None
+// waits for the deadline; afterwards the communicator still serves a good create and run.
+TEST_P(AgGemmTest, RanksThatDisagreeOrFailAloneAllFailAtCreate) {
+  Run([](RankContext& ctx) {
+    const int odd_one = ctx.nranks - 1;
+    const bool mine = ctx.rank == odd_one;
+    const std::string named = "rank " + std::to_string(odd_one);
+    struct Attempt {
+      const char* what;
+      Case c;
+      bool null_op;
+      bool disagreement;  // else the odd rank's own argument is bad
+    };
+    std::vector<Attempt> attempts;
+    Case bad_k;
+    bad_k.k = mine ? 0 : bad_k.k;
+    attempts.push_back({"k = 0 on one rank", bad_k, false, false});
+    attempts.push_back({"NULL op on one rank", Case(), mine, false});
+    Case other_n;
+    other_n.n = mine ? 64 : other_n.n;
+    attempts.push_back({"n differs", other_n, false, true});
+    Case other_chunks;
+    other_chunks.chunks = mine ? 2 : 1;
+    attempts.push_back({"chunks differ", other_chunks, false, true});
+    Case other_mode;
+    other_mode.mode = mine ? xcclAgGemmSplit : xcclAgGemmFused;
+    attempts.push_back({"mode differs", other_mode, false, true});
+    for (const Attempt& attempt : attempts) {
+      const Case& c = attempt.c;
+      xcclAgGemm_t op = nullptr;
+      const auto start = std::chrono::steady_clock::now();
+      const xcclResult_t r =
+          xcclAgGemmCreate(ctx.comm, c.n, c.k, c.m_max, c.in, c.out, c.mode, c.chunks, kPlugin,
+                           nullptr, attempt.null_op ? nullptr : &op);
+      const std::string message = xcclGetLastError(nullptr);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      RANK_EXPECT(ctx, op == nullptr, attempt.what << ": a failed create left an op");
+      RANK_EXPECT(ctx, seconds < 5, attempt.what << ": create took " << seconds << " s to fail");
+      if (attempt.disagreement) {
+        // The odd rank names some other rank; every other rank names the odd one.
+        const bool names = mine ? message.find("rank 0 asked") != std::string::npos
+                                : message.find(named + " asked") != std::string::npos;
+        RANK_EXPECT(ctx,
+                    r == xcclInvalidUsage && names && message.find("disagree") != std::string::npos,
+                    attempt.what << ": " << xcclGetErrorString(r) << ": " << message);
+      } else if (mine) {
+        RANK_EXPECT(ctx, r == xcclInvalidArgument,
+                    attempt.what << " (that rank): " << xcclGetErrorString(r) << ": " << message);
+      } else {
+        RANK_EXPECT(ctx, r == xcclRemoteError && message.find(named) != std::string::npos,
+                    attempt.what << " (a peer): " << xcclGetErrorString(r) << ": " << message);
+      }
+    }
+
+    Case c;
+    xcclAgGemm_t op = nullptr;
+    if (!Create(ctx, c, &op)) return;
+    CheckedRun(ctx, op, c, 300, 7);
+    RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(HostPlatform, AgGemmTest,
                          ::testing::Combine(::testing::Values(RankMode::kThreads),
                                             ::testing::Values(2, 4, 8)),
