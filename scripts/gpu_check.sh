@@ -8,7 +8,8 @@
 #   agemm   gemm_plugin_perf (the cublaslt plugin against cuBLASLt called directly, and its cost
 #           when cut into bands; GPU 0), then ag_gemm_perf with the cublaslt plugin (fp8 and
 #           bf16, Kimi-K3 shapes, with ag-only / gemm-only / overlap columns): one process per
-#           GPU where there are several (fused and split), else 2 ranks sharing GPU 0 (split)
+#           GPU where there are several (fused and split; fp8 again with the bands on two
+#           compute streams), else 2 ranks sharing GPU 0 (split)
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
 #   small   the small-block all_gather (8 B - 256 KiB in all), plain and graph-launched, with the LL
 #           path at its default (8 KiB per rank), at its largest (32 KiB) and without it
@@ -97,9 +98,14 @@ if has_stage agemm; then
       --compare vendor --m "$ms" --shapes "$shapes" --rounds 3 -n 5 -w 2 \
       >>"$logs/ag_gemm.txt" 2>&1
   done
-  # The chunk default against the measured fused times (fused runs with a GPU per rank only).
+  # The chunk default against the measured fused times (fused runs with a GPU per rank only),
+  # then fused with the bands' GEMMs on two streams (XCCL_AGGEMM_COMPUTE_STREAMS=2), with
+  # split-vendor in the same run again, to decide its default.
   if [ "$gpus" -ge 2 ]; then
     python3 perf/fit_chunk_rule.py "$logs/ag_gemm.txt" >"$logs/chunk_fit.txt" 2>&1
+    XCCL_AGGEMM_COMPUTE_STREAMS=2 timeout 180 "$build/perf/ag_gemm_perf" $placement \
+      --plugin "$lt" --dtype fp8 --compare vendor --m "8192 16384 32768" \
+      --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 >"$logs/ag_gemm_2streams.txt" 2>&1
   fi
   pack
 fi
@@ -198,6 +204,10 @@ fi
   if [ -f "$logs/ag_gemm.txt" ]; then
     echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"
     grep -vE "^# (split-vendor|ag_gemm_perf)" "$logs/ag_gemm.txt" | tail -40
+  fi
+  if [ -f "$logs/ag_gemm_2streams.txt" ]; then
+    echo "# ag_gemm_perf, fp8, bands on two compute streams (XCCL_AGGEMM_COMPUTE_STREAMS=2):"
+    grep -vE "^# (split-vendor|ag_gemm_perf)" "$logs/ag_gemm_2streams.txt" | tail -12
   fi
   if [ -f "$logs/chunk_fit.txt" ]; then
     echo "# chunk rule against the measured fused times (perf/fit_chunk_rule.py):"

@@ -120,6 +120,11 @@ const std::vector<ParamSpec>& Specs() {
        "blocks above 16 KiB; 0 chooses about 16 / (ranks - 1); at most 32; the same on every rank",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 32, &p->allgather_lanes); },
        [](const Params& p) { return std::to_string(p.allgather_lanes); }},
+      {"XCCL_AGGEMM_COMPUTE_STREAMS",
+       "ag_gemm fused mode: streams its bands' GEMMs take in turn (1: the caller's; 2: also a "
+       "side stream forked from and joined into it, with its own plugin context)",
+       [](const char* t, Params* p) { return ParseInt64(t, 1, 2, &p->aggemm_compute_streams); },
+       [](const Params& p) { return std::to_string(p.aggemm_compute_streams); }},
       {"XCCL_GEMM_PLUGIN",
        "ag_gemm's GEMM plugin when the caller names none: a name (loads "
        "libxccl-gemm-<name>.so) or a path",

@@ -12,9 +12,11 @@
 #include "core/datatype.h"
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/params.h"
 #include "core/topology.h"
 #include "fused/chunk_rule.h"
 #include "platform/platform.h"
+#include "platform/side_stream.h"
 
 namespace xccl {
 
@@ -45,6 +47,8 @@ unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
 
 AgGemmOp::~AgGemmOp() {
   if (plugin_ && plugin_ctx_ != nullptr) plugin_->api().finalize(plugin_ctx_);
+  if (plugin_ && side_plugin_ctx_ != nullptr) plugin_->api().finalize(side_plugin_ctx_);
+  DestroySideStream(device_, &side_);
   for (size_t r = 0; r < peer_opened_.size(); ++r)
     if (peer_opened_[r]) ClosePeerBuffer(device_, peer_windows_[r]);
   FreeOpBuffer(device_, window_);
@@ -110,6 +114,12 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
     problem.lda = problem.ldb = shape.k;
     problem.ldc = shape.n;
     mine = op->PrepareLocally(std::move(plugin), problem);
+    // A side lane for the bands' GEMMs where they run band by band (not through a tile-wait
+    // entry, which takes each source in one launch).
+    if (mine == xcclSuccess && shape.mode == xcclAgGemmFused && world > 1 &&
+        GetParams().aggemm_compute_streams == 2 &&
+        (op->host_ || op->plugin_->api().run_tile_wait == nullptr))
+      mine = op->PrepareSideLane(problem);
   }
   // Every rank learns at once whether every rank's local steps succeeded and asked for the same
   // op (a rank whose arguments were bad, whose plugin did not load or refused the shape fails
@@ -143,6 +153,18 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
   const size_t output_bytes = static_cast<size_t>(problem.m) * shape_.n * out_size();
   XCCL_TRY(AllocateOpBuffer(device_, layout_.total_bytes(), &window_));
   return AllocateOpBuffer(device_, output_bytes, &output_);
+}
+
+xcclResult_t AgGemmOp::PrepareSideLane(const xcclGemmProblem& problem) {
+  XCCL_TRY(CreateSideStream(device_, &side_));
+  void* ctx = nullptr;
+  XCCL_TRY(plugin_->api().init(&ctx, device_));
+  side_plugin_ctx_ = ctx;
+  const xcclResult_t supported = plugin_->api().supports(ctx, &problem);
+  if (supported != xcclSuccess)
+    return Fail(supported, "ag_gemm: GEMM plugin '%s' refused the problem in its second context",
+                plugin_->name());
+  return xcclSuccess;
 }
 
 namespace {
@@ -283,7 +305,7 @@ xcclResult_t AgGemmOp::FillOwnSlot(const void* a, const float* a_scale, int64_t 
 
 xcclResult_t AgGemmOp::Exchange(
     int64_t m, xcclStream_t stream,
-    const std::function<xcclResult_t(int, int64_t, int64_t)>& gemm_band) {
+    const std::function<xcclResult_t(int, int64_t, int64_t, int)>& gemm_band) {
   const int rank = comm_->rank(), world = comm_->nranks();
   const int64_t padded = PaddedM(m);
   const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
@@ -304,7 +326,7 @@ xcclResult_t AgGemmOp::Exchange(
                          static_cast<size_t>(padded) * sizeof(float), stream));
     }
     // One GEMM over all world * padded rows (rows counted from source 0's slot).
-    return gemm_band(0, 0, world * padded);
+    return gemm_band(0, 0, world * padded, 0);
   }
 
   // Fused: every peer's queue gets this rank's bands (data, scales, then the band's flag).
@@ -342,10 +364,15 @@ xcclResult_t AgGemmOp::Exchange(
   }
   // Own rows first, never waiting; then (band, source) pairs as they arrive (host: the calling
   // thread waits; GPU: a wait kernel on the stream before each band's GEMM, or, with a
-  // tile-wait plugin, one launch per source whose tiles wait for their own band's flag).
-  xcclResult_t result = gemm_band(rank, 0, padded);
-  PlatformFailure failure;
+  // tile-wait plugin, one launch per source whose tiles wait for their own band's flag). With a
+  // side lane the pairs take the two lanes in turn, the side stream forked before the own rows'
+  // GEMM (it waits for the epoch advance above) so its first band may overlap it.
   const bool tile_wait = !host_ && problem_ != nullptr && plugin_->api().run_tile_wait != nullptr;
+  const bool two_lanes = side_plugin_ctx_ != nullptr && !tile_wait;
+  xcclResult_t result = two_lanes ? ForkSideStream(side_, stream) : xcclSuccess;
+  if (result == xcclSuccess) result = gemm_band(rank, 0, padded, 0);
+  PlatformFailure failure;
+  int turn = 0;
   for (int step = 1; step < world && tile_wait && result == xcclSuccess; ++step) {
     const int source = (rank - step + world) % world;
     xcclGemmTileWait wait{};
@@ -365,6 +392,7 @@ xcclResult_t AgGemmOp::Exchange(
     for (int step = 1; step < world && result == xcclSuccess; ++step) {
       const int source = (rank - step + world) % world;
       const int flag = ControlLayout::BandFlag(source, static_cast<int>(b), world);
+      const int lane = two_lanes ? (++turn % 2) : 0;  // the side lane takes the first pair
       if (host_) {
         result = platform->WaitSignal(flag, epoch, source, "its ag_gemm rows", deadline, &failure);
         if (result != xcclSuccess) {
@@ -372,10 +400,16 @@ xcclResult_t AgGemmOp::Exchange(
           break;
         }
       } else {
-        platform->StreamWaitSignal(flag, source);
+        platform->StreamWaitSignal(flag, source, LaneStream(lane, stream));
       }
-      result = gemm_band(source, bands[b].begin, bands[b].end);
+      result = gemm_band(source, bands[b].begin, bands[b].end, lane);
     }
+  }
+  // The caller's stream waits for the side lane's bands, even after a failure (nothing of the
+  // call may be left running beside the stream).
+  if (two_lanes) {
+    const xcclResult_t joined = JoinSideStream(side_, stream);
+    if (result == xcclSuccess) result = joined;
   }
   // Host: the queues still read the own slot until they are done. GPU: the queues join the
   // stream and a closing barrier follows. Either way, even after a failure.
@@ -386,11 +420,16 @@ xcclResult_t AgGemmOp::Exchange(
   return xcclSuccess;
 }
 
+xcclStream_t AgGemmOp::LaneStream(int lane, xcclStream_t stream) const {
+  return lane == 0 ? stream : side_.stream;
+}
+
 xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end,
-                               xcclStream_t stream) {
+                               int lane, xcclStream_t stream) {
   if (row_end <= row_begin) return xcclSuccess;
   const xcclGemmBand band{row_begin, row_end};
-  xcclResult_t result = plugin_->api().run(plugin_ctx_, &problem, &band, stream);
+  xcclResult_t result = plugin_->api().run(lane == 0 ? plugin_ctx_ : side_plugin_ctx_, &problem,
+                                           &band, LaneStream(lane, stream));
   if (result != xcclSuccess)
     return Fail(result, "ag_gemm: GEMM plugin '%s' failed on rows [%lld, %lld)", plugin_->name(),
                 static_cast<long long>(row_begin), static_cast<long long>(row_end));
@@ -426,9 +465,10 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   problem.a_scale = has_scales() ? reinterpret_cast<const float*>(window() + scale_base) : nullptr;
   problem.b_scale = b_scale;
   problem_ = &problem;
-  const xcclResult_t exchanged = Exchange(m, stream, [&](int source, int64_t begin, int64_t end) {
-    return RunGemm(problem, source * padded + begin, source * padded + end, stream);
-  });
+  const xcclResult_t exchanged =
+      Exchange(m, stream, [&](int source, int64_t begin, int64_t end, int lane) {
+        return RunGemm(problem, source * padded + begin, source * padded + end, lane, stream);
+      });
   problem_ = nullptr;
   return exchanged;
 }
@@ -466,7 +506,8 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   if (has_scales())
     XCCL_TRY(CopyAsync(window() + scale_base + rank * scale_bytes, scales + rank * scale_bytes,
                        scale_bytes, stream));
-  xcclResult_t exchanged = Exchange(m, stream, [](int, int64_t, int64_t) { return xcclSuccess; });
+  xcclResult_t exchanged =
+      Exchange(m, stream, [](int, int64_t, int64_t, int) { return xcclSuccess; });
   if (exchanged != xcclSuccess) return exchanged;
   if (corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
     // Tests only: damage one byte of that source's slot in the window itself.

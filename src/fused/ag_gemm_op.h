@@ -25,6 +25,7 @@
 #include "core/communicator.h"
 #include "fused/gemm_plugin_loader.h"
 #include "fused/window_layout.h"
+#include "platform/side_stream.h"
 #include "xccl.h"
 
 namespace xccl {
@@ -79,11 +80,16 @@ class AgGemmOp {
                         int64_t m) const;
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
   xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m, xcclStream_t stream);
+  // Create's step for XCCL_AGGEMM_COMPUTE_STREAMS=2: the side stream and a second plugin
+  // context (its own workspace: two bands may run at once), asked to support `problem` too.
+  xcclResult_t PrepareSideLane(const xcclGemmProblem& problem);
   // Exchanges the slots: every rank ends with every source's rows. Fused: over the queues,
-  // band by band, calling gemm_band(source, band rows) as bands arrive; split: all_gather.
+  // band by band, calling gemm_band(source, band rows, lane) as bands arrive; split: all_gather.
+  // Lane 0 is the caller's stream and plugin context, lane 1 the side ones.
   xcclResult_t Exchange(int64_t m, xcclStream_t stream,
-                        const std::function<xcclResult_t(int, int64_t, int64_t)>& gemm_band);
-  xcclResult_t RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end,
+                        const std::function<xcclResult_t(int, int64_t, int64_t, int)>& gemm_band);
+  xcclStream_t LaneStream(int lane, xcclStream_t stream) const;
+  xcclResult_t RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end, int lane,
                        xcclStream_t stream);
 
   Communicator* comm_ = nullptr;
@@ -91,6 +97,10 @@ class AgGemmOp {
   WindowLayout layout_;
   std::unique_ptr<GemmPlugin> plugin_;
   void* plugin_ctx_ = nullptr;
+  // Fused mode with XCCL_AGGEMM_COMPUTE_STREAMS=2: every other band's GEMM runs on side_ with
+  // this context (nullptr: one lane).
+  void* side_plugin_ctx_ = nullptr;
+  SideStream side_;
   int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)
   void* window_ = nullptr;  // the receive slots and scales (WindowLayout)
   void* output_ = nullptr;  // C when the caller passes no buffer

@@ -123,8 +123,9 @@ class Platform {
   // rank's device epoch.
   virtual void QueuePut(int /*peer*/, void* /*dst*/, const void* /*src*/, size_t /*bytes*/,
                         int /*signal_slot*/) {}
-  // On the operation's stream: waits until this rank's slot reaches its device epoch.
-  virtual void StreamWaitSignal(int /*slot*/, int /*peer*/) {}
+  // On `stream` (the operation's, or one forked from it after BeginQueuedOperation): waits until
+  // this rank's slot reaches its device epoch.
+  virtual void StreamWaitSignal(int /*slot*/, int /*peer*/, xcclStream_t /*stream*/) {}
   // Device addresses of this rank's slot `slot` and of its device epoch, for kernels that wait
   // themselves (a GEMM plugin's tile-wait entry); nullptr where there are none (host).
   virtual const volatile uint32_t* DeviceSlot(int /*slot*/) const { return nullptr; }

@@ -3,8 +3,9 @@
 // queues), bf16 and fp8 ptpc on fresh operands against a double-precision reference of the decoded
 // inputs, padding rows exactly zero, fused equal to split, a warm self test, and graph replay with
 // fresh data, on every world of the gpu suite (ranks sharing one GPU, every GPU where there are
-// several); and fused on one GPU with two ranks given a queue each (XCCL_GPU_QUEUES=1), so that
-// a machine of one GPU runs the fused path too.
+// several); fused on one GPU with two ranks given a queue each (XCCL_GPU_QUEUES=1), so that
+// a machine of one GPU runs the fused path too; and all of it with the bands on two compute
+// streams (XCCL_AGGEMM_COMPUTE_STREAMS=2).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -159,6 +160,26 @@ TEST_P(GpuAgGemmTest, FusedOnASharedGpuWithForcedQueues) {
           SplitAndFusedBody(plugin, ctx);
         },
         options);
+  });
+}
+
+// XCCL_AGGEMM_COMPUTE_STREAMS=2: the bands of a plugin without a tile-wait entry (cublaslt)
+// take the caller's stream and a side stream in turn, with a plugin context each; the results,
+// fused equal to split and graph replay (the side stream forked and joined inside the capture)
+// as above. Runs where fused mode does: one process per GPU over every GPU, and two ranks on one
+// GPU given a queue each; other worlds skip.
+TEST_P(GpuAgGemmTest, FusedOnTwoComputeStreams) {
+  const bool one_gpu = GetParam().placement == Placement::kOneGpu;
+  if (one_gpu ? world() != 2 : GetParam().n != 1)
+    GTEST_SKIP() << "runs with 2 ranks on one GPU or one rank per GPU only";
+  RunOptions options;
+  options.before_init = [one_gpu] {
+    if (one_gpu) WithGpuQueues(1)();
+    WithTimeoutMs(15000)();
+    WithComputeStreams(2)();
+  };
+  ForEachPlugin([this, &options](const PluginChoice& plugin) {
+    Run([plugin](RankContext& ctx) { SplitAndFusedBody(plugin, ctx); }, options);
   });
 }
 

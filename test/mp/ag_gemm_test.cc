@@ -23,6 +23,7 @@
 #include "core/params.h"
 #include "fused/ag_gemm_testing.h"
 #include "fused/chunk_rule.h"
+#include "mp/counting_gemm_plugin.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"
 #include "xccl_gemm.h"
@@ -237,6 +238,71 @@ TEST_P(AgGemmTest, AcrossTheEpochWrap) {
       },
       options);
   RestoreParams();
+}
+
+// XCCL_AGGEMM_COMPUTE_STREAMS=2: fused mode makes a second plugin context (the side lane's)
+// and the (band, source) pairs take the two in turn, the side lane first, while the own rows
+// stay on the first; C is right and equal byte for byte to split mode's. With 1, one context
+// computes every band. (On the host platform both lanes run on the calling thread; the side
+// stream itself is exercised by the gpu suite.)
+TEST_P(AgGemmTest, TwoComputeLanesTakeTheBandsInTurn) {
+  const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(kPlugin);
+  ASSERT_NE(counting, nullptr) << "cannot load " << kPlugin << ": " << dlerror();
+  for (int64_t streams : {2, 1}) {
+    RunOptions options;
+    options.before_init = WithComputeStreams(streams);
+    Run(
+        [counting, streams](RankContext& ctx) {
+          Case fused, split;
+          fused.chunks = 2;
+          split.mode = xcclAgGemmSplit;
+          const size_t known = CountedGemmContexts().size();
+          xcclAgGemm_t f = nullptr, s = nullptr;
+          RANK_EXPECT(
+              ctx,
+              xcclAgGemmCreate(ctx.comm, fused.n, fused.k, fused.m_max, fused.in, fused.out,
+                               fused.mode, fused.chunks, nullptr, counting, &f) == xcclSuccess,
+              "create: " << xcclGetLastError(ctx.comm));
+          if (!ctx.failures.empty() || !Create(ctx, split, &s)) return;
+          std::vector<CountedGemmContext*> lanes(CountedGemmContexts().begin() + known,
+                                                 CountedGemmContexts().end());
+          RANK_EXPECT(ctx, lanes.size() == static_cast<size_t>(streams),
+                      streams << " compute streams made " << lanes.size() << " plugin contexts");
+          if (!ctx.failures.empty()) return;
+          const int64_t m = 512;
+          int chunks = 0;
+          RANK_EXPECT(ctx, xcclAgGemmChunks(f, m, &chunks) == xcclSuccess && chunks == 2,
+                      "chunks " << chunks);
+          const int calls = 3;
+          for (int call = 0; call < calls; ++call) {
+            std::vector<uint8_t> cf, cs;
+            if (!CheckedRun(ctx, f, fused, m, 600 + call, &cf) ||
+                !CheckedRun(ctx, s, split, m, 600 + call, &cs))
+              return;
+            RANK_EXPECT(ctx, cf == cs, "call " << call << ": fused and split differ");
+          }
+          const int pairs = (ctx.nranks - 1) * chunks;
+          if (streams == 2) {
+            const int side = (pairs + 1) / 2, first = 1 + pairs / 2;
+            RANK_EXPECT(ctx, lanes[0]->bands == calls * first && lanes[1]->bands == calls * side,
+                        "bands per lane " << lanes[0]->bands << " / " << lanes[1]->bands
+                                          << ", expected " << calls * first << " / "
+                                          << calls * side);
+          } else {
+            RANK_EXPECT(
+                ctx, lanes[0]->bands == calls * (1 + pairs),
+                "one lane ran " << lanes[0]->bands << " bands, expected " << calls * (1 + pairs));
+          }
+          RANK_EXPECT(ctx,
+                      xcclAgGemmDestroy(f) == xcclSuccess && xcclAgGemmDestroy(s) == xcclSuccess,
+                      "destroy: " << xcclGetLastError(nullptr));
+          RANK_EXPECT(
+              ctx, CountedGemmContexts().size() == known,
+              "destroy left " << CountedGemmContexts().size() - known << " plugin contexts");
+        },
+        options);
+    RestoreParams();
+  }
 }
 
 // Self test: passes on a healthy op; with one corrupted slot it fails on the rank holding it,

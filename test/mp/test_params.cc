@@ -30,6 +30,10 @@ std::function<void()> WithGpuQueues(int64_t queues) {
   return WithChange([queues](xccl::Params* p) { p->gpu_queues = queues; });
 }
 
+std::function<void()> WithComputeStreams(int64_t streams) {
+  return WithChange([streams](xccl::Params* p) { p->aggemm_compute_streams = streams; });
+}
+
 RunOptions KilledRankOptions(int victim) {
   RunOptions options;
   options.may_die = {victim};

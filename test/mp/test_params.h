@@ -14,6 +14,7 @@ namespace xccl_test {
 std::function<void()> WithTimeoutMs(int64_t timeout_ms);
 std::function<void()> WithEpochBase(uint32_t epoch_base);
 std::function<void()> WithGpuQueues(int64_t queues);
+std::function<void()> WithComputeStreams(int64_t streams);  // XCCL_AGGEMM_COMPUTE_STREAMS
 void RestoreParams();
 
 // A process run in which rank `victim` kills itself: the others must report it (60 s deadline,

@@ -270,10 +270,10 @@ class GpuPlatform final : public Platform {
     return Slots(topology_.rank) + ControlLayout::kDeviceEpoch;
   }
 
-  void StreamWaitSignal(int slot, int peer) override {
+  void StreamWaitSignal(int slot, int peer, xcclStream_t stream) override {
     const int rank = topology_.rank;
     Check(LaunchWaitSlot(Slots(rank) + slot, peer, Slots(rank) + ControlLayout::kDeviceEpoch,
-                         TimeoutNs(), record_device_, stream_),
+                         TimeoutNs(), record_device_, static_cast<gpuStream_t>(stream)),
           "wait kernel");
   }
 

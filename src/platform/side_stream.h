@@ -1,0 +1,30 @@
+// A second compute stream an op may run work on within one call: forked from the caller's stream
+// (it waits for everything enqueued there so far) and joined back into it (the caller's stream
+// waits for everything enqueued on it), so the call stays one stream-ordered, graph-capturable
+// unit. ag_gemm's fused mode runs its bands' GEMMs on the caller's stream and this one in turn,
+// so that one band's tail wave overlaps the next band's start (DESIGN.md section 12 measured the
+// cost of banding on one stream and on two).
+//
+// GPU platforms: a non-blocking stream of the device and two events without timing. Host
+// platform: calls are synchronous, so the stream is nullptr and fork and join do nothing.
+#pragma once
+
+#include "xccl.h"
+
+namespace xccl {
+
+struct SideStream {
+  xcclStream_t stream = nullptr;
+  void* fork = nullptr;  // event recorded on the caller's stream (GPU)
+  void* join = nullptr;  // event recorded on this stream (GPU)
+};
+
+xcclResult_t CreateSideStream(int device, SideStream* side);
+// Safe on a SideStream that Create never filled or filled partly; waits for the stream's work.
+void DestroySideStream(int device, SideStream* side);
+// `side` waits for the work enqueued on `from` so far.
+xcclResult_t ForkSideStream(const SideStream& side, xcclStream_t from);
+// `into` waits for the work enqueued on `side` so far.
+xcclResult_t JoinSideStream(const SideStream& side, xcclStream_t into);
+
+}  // namespace xccl
