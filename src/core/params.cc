@@ -107,7 +107,7 @@ const std::vector<ParamSpec>& Specs() {
        [](const Params& p) { return std::to_string(p.gpu_queues); }},
       {"XCCL_EAGER_BYTES",
        "host platform: blocks up to this many bytes are copied through the shared window "
-       "by the calling thread (0 disables)",
+       "by the calling thread (0 disables); the same on every rank",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 1 << 24, &p->eager_bytes); },
        [](const Params& p) { return std::to_string(p.eager_bytes); }},
       {"XCCL_ALLGATHER_LL_BYTES",

@@ -91,6 +91,7 @@ std::vector<std::string> RunProcesses(int nranks, const std::function<void(RankC
     if (pid == 0) {
       close(fds[0]);
       if (options.before_init) options.before_init();
+      if (options.before_rank_init) options.before_rank_init(r);
       RankContext ctx;
       ctx.rank = r;
       ctx.nranks = nranks;

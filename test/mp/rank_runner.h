@@ -40,6 +40,8 @@ struct RunOptions {
   std::set<int> may_die;              // ranks expected to die by a signal (killed-rank tests)
   bool skip_destroy = false;          // the body destroys or aborts the communicator itself
   std::function<void()> before_init;  // runs in each process (or once, for threads) before init
+  // Processes only: runs in rank r's process after before_init (per-rank parameters).
+  std::function<void(int rank)> before_rank_init;
 };
 
 // Returns the failures of every rank, each prefixed with "rank N: ".

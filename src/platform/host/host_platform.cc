@@ -54,7 +54,7 @@ class HostPlatform final : public Platform {
                             kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
     wait_policy_ = ChooseWaitPolicy(GetParams(), static_cast<int>(topology_.local_ranks.size()));
     XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks), 2 * nranks * eager_limit_,
-                             &InitSlots, this));
+                             "XCCL_EAGER_BYTES", &InitSlots, this));
     XCCL_TRY(ProbePeers(bootstrap));
     queues_.resize(nranks);
     for (int peer = 0; peer < nranks; ++peer) {

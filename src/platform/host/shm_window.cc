@@ -25,7 +25,9 @@ constexpr size_t kNameBytes = 64;
 
 struct WindowAnnounce {
   char name[kNameBytes];
+  uint64_t bytes;  // the window's size: every rank maps every window with its own size
   int32_t ok;
+  int32_t pad;
 };
 
 std::string MakeName(int rank) {
@@ -82,7 +84,8 @@ ShmWindows::~ShmWindows() {
 }
 
 xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t data_bytes,
-                                void (*init_slots)(uint32_t*, size_t, void*), void* arg) {
+                                const char* sized_by, void (*init_slots)(uint32_t*, size_t, void*),
+                                void* arg) {
   const int rank = bootstrap->rank();
   const int nranks = bootstrap->nranks();
   const long page = sysconf(_SC_PAGESIZE);
@@ -98,14 +101,20 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
   if (maps_[rank] != nullptr) {
     init_slots(maps_[rank], slot_count, arg);
     snprintf(announce[rank].name, kNameBytes, "%s", name.c_str());
+    announce[rank].bytes = bytes_;
     announce[rank].ok = 1;
   } else {
     XCCL_WARN(kLogPlatform, "shm_open/mmap of %s failed: %s", name.c_str(), strerror(err));
   }
   // Even a rank that failed takes part in both rounds, so that no peer waits for it.
   XCCL_TRY(bootstrap->AllGather(announce.data(), sizeof(WindowAnnounce)));
-  int mapped_all = 1;
-  for (int r = 0; r < nranks; ++r) {
+  // Every rank sees every size, so where two differ all of them refuse, before anyone maps
+  // (still taking part in the verdict round below, as a rank that failed to create does).
+  int odd = -1;
+  for (int r = 0; r < nranks && odd < 0; ++r)
+    if (announce[r].ok && announce[r].bytes != bytes_) odd = r;
+  int mapped_all = odd < 0 ? 1 : 0;
+  for (int r = 0; r < nranks && odd < 0; ++r) {
     if (r == rank) continue;
     if (!announce[r].ok) {
       mapped_all = 0;
@@ -123,6 +132,11 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
   xcclResult_t exchanged = bootstrap->AllGather(verdicts.data(), sizeof(int32_t));
   if (announce[rank].ok) shm_unlink(name.c_str());  // every peer holds its mapping by now
   XCCL_TRY(exchanged);
+  if (odd >= 0)
+    return Fail(xcclInvalidUsage,
+                "rank %d's shared-memory window is %llu bytes, this rank's (%d) %zu: %s must be "
+                "the same on every rank",
+                odd, static_cast<unsigned long long>(announce[odd].bytes), rank, bytes_, sized_by);
   for (int r = 0; r < nranks; ++r) {
     if (!verdicts[r]) {
       return Fail(xcclSystemError,
