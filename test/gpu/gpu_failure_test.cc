@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/params.h"
 #include "gpu/gpu_harness.h"
 #include "mp/data_pattern.h"
+#include "mp/test_params.h"
 
 namespace xccl_test {
 namespace {
@@ -174,6 +177,51 @@ TEST(GpuStalledRank, OthersTimeOutNamingIt) {
       options);
   RestoreParams();
   ExpectNoFailures(failures);
+}
+
+// Settings that shape a rank's window or choose a call's path must be the same on every rank
+// (a peer would address inboxes at other offsets, or wait in another engine): two processes on
+// one GPU, rank 1 with one setting changed, and every rank's init fails with xcclInvalidUsage
+// naming the parameter, within seconds and leaving nothing in /dev/shm.
+TEST(GpuCommLifecycle, DisagreeingSettingsAreRefusedAtInit) {
+  XCCL_SKIP_WITHOUT_GPU(true);
+  struct Disagreement {
+    const char* parameter;
+    std::function<void(xccl::Params*)> change;
+  };
+  const Disagreement cases[] = {
+      {"XCCL_WINDOW_BYTES", [](xccl::Params* p) { p->window_bytes = 64 << 20; }},
+      {"XCCL_ALLGATHER_LL_BYTES", [](xccl::Params* p) { p->ll_bytes = 0; }},
+      {"XCCL_ALLGATHER_LANES", [](xccl::Params* p) { p->allgather_lanes = 3; }},
+      {"XCCL_ALLGATHER_ALGO", [](xccl::Params* p) { p->allgather_algo = "dma"; }},
+  };
+  for (const Disagreement& disagreement : cases) {
+    RunOptions options;
+    options.before_rank_init = [&disagreement](int rank) {
+      if (rank != 1) return;
+      xccl::Params params = xccl::GetParams();
+      disagreement.change(&params);
+      xccl::SetParamsForTesting(params);
+    };
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<std::string> failures = RunGpuRanks(
+        RankMode::kProcesses, {0, 0},
+        [](RankContext& ctx) { RANK_EXPECT(ctx, false, "init succeeded"); }, options);
+    const double seconds = SecondsSince(start);
+    int refused = 0;
+    for (const std::string& failure : failures) {
+      if (failure.rfind("rank ", 0) != 0) {  // the run's header line, or leftovers
+        EXPECT_EQ(failure.rfind("left in /dev/shm", 0), std::string::npos) << failure;
+        continue;
+      }
+      ++refused;
+      EXPECT_NE(failure.find(xcclGetErrorString(xcclInvalidUsage)), std::string::npos) << failure;
+      EXPECT_NE(failure.find(disagreement.parameter), std::string::npos) << failure;
+    }
+    EXPECT_EQ(refused, 2) << disagreement.parameter << ": " << ::testing::PrintToString(failures);
+    EXPECT_LT(seconds, 30.0) << disagreement.parameter << ": init took " << seconds << " s";
+    RestoreParams();
+  }
 }
 
 // No device memory, file descriptor or thread may survive a destroy: 1000 cycles of a

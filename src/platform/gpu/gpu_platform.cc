@@ -54,14 +54,41 @@ constexpr size_t kSmallCallBytes = 16 * 1024;
 
 struct WindowAnnounce {
   gpuIpcMemHandle_t handle;
-  uint64_t address;      // valid in the announcing process only
-  uint64_t inbox_bytes;  // every rank must agree (XCCL_WINDOW_BYTES): peers address its inboxes
-  uint64_t ll_bytes;     // every rank must agree (XCCL_ALLGATHER_LL_BYTES): same path per call
-  int32_t lanes;         // every rank must agree (XCCL_ALLGATHER_LANES): same rings per call
-  int32_t pad;
+  uint64_t address;  // valid in the announcing process only
+  // Settings every rank must share (RequireSameSettings).
+  uint64_t inbox_bytes;   // XCCL_WINDOW_BYTES: peers address this rank's inboxes
+  uint64_t ll_bytes;      // XCCL_ALLGATHER_LL_BYTES: the same path per call
+  int32_t lanes;          // XCCL_ALLGATHER_LANES: the same rings per call
+  int32_t dma_requested;  // XCCL_ALLGATHER_ALGO=dma: the same engine per call
   int32_t device;
   int32_t ok;
 };
+
+// The first setting that rank `r` (`theirs`) has differently from this rank, as
+// xcclInvalidUsage naming the parameter: each decides what peers do in this rank's window or
+// which engine a call takes, so ranks that differ would corrupt memory or wait for each other.
+xcclResult_t RequireSameSettings(const WindowAnnounce& theirs, const WindowAnnounce& mine, int r) {
+  struct Setting {
+    const char* parameter;
+    int64_t theirs, mine;
+  };
+  const Setting settings[] = {
+      {"XCCL_WINDOW_BYTES (bytes per inbox)", static_cast<int64_t>(theirs.inbox_bytes),
+       static_cast<int64_t>(mine.inbox_bytes)},
+      {"XCCL_ALLGATHER_LL_BYTES", static_cast<int64_t>(theirs.ll_bytes),
+       static_cast<int64_t>(mine.ll_bytes)},
+      {"XCCL_ALLGATHER_LANES (lanes per peer)", theirs.lanes, mine.lanes},
+      {"XCCL_ALLGATHER_ALGO (1: dma)", theirs.dma_requested, mine.dma_requested},
+  };
+  for (const Setting& setting : settings) {
+    if (setting.theirs != setting.mine)
+      return Fail(xcclInvalidUsage,
+                  "rank %d has %s = %lld, this rank %lld: it must be the same on every rank", r,
+                  setting.parameter, static_cast<long long>(setting.theirs),
+                  static_cast<long long>(setting.mine));
+  }
+  return xcclSuccess;
+}
 
 class GpuPlatform final : public Platform {
  public:
@@ -111,29 +138,15 @@ class GpuPlatform final : public Platform {
     mine.inbox_bytes = inbox_bytes_;
     mine.ll_bytes = ll_bytes_;
     mine.lanes = lanes_;
+    mine.dma_requested = params.allgather_algo == "dma" ? 1 : 0;
     xcclResult_t local = CreateLocalWindow(params.epoch_base, &mine);
     std::vector<WindowAnnounce> all(nranks);
     all[topology_.rank] = mine;
     // Every rank takes part in the exchange even after a local failure, so no peer waits.
     XCCL_TRY(bootstrap->AllGather(all.data(), sizeof(WindowAnnounce)));
     xcclResult_t mapped = local;
-    for (int r = 0; r < nranks && mapped == xcclSuccess; ++r) {
-      if (all[r].ok && all[r].inbox_bytes != inbox_bytes_)
-        mapped = Fail(xcclInvalidUsage,
-                      "rank %d has %llu-byte inboxes, this rank %zu: XCCL_WINDOW_BYTES must be "
-                      "the same on every rank",
-                      r, static_cast<unsigned long long>(all[r].inbox_bytes), inbox_bytes_);
-      else if (all[r].ok && all[r].ll_bytes != ll_bytes_)
-        mapped = Fail(xcclInvalidUsage,
-                      "rank %d has XCCL_ALLGATHER_LL_BYTES=%llu, this rank %zu: it must be the "
-                      "same on every rank",
-                      r, static_cast<unsigned long long>(all[r].ll_bytes), ll_bytes_);
-      else if (all[r].ok && all[r].lanes != lanes_)
-        mapped = Fail(xcclInvalidUsage,
-                      "rank %d runs %d all_gather lanes per peer, this rank %d: "
-                      "XCCL_ALLGATHER_LANES must be the same on every rank",
-                      r, all[r].lanes, lanes_);
-    }
+    for (int r = 0; r < nranks && mapped == xcclSuccess; ++r)
+      if (all[r].ok) mapped = RequireSameSettings(all[r], mine, r);
     if (mapped == xcclSuccess) mapped = MapPeers(all);
     std::vector<int32_t> verdicts(nranks, 0);
     verdicts[topology_.rank] = mapped == xcclSuccess;
