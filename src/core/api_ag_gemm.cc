@@ -62,21 +62,20 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
     if (op != nullptr) *op = nullptr;
     Communicator* impl = nullptr;
     XCCL_TRY(ResolveComm(comm, "xcclAgGemmCreate", &impl));
-    XCCL_TRY(impl->CheckHealthy("xcclAgGemmCreate"));
-    // Create is collective: a failure here is carried into it, which every rank must reach, so
+    // Create is collective: a failure here (a failure this communicator recorded earlier too,
+    // which its peers may not have seen) is carried into it, which every rank must reach, so
     // that the other ranks fail at once too instead of waiting for this one.
     std::unique_ptr<GemmPlugin> gemm;
-    xcclResult_t local = xcclSuccess;
-    if (op == nullptr) {
-      local = Fail(xcclInvalidArgument, "xcclAgGemmCreate: op is NULL");
-    } else if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0') {
-      local = Fail(xcclInvalidArgument,
-                   "xcclAgGemmCreate: pass a plugin name or a plugin struct, not both");
-    } else {
-      local = plugin != nullptr
-                  ? GemmPlugin::FromStruct(plugin, &gemm)
-                  : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "", &gemm);
-    }
+    auto local_steps = [&]() -> xcclResult_t {
+      XCCL_TRY(impl->CheckHealthy("xcclAgGemmCreate"));
+      if (op == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmCreate: op is NULL");
+      if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0')
+        return Fail(xcclInvalidArgument,
+                    "xcclAgGemmCreate: pass a plugin name or a plugin struct, not both");
+      return plugin != nullptr ? GemmPlugin::FromStruct(plugin, &gemm)
+                               : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "", &gemm);
+    };
+    const xcclResult_t local = local_steps();
     AgGemmOp::Shape shape;
     shape.n = n;
     shape.k = k;

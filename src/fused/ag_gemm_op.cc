@@ -46,9 +46,10 @@ unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
 }  // namespace
 
 AgGemmOp::~AgGemmOp() {
+  // The side stream first: destroying it waits for its bands, which use the side context.
+  DestroySideStream(device_, &side_);
   if (plugin_ && plugin_ctx_ != nullptr) plugin_->api().finalize(plugin_ctx_);
   if (plugin_ && side_plugin_ctx_ != nullptr) plugin_->api().finalize(side_plugin_ctx_);
-  DestroySideStream(device_, &side_);
   for (size_t r = 0; r < peer_opened_.size(); ++r)
     if (peer_opened_[r]) ClosePeerBuffer(device_, peer_windows_[r]);
   FreeOpBuffer(device_, window_);
@@ -127,8 +128,9 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   // kernels before every rank has allocated and its plugin has loaded its kernels (init,
   // supports): both can wait for the whole device, which, where ranks share a GPU in one
   // process, would stall behind a peer's call waiting for this rank.
-  if (world > 1) XCCL_TRY(AgreeAcrossRanks(comm, shape, mine));
-  if (mine != xcclSuccess) return mine;
+  const xcclResult_t agreed = world > 1 ? AgreeAcrossRanks(comm, shape, mine) : xcclSuccess;
+  if (mine != xcclSuccess) return mine;  // this rank's own cause first, even if the round failed
+  XCCL_TRY(agreed);
   if (!op->host_ && shape.mode == xcclAgGemmFused && world > 1) {
     XCCL_TRY(platform->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_,
                                       &op->peer_opened_));
@@ -140,7 +142,10 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
 xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
                                       const xcclGemmProblem& problem) {
   void* ctx = nullptr;
-  XCCL_TRY(plugin->api().init(&ctx, device_));
+  const xcclResult_t initialised = plugin->api().init(&ctx, device_);
+  if (initialised != xcclSuccess)
+    return Fail(initialised, "ag_gemm: GEMM plugin '%s' failed to initialise on device %d",
+                plugin->name(), device_);
   plugin_ = std::move(plugin);
   plugin_ctx_ = ctx;
   const xcclResult_t supported = plugin_->api().supports(ctx, &problem);
@@ -158,7 +163,12 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
 xcclResult_t AgGemmOp::PrepareSideLane(const xcclGemmProblem& problem) {
   XCCL_TRY(CreateSideStream(device_, &side_));
   void* ctx = nullptr;
-  XCCL_TRY(plugin_->api().init(&ctx, device_));
+  const xcclResult_t initialised = plugin_->api().init(&ctx, device_);
+  if (initialised != xcclSuccess)
+    return Fail(initialised,
+                "ag_gemm: GEMM plugin '%s' failed to initialise a second context (side lane) on "
+                "device %d",
+                plugin_->name(), device_);
   side_plugin_ctx_ = ctx;
   const xcclResult_t supported = plugin_->api().supports(ctx, &problem);
   if (supported != xcclSuccess)
@@ -370,6 +380,7 @@ xcclResult_t AgGemmOp::Exchange(
   const bool tile_wait = !host_ && problem_ != nullptr && plugin_->api().run_tile_wait != nullptr;
   const bool two_lanes = side_plugin_ctx_ != nullptr && !tile_wait;
   xcclResult_t result = two_lanes ? ForkSideStream(side_, stream) : xcclSuccess;
+  const bool forked = two_lanes && result == xcclSuccess;  // else nothing to join
   if (result == xcclSuccess) result = gemm_band(rank, 0, padded, 0);
   PlatformFailure failure;
   int turn = 0;
@@ -407,7 +418,7 @@ xcclResult_t AgGemmOp::Exchange(
   }
   // The caller's stream waits for the side lane's bands, even after a failure (nothing of the
   // call may be left running beside the stream).
-  if (two_lanes) {
+  if (forked) {
     const xcclResult_t joined = JoinSideStream(side_, stream);
     if (result == xcclSuccess) result = joined;
   }

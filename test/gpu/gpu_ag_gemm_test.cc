@@ -13,6 +13,7 @@
 
 #include "gpu/gpu_ag_gemm_helpers.h"
 #include "gpu/gpu_harness.h"
+#include "mp/counting_gemm_plugin.h"
 #include "mp/test_params.h"
 
 namespace xccl_test {
@@ -163,8 +164,41 @@ TEST_P(GpuAgGemmTest, FusedOnASharedGpuWithForcedQueues) {
   });
 }
 
-// XCCL_AGGEMM_COMPUTE_STREAMS=2: the bands of a plugin without a tile-wait entry (cublaslt)
-// take the caller's stream and a side stream in turn, with a plugin context each; the results,
+// The side lane exists and computes bands: the reference plugin behind the counting wrapper
+// (which has no tile-wait entry) makes two contexts, the second runs at least one band of a
+// fused call (chunks 1: world - 1 pairs, the first on the side lane), and C is right.
+void SideLaneBody(const xcclGemmPlugin_v1_t* counting, RankContext& ctx) {
+  Stream stream;
+  if (!stream.Create(ctx)) return;
+  const int64_t n = 64, k = 64, m = 200, m_max = 256;
+  const size_t known = CountedGemmContexts().size();
+  xcclAgGemm_t op = nullptr;
+  if (!XCCL_OK(ctx, xcclAgGemmCreate(ctx.comm, n, k, m_max, xcclBfloat16, xcclBfloat16,
+                                     xcclAgGemmFused, 1, nullptr, counting, &op)))
+    return;
+  const size_t contexts = CountedGemmContexts().size() - known;
+  RANK_EXPECT(ctx, contexts == 2, "two compute streams made " << contexts << " plugin contexts");
+  const GemmOperands o = MakeAgGemmOperands(ctx.seed, ctx.rank, /*call=*/0, m, n, k, xcclBfloat16);
+  const size_t c_bytes = static_cast<size_t>(ctx.nranks * PaddedRows(m) * n) * 2;
+  DeviceBuffer a, b, c;
+  HostBytes got(c_bytes);
+  if (ToDevice(ctx, stream, o.a.data(), o.a.size(), &a) &&
+      ToDevice(ctx, stream, o.b.data(), o.b.size(), &b) && c.Allocate(ctx, c_bytes) &&
+      GPU_OK(ctx, gpu::MemsetAsync(c.get(), kPoisonByte, c_bytes, stream.get())) &&
+      XCCL_OK(ctx, xcclAgGemmRun(op, a.get(), nullptr, b.get(), nullptr, m, c.get(), nullptr,
+                                 stream.xccl())) &&
+      GPU_OK(ctx, gpu::MemcpyAsync(got.data(), c.get(), c_bytes, stream.get())) &&
+      GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) {
+    ExpectGemmC(ctx, got.data(), xcclBfloat16, m, n, k, /*call=*/0, "fused on two lanes");
+    if (contexts == 2)
+      RANK_EXPECT(ctx, CountedGemmContexts()[known + 1]->bands > 0, "the side lane ran no band");
+  }
+  RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+}
+
+// XCCL_AGGEMM_COMPUTE_STREAMS=2: the bands of a plugin without a tile-wait entry (cublaslt,
+// the reference plugin with its entry stripped) take the caller's stream and a side stream in
+// turn, with a plugin context each (SideLaneBody checks that the side lane runs); the results,
 // fused equal to split and graph replay (the side stream forked and joined inside the capture)
 // as above. Runs where fused mode does: one process per GPU over every GPU, and two ranks on one
 // GPU given a queue each; other worlds skip.
@@ -178,6 +212,9 @@ TEST_P(GpuAgGemmTest, FusedOnTwoComputeStreams) {
     WithTimeoutMs(15000)();
     WithComputeStreams(2)();
   };
+  const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(XCCL_GEMM_REFERENCE_PATH);
+  ASSERT_NE(counting, nullptr) << "cannot load " << XCCL_GEMM_REFERENCE_PATH;
+  Run([counting](RankContext& ctx) { SideLaneBody(counting, ctx); }, options);
   ForEachPlugin([this, &options](const PluginChoice& plugin) {
     Run([plugin](RankContext& ctx) { SplitAndFusedBody(plugin, ctx); }, options);
   });

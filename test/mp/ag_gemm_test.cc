@@ -274,14 +274,25 @@ TEST_P(AgGemmTest, TwoComputeLanesTakeTheBandsInTurn) {
           RANK_EXPECT(ctx, xcclAgGemmChunks(f, m, &chunks) == xcclSuccess && chunks == 2,
                       "chunks " << chunks);
           const int calls = 3;
+          const int pairs = (ctx.nranks - 1) * chunks;
           for (int call = 0; call < calls; ++call) {
             std::vector<uint8_t> cf, cs;
-            if (!CheckedRun(ctx, f, fused, m, 600 + call, &cf) ||
-                !CheckedRun(ctx, s, split, m, 600 + call, &cs))
-              return;
+            CountedGemmRuns().clear();
+            if (!CheckedRun(ctx, f, fused, m, 600 + call, &cf)) return;
+            // The own rows on the first lane, then pair i on the side lane for even i and the
+            // first lane for odd i (one lane: all on the first).
+            const std::vector<const CountedGemmContext*> runs = CountedGemmRuns();
+            RANK_EXPECT(ctx, runs.size() == static_cast<size_t>(1 + pairs),
+                        "call " << call << ": " << runs.size() << " bands, expected " << 1 + pairs);
+            for (size_t i = 0; i < runs.size() && ctx.failures.empty(); ++i) {
+              const size_t lane = streams == 2 && i > 0 && (i - 1) % 2 == 0 ? 1 : 0;
+              RANK_EXPECT(ctx, runs[i] == lanes[lane],
+                          "call " << call << ": band " << i << " ran on the wrong lane (expected "
+                                  << lane << ")");
+            }
+            if (!CheckedRun(ctx, s, split, m, 600 + call, &cs)) return;
             RANK_EXPECT(ctx, cf == cs, "call " << call << ": fused and split differ");
           }
-          const int pairs = (ctx.nranks - 1) * chunks;
           if (streams == 2) {
             const int side = (pairs + 1) / 2, first = 1 + pairs / 2;
             RANK_EXPECT(ctx, lanes[0]->bands == calls * first && lanes[1]->bands == calls * side,

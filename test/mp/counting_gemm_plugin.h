@@ -1,6 +1,7 @@
 // A GEMM plugin struct that wraps a real one (loaded from a path) and counts, per context, the
-// bands run() computes, for tests of which context ag_gemm hands each band to. The contexts a
-// thread creates are listed for that thread (ranks create and run on their own thread).
+// bands run() computes, and lists in order the contexts that ran them, for tests of which
+// context ag_gemm hands each band to. The contexts a thread creates, and the runs it makes, are
+// listed for that thread (ranks create and run on their own thread).
 #pragma once
 
 #include <dlfcn.h>
@@ -26,6 +27,12 @@ inline const xcclGemmPlugin_v1_t*& WrappedGemmPlugin() {
 inline std::vector<CountedGemmContext*>& CountedGemmContexts() {
   thread_local std::vector<CountedGemmContext*> contexts;
   return contexts;
+}
+
+// The contexts of this thread's run() calls, in call order (a test clears it between calls).
+inline std::vector<const CountedGemmContext*>& CountedGemmRuns() {
+  thread_local std::vector<const CountedGemmContext*> runs;
+  return runs;
 }
 
 inline xcclResult_t CountingInit(void** ctx, int device) {
@@ -58,6 +65,7 @@ inline xcclResult_t CountingRun(void* ctx, const xcclGemmProblem* problem, const
                                 void* stream) {
   auto* counted = static_cast<CountedGemmContext*>(ctx);
   ++counted->bands;
+  CountedGemmRuns().push_back(counted);
   return WrappedGemmPlugin()->run(counted->inner, problem, band, stream);
 }
 

@@ -48,6 +48,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.eager_bytes, 65536);
   EXPECT_EQ(p.ll_bytes, 8192);
   EXPECT_EQ(p.allgather_lanes, 0);
+  EXPECT_EQ(p.aggemm_compute_streams, 1);
 }
 
 // Every numeric field equal: what a malformed value must leave untouched.
@@ -59,6 +60,7 @@ void ExpectSameNumbers(const Params& got, const Params& want) {
   EXPECT_EQ(got.eager_bytes, want.eager_bytes);
   EXPECT_EQ(got.ll_bytes, want.ll_bytes);
   EXPECT_EQ(got.allgather_lanes, want.allgather_lanes);
+  EXPECT_EQ(got.aggemm_compute_streams, want.aggemm_compute_streams);
 }
 
 TEST(ParamsTest, DefaultsWhenUnset) {
@@ -149,6 +151,8 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_ALLGATHER_LL_BYTES", "32768", &Params::ll_bytes, 32768},
       {"XCCL_ALLGATHER_LANES", "32", &Params::allgather_lanes, 32},
       {"XCCL_ALLGATHER_LANES", "0", &Params::allgather_lanes, 0},
+      {"XCCL_AGGEMM_COMPUTE_STREAMS", "1", &Params::aggemm_compute_streams, 1},
+      {"XCCL_AGGEMM_COMPUTE_STREAMS", "2", &Params::aggemm_compute_streams, 2},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);
@@ -196,6 +200,8 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_ALLGATHER_LL_BYTES", "-1"},
       {"XCCL_ALLGATHER_LANES", "33"},
       {"XCCL_ALLGATHER_LANES", "-2"},
+      {"XCCL_AGGEMM_COMPUTE_STREAMS", "0"},
+      {"XCCL_AGGEMM_COMPUTE_STREAMS", "3"},
   };
   for (const Malformed& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);

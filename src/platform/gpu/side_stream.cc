@@ -14,15 +14,20 @@ xcclResult_t CreateSideStream(int device, SideStream* side) {
   XCCL_GPU_TRY(gpuSetDevice(device));
   gpuStream_t stream = nullptr;
   gpuEvent_t fork = nullptr, join = nullptr;
+  const char* failed = "stream creation";
   gpuError_t err = gpuStreamCreateWithFlags(&stream, gpuStreamNonBlocking);
-  if (err == gpuSuccess) err = gpuEventCreateWithFlags(&fork, gpuEventDisableTiming);
+  if (err == gpuSuccess) {
+    failed = "event creation";
+    err = gpuEventCreateWithFlags(&fork, gpuEventDisableTiming);
+  }
   if (err == gpuSuccess) err = gpuEventCreateWithFlags(&join, gpuEventDisableTiming);
   side->stream = stream;
   side->fork = fork;
   side->join = join;
   if (err != gpuSuccess) {
     DestroySideStream(device, side);
-    XCCL_GPU_TRY(err);
+    return Fail(xcclUnhandledDeviceError, "side stream on device %d: %s failed: %s", device, failed,
+                gpuGetErrorString(err));
   }
   return xcclSuccess;
 }

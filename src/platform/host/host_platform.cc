@@ -233,17 +233,11 @@ class HostPlatform final : public Platform {
         failure->message = "communicator aborted while waiting for rank " + std::to_string(peer);
         return failure->result;
       }
-      for (int r = 0; r < topology_.nranks; ++r) {
-        uint32_t flag = SignalLoad(&windows_.slots(r)[ControlLayout::kAbort]);
-        if (r != topology_.rank && flag != 0) {
-          failure->result = xcclRemoteError;
-          failure->peer = static_cast<int>(flag) - 1;
-          failure->message = "rank " + std::to_string(r) + " reported that rank " +
-                             std::to_string(flag - 1) + " failed";
-          return failure->result;
-        }
-      }
+      if (AnnouncedFailure(failure)) return failure->result;
       if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
+        // Once more: the peer may have announced the root cause and exited between the scan
+        // above and this look at its process (an announcement always precedes the exit).
+        if (AnnouncedFailure(failure)) return failure->result;
         failure->result = xcclRemoteError;
         failure->peer = peer;
         failure->message = "rank " + std::to_string(peer) + " (pid " +
@@ -253,6 +247,21 @@ class HostPlatform final : public Platform {
       }
       return xcclSuccess;
     };
+  }
+
+  // Whether another rank announced a failure in its abort slot (then described in *failure).
+  bool AnnouncedFailure(PlatformFailure* failure) const {
+    for (int r = 0; r < topology_.nranks; ++r) {
+      const uint32_t flag = SignalLoad(&windows_.slots(r)[ControlLayout::kAbort]);
+      if (r != topology_.rank && flag != 0) {
+        failure->result = xcclRemoteError;
+        failure->peer = static_cast<int>(flag) - 1;
+        failure->message = "rank " + std::to_string(r) + " reported that rank " +
+                           std::to_string(flag - 1) + " failed";
+        return true;
+      }
+    }
+    return false;
   }
 
   xcclResult_t ProbePeers(Bootstrap* bootstrap) {
