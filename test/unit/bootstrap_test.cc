@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "transport/bootstrap_wire.h"
 #include "transport/socket.h"
 #include "transport/unique_id.h"
+#include "transport/verdicts.h"
 
 namespace xccl {
 namespace {
@@ -149,6 +152,36 @@ TEST_P(BootstrapRanks, InitAllGatherBarrier) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, BootstrapRanks, ::testing::Values(1, 2, 3, 8));
+
+// The verdict round of a collective setup step: every rank learns the lowest failing rank (or
+// -1), whichever ranks failed, over several rounds on one bootstrap.
+TEST(BootstrapVerdicts, EveryRankLearnsTheLowestFailure) {
+  const int nranks = 5;
+  // Per round, the ranks whose part fails.
+  const std::vector<std::vector<int>> rounds = {{}, {3}, {4, 1}, {0, 2, 4}, {}};
+  std::mutex mu;
+  std::vector<std::vector<int>> seen(nranks);  // [rank][round] first_failed
+  xcclUniqueId id;
+  ASSERT_EQ(xcclSuccess, Bootstrap::CreateUniqueId(&id)) << ThreadLastError();
+  auto outcomes = RunRanks(id, AllRanks(nranks, 10000), [&](int rank, Bootstrap& b) {
+    for (const std::vector<int>& failing : rounds) {
+      const bool ok = std::find(failing.begin(), failing.end(), rank) == failing.end();
+      int first = -2;
+      ASSERT_EQ(xcclSuccess, ExchangeVerdicts(&b, ok, &first)) << ThreadLastError();
+      std::lock_guard<std::mutex> lock(mu);
+      seen[rank].push_back(first);
+    }
+  });
+  for (int r = 0; r < nranks; ++r) {
+    ASSERT_EQ(xcclSuccess, outcomes[r].init) << "rank " << r << ": " << outcomes[r].error;
+    ASSERT_EQ(seen[r].size(), rounds.size()) << "rank " << r;
+    for (size_t i = 0; i < rounds.size(); ++i) {
+      const int want =
+          rounds[i].empty() ? -1 : *std::min_element(rounds[i].begin(), rounds[i].end());
+      EXPECT_EQ(seen[r][i], want) << "rank " << r << ", round " << i;
+    }
+  }
+}
 
 sockaddr_storage Loopback(int family, uint16_t port) {
   sockaddr_storage a{};

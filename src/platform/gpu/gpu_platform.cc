@@ -29,6 +29,7 @@
 #include "platform/gpu/pipelined_all_gather.h"
 #include "platform/platform.h"
 #include "transport/bootstrap.h"
+#include "transport/verdicts.h"
 
 namespace xccl {
 
@@ -148,15 +149,11 @@ class GpuPlatform final : public Platform {
     for (int r = 0; r < nranks && mapped == xcclSuccess; ++r)
       if (all[r].ok) mapped = RequireSameSettings(all[r], mine, r);
     if (mapped == xcclSuccess) mapped = MapPeers(all);
-    std::vector<int32_t> verdicts(nranks, 0);
-    verdicts[topology_.rank] = mapped == xcclSuccess;
-    XCCL_TRY(bootstrap->AllGather(verdicts.data(), sizeof(int32_t)));
-    for (int r = 0; r < nranks; ++r) {
-      if (!verdicts[r]) {
-        if (mapped != xcclSuccess) return mapped;
-        return Fail(xcclRemoteError, "rank %d could not create or map the GPU windows", r);
-      }
-    }
+    int failed = -1;
+    XCCL_TRY(ExchangeVerdicts(bootstrap, mapped == xcclSuccess, &failed));
+    if (mapped != xcclSuccess) return mapped;
+    if (failed >= 0)
+      return Fail(xcclRemoteError, "rank %d could not create or map the GPU windows", failed);
     XCCL_TRY(CreateQueues());
     return xcclSuccess;
   }
@@ -316,16 +313,17 @@ class GpuPlatform final : public Platform {
         (*opened)[r] = was_opened;
       }
     }
-    std::vector<int32_t> verdicts(nranks, 0);
-    verdicts[rank] = ok ? 1 : 0;
-    XCCL_TRY(bootstrap->AllGather(verdicts.data(), sizeof(int32_t)));
-    for (int r = 0; r < nranks; ++r) {
-      if (verdicts[r]) continue;
+    int failed = -1;
+    const xcclResult_t exchanged = ExchangeVerdicts(bootstrap, ok, &failed);
+    if (exchanged != xcclSuccess || failed >= 0) {
       for (int q = 0; q < nranks; ++q)
         if ((*opened)[q]) ClosePeerBuffer(device_, (*peers)[q]);
       opened->assign(nranks, false);
-      return Fail(xcclUnhandledDeviceError, "rank %d could not share or map an ag_gemm window", r);
     }
+    XCCL_TRY(exchanged);
+    if (failed >= 0)
+      return Fail(xcclUnhandledDeviceError, "rank %d could not share or map an ag_gemm window",
+                  failed);
     return xcclSuccess;
   }
 

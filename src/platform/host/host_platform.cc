@@ -24,6 +24,7 @@
 #include "platform/host/shm_window.h"
 #include "platform/platform.h"
 #include "transport/bootstrap.h"
+#include "transport/verdicts.h"
 
 namespace xccl {
 
@@ -288,15 +289,11 @@ class HostPlatform final : public Platform {
         why = failure.message;
       }
     }
-    std::vector<int32_t> verdicts(topology_.nranks, 0);
-    verdicts[topology_.rank] = ok[topology_.rank];
-    XCCL_TRY(bootstrap->AllGather(verdicts.data(), sizeof(int32_t)));
-    for (int r = 0; r < topology_.nranks; ++r) {
-      if (!verdicts[r]) {
-        return Fail(xcclSystemError, "rank %d cannot copy into its peers' memory%s%s", r,
-                    why.empty() ? "" : ": ", why.c_str());
-      }
-    }
+    int failed = -1;
+    XCCL_TRY(ExchangeVerdicts(bootstrap, ok[topology_.rank] != 0, &failed));
+    if (failed >= 0)
+      return Fail(xcclSystemError, "rank %d cannot copy into its peers' memory%s%s", failed,
+                  why.empty() ? "" : ": ", why.c_str());
     return xcclSuccess;
   }
 

@@ -16,6 +16,7 @@
 #include "core/logging.h"
 #include "platform/host/peer_liveness.h"
 #include "transport/bootstrap.h"
+#include "transport/verdicts.h"
 
 namespace xccl {
 
@@ -127,9 +128,9 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
       mapped_all = 0;
     }
   }
-  std::vector<int32_t> verdicts(nranks, 0);
-  verdicts[rank] = mapped_all && announce[rank].ok;
-  xcclResult_t exchanged = bootstrap->AllGather(verdicts.data(), sizeof(int32_t));
+  int failed = -1;
+  const xcclResult_t exchanged =
+      ExchangeVerdicts(bootstrap, mapped_all && announce[rank].ok, &failed);
   if (announce[rank].ok) shm_unlink(name.c_str());  // every peer holds its mapping by now
   XCCL_TRY(exchanged);
   if (odd >= 0)
@@ -137,14 +138,11 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
                 "rank %d's shared-memory window is %llu bytes, this rank's (%d) %zu: %s must be "
                 "the same on every rank",
                 odd, static_cast<unsigned long long>(announce[odd].bytes), rank, bytes_, sized_by);
-  for (int r = 0; r < nranks; ++r) {
-    if (!verdicts[r]) {
-      return Fail(xcclSystemError,
-                  "rank %d could not create or map the shared-memory control windows (see its "
-                  "log; is /dev/shm full or not writable?)",
-                  r);
-    }
-  }
+  if (failed >= 0)
+    return Fail(xcclSystemError,
+                "rank %d could not create or map the shared-memory control windows (see its "
+                "log; is /dev/shm full or not writable?)",
+                failed);
   return xcclSuccess;
 }
 
