@@ -98,7 +98,6 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   op->shape_ = shape;
   op->device_ = comm->device();
   Platform* platform = comm->platform();
-  op->host_ = strcmp(platform->name(), "host") == 0;
   const int world = comm->nranks();
   if (mine == xcclSuccess)
     mine = WindowLayout::Create(world, comm->rank(), shape.m_max, shape.k, op->in_size(),
@@ -118,8 +117,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
     // A side lane for the bands' GEMMs where they run band by band (not through a tile-wait
     // entry, which takes each source in one launch).
     if (mine == xcclSuccess && shape.mode == xcclAgGemmFused && world > 1 &&
-        GetParams().aggemm_compute_streams == 2 &&
-        (op->host_ || op->plugin_->api().run_tile_wait == nullptr))
+        GetParams().aggemm_compute_streams == 2 && !op->TileWait())
       mine = op->PrepareSideLane(problem);
   }
   // Every rank learns at once whether every rank's local steps succeeded and asked for the same
@@ -131,7 +129,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   const xcclResult_t agreed = world > 1 ? AgreeAcrossRanks(comm, shape, mine) : xcclSuccess;
   if (mine != xcclSuccess) return mine;  // this rank's own cause first, even if the round failed
   XCCL_TRY(agreed);
-  if (!op->host_ && shape.mode == xcclAgGemmFused && world > 1) {
+  if (shape.mode == xcclAgGemmFused && world > 1) {
     XCCL_TRY(platform->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_,
                                       &op->peer_opened_));
   }
@@ -344,20 +342,10 @@ xcclResult_t AgGemmOp::Exchange(
   const std::vector<RowRange> bands =
       BandRows(padded, ChooseChunks(padded, shape_.n, world, shape_.pinned_chunks));
   const Deadline deadline(comm_->timeout_ms());
-  uint32_t epoch = 0;
-  if (host_) {
-    epoch = comm_->NextEpoch();
-    platform->PublishRecvBuffer(epoch, window());
-  } else {
-    platform->BeginQueuedOperation(stream);  // the device epoch advances on the stream
-  }
+  const uint32_t epoch = comm_->NextEpoch();  // the host's; GPUs advance theirs on the stream
+  platform->BeginWindowOperation(epoch, window(), stream);
   auto put = [&](int peer, size_t offset, size_t bytes, int flag) {
-    if (host_) {
-      platform->EnqueuePut(peer, epoch, window() + offset, offset, bytes, flag);
-    } else {
-      platform->QueuePut(peer, static_cast<char*>(peer_windows_[peer]) + offset, window() + offset,
-                         bytes, flag);
-    }
+    platform->WindowPut(peer, epoch, peer_windows_[peer], offset, window() + offset, bytes, flag);
   };
   for (int step = 1; step < world; ++step) {
     const int peer = (rank + step) % world;
@@ -377,7 +365,7 @@ xcclResult_t AgGemmOp::Exchange(
   // tile-wait plugin, one launch per source whose tiles wait for their own band's flag). With a
   // side lane the pairs take the two lanes in turn, the side stream forked before the own rows'
   // GEMM (it waits for the epoch advance above) so its first band may overlap it.
-  const bool tile_wait = !host_ && problem_ != nullptr && plugin_->api().run_tile_wait != nullptr;
+  const bool tile_wait = problem_ != nullptr && TileWait();
   const bool two_lanes = side_plugin_ctx_ != nullptr && !tile_wait;
   xcclResult_t result = two_lanes ? ForkSideStream(side_, stream) : xcclSuccess;
   const bool forked = two_lanes && result == xcclSuccess;  // else nothing to join
@@ -404,14 +392,11 @@ xcclResult_t AgGemmOp::Exchange(
       const int source = (rank - step + world) % world;
       const int flag = ControlLayout::BandFlag(source, static_cast<int>(b), world);
       const int lane = two_lanes ? (++turn % 2) : 0;  // the side lane takes the first pair
-      if (host_) {
-        result = platform->WaitSignal(flag, epoch, source, "its ag_gemm rows", deadline, &failure);
-        if (result != xcclSuccess) {
-          result = comm_->RecordFailure("ag_gemm", failure);
-          break;
-        }
-      } else {
-        platform->StreamWaitSignal(flag, source, LaneStream(lane, stream));
+      result = platform->WindowWait(flag, epoch, source, "its ag_gemm rows", deadline,
+                                    LaneStream(lane, stream), &failure);
+      if (result != xcclSuccess) {
+        result = comm_->RecordFailure("ag_gemm", failure);
+        break;
       }
       result = gemm_band(source, bands[b].begin, bands[b].end, lane);
     }
@@ -429,6 +414,10 @@ xcclResult_t AgGemmOp::Exchange(
   if (result != xcclSuccess) return result;
   if (ended != xcclSuccess) return comm_->RecordFailure("ag_gemm", end_failure);
   return xcclSuccess;
+}
+
+bool AgGemmOp::TileWait() const {
+  return comm_->platform()->DeviceEpoch() != nullptr && plugin_->api().run_tile_wait != nullptr;
 }
 
 xcclStream_t AgGemmOp::LaneStream(int lane, xcclStream_t stream) const {

@@ -89,6 +89,9 @@ class AgGemmOp {
   xcclResult_t Exchange(int64_t m, xcclStream_t stream,
                         const std::function<xcclResult_t(int, int64_t, int64_t, int)>& gemm_band);
   xcclStream_t LaneStream(int lane, xcclStream_t stream) const;
+  // Whether fused calls hand each source's rows to the plugin's tile-wait entry (a platform
+  // whose waits the device can read, and a plugin with that entry) instead of band by band.
+  bool TileWait() const;
   xcclResult_t RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end, int lane,
                        xcclStream_t stream);
 
@@ -108,8 +111,7 @@ class AgGemmOp {
   // freed with the op: freeing pinned memory waits for the whole device, which inside a call
   // could wait for a peer that shares the GPU and waits for this rank.
   void* staging_ = nullptr;
-  bool host_ = true;                 // host platform (else GPU: device memory, stream-ordered)
-  std::vector<void*> peer_windows_;  // GPU fused: every rank's window as this rank sees it
+  std::vector<void*> peer_windows_;  // fused: every rank's window as this rank addresses it (GPU)
   std::vector<bool> peer_opened_;    // ... and which of those are IPC mappings to close
   int corrupt_source_ = -1;
   // The GEMM of the run in progress (Run sets it, SelfTest has none): the GPU fused path hands

@@ -97,35 +97,30 @@ class Platform {
   virtual xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
                                     const std::function<void(int peer)>& on_arrival,
                                     PlatformFailure* failure) = 0;
-  // Waits until this rank's slot `slot` reaches `epoch` (wrap-safe); `peer` is the rank that
-  // signals it, `what` says what for (both for the message of a failure).
-  virtual xcclResult_t WaitSignal(int slot, uint32_t /*epoch*/, int peer, const char* what,
-                                  const Deadline& /*deadline*/, PlatformFailure* failure) {
-    failure->result = xcclInternalError;
-    failure->peer = peer;
-    failure->message = std::string("this platform cannot wait for ") + what + " on slot " +
-                       std::to_string(slot) + " from the host";
-    return failure->result;
-  }
-  // --- ag_gemm's fused mode on GPUs: windows every peer writes into, pushes on the DMA queues,
-  // stream-ordered waits. Platforms without it (host) answer xcclInvalidUsage / do nothing. ---
-  // Collective: maps every rank's `local` buffer (from AllocateOpBuffer); (*peers)[r] is rank
-  // r's as this rank addresses it, (*opened)[r] whether it must be closed (ClosePeerBuffer).
-  virtual xcclResult_t MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*local*/,
-                                      std::vector<void*>* /*peers*/,
-                                      std::vector<bool>* /*opened*/) {
-    return xcclInvalidUsage;
-  }
-  // Starts a queued operation on `stream`: the device epoch advances and the DMA queues fork
-  // from the stream; EndOperation joins them and closes with a barrier.
-  virtual void BeginQueuedOperation(xcclStream_t /*stream*/) {}
-  // On peer's DMA queue: dst <- src, then (unless kNoSignal) peer's slot `signal_slot` <- this
-  // rank's device epoch.
-  virtual void QueuePut(int /*peer*/, void* /*dst*/, const void* /*src*/, size_t /*bytes*/,
-                        int /*signal_slot*/) {}
-  // On `stream` (the operation's, or one forked from it after BeginQueuedOperation): waits until
-  // this rank's slot reaches its device epoch.
-  virtual void StreamWaitSignal(int /*slot*/, int /*peer*/, xcclStream_t /*stream*/) {}
+  // --- Window operations (ag_gemm's fused mode): puts into every rank's op buffer (from
+  // AllocateOpBuffer), each followed by its flag, and a wait per flag. ---
+  // Collective: makes every rank's `local` buffer reachable for WindowPut. (*peers)[r] is rank
+  // r's as this rank addresses it (GPU: the pointer itself in-process, an IPC mapping otherwise,
+  // to be closed with ClosePeerBuffer where (*opened)[r]); host: nullptr, the buffer is
+  // published per operation instead.
+  virtual xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local, std::vector<void*>* peers,
+                                      std::vector<bool>* opened) = 0;
+  // Starts window operation `epoch`, whose puts land in this rank's `local` buffer. Host:
+  // publishes it for the peers' queues. GPU: advances the device epoch on `stream` and forks
+  // the DMA queues from it. EndOperation joins them (GPU: and closes with a barrier).
+  virtual void BeginWindowOperation(uint32_t epoch, void* local, xcclStream_t stream) = 0;
+  // On peer's DMA queue: `bytes` from `src` to `offset` in peer's buffer (`peer_buffer`, from
+  // MapPeerBuffers), then (unless kNoSignal) peer's slot `signal_slot` <- the operation's epoch.
+  virtual void WindowPut(int peer, uint32_t epoch, void* peer_buffer, size_t offset,
+                         const void* src, size_t bytes, int signal_slot) = 0;
+  // Until this rank's slot `slot`, raised by `peer`, reaches the operation's epoch (wrap-safe);
+  // `what` says what for, in a failure's message. Host: the calling thread waits (deadline,
+  // liveness, announced failures: *failure). GPU: a wait on `stream` (the operation's, or one
+  // forked from it after BeginWindowOperation) and an immediate return; a wait that passes its
+  // deadline is reported through PollAsyncFailure, a launch failure by EndOperation.
+  virtual xcclResult_t WindowWait(int slot, uint32_t epoch, int peer, const char* what,
+                                  const Deadline& deadline, xcclStream_t stream,
+                                  PlatformFailure* failure) = 0;
   // Device addresses of this rank's slot `slot` and of its device epoch, for kernels that wait
   // themselves (a GEMM plugin's tile-wait entry); nullptr where there are none (host).
   virtual const volatile uint32_t* DeviceSlot(int /*slot*/) const { return nullptr; }

@@ -253,10 +253,32 @@ class GpuPlatform final : public Platform {
     QueuePut(peer, inbox, src, bytes, signal_slot);
   }
 
+  void BeginWindowOperation(uint32_t /*epoch: the device's*/, void* /*local: mapped at create*/,
+                            xcclStream_t stream) override {
+    Begin(stream, /*queued=*/true);
+  }
+
+  void WindowPut(int peer, uint32_t /*epoch*/, void* peer_buffer, size_t offset, const void* src,
+                 size_t bytes, int signal_slot) override {
+    QueuePut(peer, static_cast<char*>(peer_buffer) + offset, src, bytes, signal_slot);
+  }
+
+  // A one-thread wait kernel on `stream` against the device epoch (read when it runs, so a
+  // replayed graph waits for the replay's flags).
+  xcclResult_t WindowWait(int slot, uint32_t /*epoch*/, int peer, const char* /*what*/,
+                          const Deadline& /*deadline: the kernel's own, XCCL_TIMEOUT_MS*/,
+                          xcclStream_t stream, PlatformFailure* /*failure*/) override {
+    const int rank = topology_.rank;
+    Check(LaunchWaitSlot(Slots(rank) + slot, peer, Slots(rank) + ControlLayout::kDeviceEpoch,
+                         TimeoutNs(), record_device_, static_cast<gpuStream_t>(stream)),
+          "wait kernel");
+    return xcclSuccess;
+  }
+
   // On peer's queue (the caller's stream where there are none): the data, then the flag, a
   // copy of this rank's device epoch as the device holds it then (no value is baked into the
   // call, so a graph replay signals the replay's epoch).
-  void QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot) override {
+  void QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot) {
     gpuStream_t queue = streams_.empty() ? stream_ : queues_[peer];
     const int q = queue_of_peer_[peer];
     if (!streams_.empty() && !queue_used_[q]) {
@@ -271,20 +293,11 @@ class GpuPlatform final : public Platform {
           "signal");
   }
 
-  void BeginQueuedOperation(xcclStream_t stream) override { Begin(stream, /*queued=*/true); }
-
   const volatile uint32_t* DeviceSlot(int slot) const override {
     return Slots(topology_.rank) + slot;
   }
   const volatile uint32_t* DeviceEpoch() const override {
     return Slots(topology_.rank) + ControlLayout::kDeviceEpoch;
-  }
-
-  void StreamWaitSignal(int slot, int peer, xcclStream_t stream) override {
-    const int rank = topology_.rank;
-    Check(LaunchWaitSlot(Slots(rank) + slot, peer, Slots(rank) + ControlLayout::kDeviceEpoch,
-                         TimeoutNs(), record_device_, static_cast<gpuStream_t>(stream)),
-          "wait kernel");
   }
 
   xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local, std::vector<void*>* peers,

@@ -136,8 +136,27 @@ class HostPlatform final : public Platform {
     return xcclSuccess;
   }
 
-  xcclResult_t WaitSignal(int slot, uint32_t epoch, int peer, const char* what,
-                          const Deadline& deadline, PlatformFailure* failure) override {
+  // Window operations: the op buffers are published per operation, like a receive buffer, and
+  // the puts are the direct puts' (EnqueuePut), so MapPeerBuffers has nothing to map.
+  xcclResult_t MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*local*/, std::vector<void*>* peers,
+                              std::vector<bool>* opened) override {
+    peers->assign(topology_.nranks, nullptr);
+    opened->assign(topology_.nranks, false);
+    return xcclSuccess;
+  }
+
+  void BeginWindowOperation(uint32_t epoch, void* local, xcclStream_t /*stream*/) override {
+    PublishRecvBuffer(epoch, local);
+  }
+
+  void WindowPut(int peer, uint32_t epoch, void* /*peer_buffer*/, size_t offset, const void* src,
+                 size_t bytes, int signal_slot) override {
+    EnqueuePut(peer, epoch, src, offset, bytes, signal_slot);
+  }
+
+  xcclResult_t WindowWait(int slot, uint32_t epoch, int peer, const char* what,
+                          const Deadline& deadline, xcclStream_t /*stream*/,
+                          PlatformFailure* failure) override {
     return WaitSlot(slot, epoch, peer, what, deadline, failure);
   }
 
