@@ -27,6 +27,7 @@ struct ControlLayout {
   static constexpr int kRecvAddrHi = 2;
   static constexpr int kAbort = 3;        // 0, or 1 + the rank this rank saw fail
   static constexpr int kDeviceEpoch = 4;  // GPU: the epoch, advanced on the device
+  static constexpr int kSleepers = 5;     // host: waiters asleep on a slot of this window
   static constexpr int kFirstPeerSlot = 16;
   static int Arrival(int src) { return kFirstPeerSlot + src; }
   static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }

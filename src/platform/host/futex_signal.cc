@@ -36,15 +36,16 @@ inline void CpuRelax() {
 
 }  // namespace
 
-void SignalStore(uint32_t* slot, uint32_t value) {
-  __atomic_store_n(slot, value, __ATOMIC_RELEASE);
-  FutexWake(slot);
+void SignalStore(uint32_t* slot, uint32_t* sleepers, uint32_t value) {
+  __atomic_store_n(slot, value, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) != 0) FutexWake(slot);
 }
 
 uint32_t SignalLoad(const uint32_t* slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }
 
-xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, const WaitPolicy& policy, int peer,
-                        const char* what, const Deadline& deadline,
+xcclResult_t SignalWait(const uint32_t* slot, uint32_t* sleepers, uint32_t target,
+                        const WaitPolicy& policy, int peer, const char* what,
+                        const Deadline& deadline,
                         const std::function<xcclResult_t(PlatformFailure*)>& check,
                         PlatformFailure* failure) {
   for (int64_t i = 0; i < policy.spins; ++i) {
@@ -71,7 +72,12 @@ xcclResult_t SignalWait(const uint32_t* slot, uint32_t target, const WaitPolicy&
                          std::to_string(seen) + ", want " + std::to_string(target) + ")";
       return xcclTimeout;
     }
-    FutexWait(slot, seen, kCheckIntervalNs);
+    // Counted as a sleeper before the last look: a store that this look misses sees the count
+    // and wakes the futex (which also refuses to sleep once the slot has changed).
+    __atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+    if (!EpochReached(__atomic_load_n(slot, __ATOMIC_SEQ_CST), target))
+      FutexWait(slot, seen, kCheckIntervalNs);
+    __atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
   }
 }
 

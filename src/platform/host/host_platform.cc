@@ -95,7 +95,7 @@ class HostPlatform final : public Platform {
                      __ATOMIC_RELAXED);
     __atomic_store_n(&mine[ControlLayout::kRecvAddrHi], static_cast<uint32_t>(address >> 32),
                      __ATOMIC_RELAXED);
-    SignalStore(&mine[ControlLayout::kReadyEpoch], epoch);
+    SignalStore(&mine[ControlLayout::kReadyEpoch], &mine[ControlLayout::kSleepers], epoch);
   }
 
   void LocalCopy(void* dst, const void* src, size_t bytes) override { memmove(dst, src, bytes); }
@@ -186,12 +186,14 @@ class HostPlatform final : public Platform {
 
  private:
   void Signal(int peer, int slot, uint32_t value) {
-    SignalStore(&windows_.slots(peer)[slot], value);
+    uint32_t* theirs = windows_.slots(peer);
+    SignalStore(&theirs[slot], &theirs[ControlLayout::kSleepers], value);
   }
 
   xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
                         const Deadline& deadline, PlatformFailure* failure) {
-    return SignalWait(&windows_.slots(topology_.rank)[slot], epoch, wait_policy_, peer, what,
+    uint32_t* mine = windows_.slots(topology_.rank);
+    return SignalWait(&mine[slot], &mine[ControlLayout::kSleepers], epoch, wait_policy_, peer, what,
                       deadline, Watcher(peer), failure);
   }
 
@@ -200,8 +202,9 @@ class HostPlatform final : public Platform {
                    int signal_slot, PlatformFailure* failure) {
     uint32_t* theirs = windows_.slots(peer);
     Deadline deadline(timeout_ms_);
-    XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], epoch, wait_policy_, peer,
-                        "its receive buffer", deadline, Watcher(peer), failure));
+    XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], &theirs[ControlLayout::kSleepers],
+                        epoch, wait_policy_, peer, "its receive buffer", deadline, Watcher(peer),
+                        failure));
     uint64_t address = uint64_t(SignalLoad(&theirs[ControlLayout::kRecvAddrHi])) << 32 |
                        SignalLoad(&theirs[ControlLayout::kRecvAddrLo]);
     char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
@@ -238,6 +241,7 @@ class HostPlatform final : public Platform {
     for (size_t i = 0; i < count; ++i) slots[i] = base;
     slots[ControlLayout::kRecvAddrLo] = slots[ControlLayout::kRecvAddrHi] = 0;
     slots[ControlLayout::kAbort] = 0;
+    slots[ControlLayout::kSleepers] = 0;
   }
 
   // The checks a waiter makes every few milliseconds: this rank aborted, any peer announced a
