@@ -105,12 +105,14 @@ xcclResult_t xcclCommInitRank(xcclComm_t* comm, int nranks, xcclUniqueId commId,
 xcclResult_t xcclCommInitRankConfig(xcclComm_t* comm, int nranks, xcclUniqueId commId, int rank,
                                     xcclConfig_t* config);
 
-/* ndev ranks in this process, rank i on devlist[i] (NULL: device 0 for all on GPU platforms).
- * Devices may repeat: several ranks may share one GPU. */
+/* ndev ranks in this process, rank i on devlist[i] (NULL: device i modulo the visible device
+ * count on GPU platforms). Devices may repeat: several ranks may share one GPU. */
 xcclResult_t xcclCommInitAll(xcclComm_t* comms, int ndev, const int* devlist);
 
-/* Finalize waits for this rank's outstanding work; Destroy frees. Abort frees without waiting,
- * also when peers are gone. After Destroy/Abort the handle must not be used (a call with it
+/* Finalize checks the handle: every call has already completed (host) or handed all of its
+ * work, the DMA queues' included, to the caller's stream (GPU), so there is nothing of xccl's
+ * own to flush; synchronise those streams before Destroy. Destroy frees. Abort frees without
+ * waiting, also when peers are gone. After Destroy/Abort the handle must not be used (a call with it
  * returns xcclInvalidArgument). */
 xcclResult_t xcclCommFinalize(xcclComm_t comm);
 xcclResult_t xcclCommDestroy(xcclComm_t comm);
@@ -123,7 +125,9 @@ xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* asyncError);
 xcclResult_t xcclCommCount(const xcclComm_t comm, int* count);
 xcclResult_t xcclCommUserRank(const xcclComm_t comm, int* rank);
 xcclResult_t xcclCommDevice(const xcclComm_t comm, int* device);
-/* Number of DMA queues this rank opened (one per peer on its node). */
+/* Number of DMA queues this rank opened: one per peer on the host platform and on a GPU of its
+ * own; none where ranks share a GPU (their copy engines could deadlock each other), unless
+ * XCCL_GPU_QUEUES sets a count (at most one per peer). Fused ag_gemm needs one per peer. */
 xcclResult_t xcclCommQueueCount(const xcclComm_t comm, int* count);
 
 const char* xcclGetErrorString(xcclResult_t result);
@@ -162,7 +166,8 @@ typedef enum {
  * NULL). chunks: bands per source, 0 = the default rule; a pinned value takes the largest
  * divisor of the row tiles up to it. Refused (nothing allocated): n not a positive multiple
  * of 16, k or m_max < 1, unsupported dtypes, a plugin that does not support the shape, a
- * communicator without DMA queues or spanning more than one node. Collective: where one rank's
+ * communicator spanning more than one node, and fused mode on one with fewer DMA queues than
+ * peers (xcclInvalidUsage: use split there). Collective: where one rank's
  * argument check, plugin init, shape check or allocation fails, every other rank's create fails
  * too (xcclRemoteError naming that rank); ranks that pass different n, k, m_max, types, mode or
  * chunks all fail (xcclInvalidUsage naming one that differs). */
