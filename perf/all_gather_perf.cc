@@ -87,12 +87,7 @@ class AllGatherRank {
 
  private:
   // A failure mid-run: stop every other rank from waiting for this one.
-  bool Fail() {
-    sync_.Abort();
-    if (comm_ != nullptr) xcclCommAbort(comm_);
-    comm_ = nullptr;
-    return false;
-  }
+  bool Fail() { return AbandonRank(sync_, &comm_); }
 
   bool Setup() {
     buffers_ = DeviceBuffers::Create(ctx_.rank);

@@ -101,12 +101,8 @@ class BarrierRank {
   }
 
  private:
-  bool Fail() {
-    sync_.Abort();
-    if (comm_ != nullptr) xcclCommAbort(comm_);
-    comm_ = nullptr;
-    return false;
-  }
+  // A failure mid-run: stop every other rank from waiting for this one.
+  bool Fail() { return AbandonRank(sync_, &comm_); }
 
   bool Barrier() {
     XCCL_PERF_CHECK(xcclBarrier(comm_, buffers_->Stream()), ctx_.rank, comm_, return false);

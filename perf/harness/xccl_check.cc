@@ -5,7 +5,16 @@
 
 #include <cstdio>
 
+#include "harness/rank_sync.h"
+
 namespace xccl_perf {
+
+bool AbandonRank(RankSync& sync, xcclComm_t* comm) {
+  sync.Abort();
+  if (*comm != nullptr) xcclCommAbort(*comm);
+  *comm = nullptr;
+  return false;
+}
 
 bool XcclOk(xcclResult_t result, const char* call, int rank, xcclComm_t comm) {
   if (result == xcclSuccess) return true;

@@ -6,6 +6,12 @@
 
 namespace xccl_perf {
 
+class RankSync;
+
+// A rank that failed mid-run: tells every other rank to stop waiting for it (sync.Abort), aborts
+// its communicator if it has one (then *comm is NULL) and returns false, for `return Fail()`.
+bool AbandonRank(RankSync& sync, xcclComm_t* comm);
+
 // Prints the failure to stderr when result is not xcclSuccess; returns result == xcclSuccess.
 // comm may be NULL (before init succeeds), in which case the thread's last error is shown.
 bool XcclOk(xcclResult_t result, const char* call, int rank, xcclComm_t comm);
