@@ -17,7 +17,7 @@ xcclResult_t AllGatherDirect(Communicator* comm, const void* send, void* recv, s
   const Deadline deadline(comm->timeout_ms());
   char* own_block = static_cast<char*>(recv) + rank * bytes;
 
-  platform->PublishRecvBuffer(epoch, recv);
+  platform->PublishRecvBuffer(epoch, recv, nranks * bytes, bytes);
   for (int step = 2; step < nranks; ++step) {
     platform->EnqueuePut((rank + step) % nranks, epoch, send, rank * bytes, bytes,
                          ControlLayout::Arrival(rank));
@@ -59,6 +59,10 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
     const char* src = static_cast<const char*>(send) + offset;
     char* out = static_cast<char*>(recv);
     platform->BeginOperation(stream);
+    // No buffer to write into (blocks go through the inboxes), but the block size is published
+    // all the same: a peer that passed a larger count takes the direct path and would otherwise
+    // wait for this rank's receive buffer until the deadline.
+    platform->PublishRecvBuffer(epoch, nullptr, 0, piece);
     for (int step = 1; step < nranks; ++step) {
       platform->InboxPut((rank + step) % nranks, epoch, src, piece, ControlLayout::Arrival(rank));
     }

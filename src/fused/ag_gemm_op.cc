@@ -343,7 +343,7 @@ xcclResult_t AgGemmOp::Exchange(
       BandRows(padded, ChooseChunks(padded, shape_.n, world, shape_.pinned_chunks));
   const Deadline deadline(comm_->timeout_ms());
   const uint32_t epoch = comm_->NextEpoch();  // the host's; GPUs advance theirs on the stream
-  platform->BeginWindowOperation(epoch, window(), stream);
+  platform->BeginWindowOperation(epoch, window(), layout_.total_bytes(), stream);
   auto put = [&](int peer, size_t offset, size_t bytes, int flag) {
     platform->WindowPut(peer, epoch, peer_windows_[peer], offset, window() + offset, bytes, flag);
   };

@@ -28,6 +28,10 @@ struct ControlLayout {
   static constexpr int kAbort = 3;        // 0, or 1 + the rank this rank saw fail
   static constexpr int kDeviceEpoch = 4;  // GPU: the epoch, advanced on the device
   static constexpr int kSleepers = 5;     // host: waiters asleep on a slot of this window
+  static constexpr int kRecvBytesLo = 6;  // the published receive buffer's size ...
+  static constexpr int kRecvBytesHi = 7;
+  static constexpr int kRecvBlockLo = 8;  // ... and the size of every put into it (0: any)
+  static constexpr int kRecvBlockHi = 9;
   static constexpr int kFirstPeerSlot = 16;
   static int Arrival(int src) { return kFirstPeerSlot + src; }
   static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
@@ -65,8 +69,12 @@ class Platform {
 
   // --- Direct puts: a block goes straight into the peer's receive buffer (host platform). ---
   virtual bool direct_puts() const = 0;
-  // Makes `recv` writable by peers for operation `epoch` (host: publishes its address).
-  virtual void PublishRecvBuffer(uint32_t epoch, void* recv) = 0;
+  // Makes `recv` (`bytes` long) writable by peers for operation `epoch` (host: publishes its
+  // address and size; NULL: an operation through the inboxes, published only so that a peer's
+  // direct put fails at once). `block`: the size every put into it must have (0: any size). A put
+  // that does not fit, or is not `block` long, fails with xcclInvalidUsage instead of writing past
+  // the buffer or leaving part of it stale: ranks that passed different counts fail.
+  virtual void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) = 0;
   // Enqueues on peer's DMA queue: wait until the peer published its receive buffer for
   // `epoch`, copy `bytes` from `src` to that buffer + `dst_offset`, then set the peer's slot
   // `signal_slot` to `epoch`.
@@ -106,10 +114,11 @@ class Platform {
   // published per operation instead.
   virtual xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local, std::vector<void*>* peers,
                                       std::vector<bool>* opened) = 0;
-  // Starts window operation `epoch`, whose puts land in this rank's `local` buffer. Host:
-  // publishes it for the peers' queues. GPU: advances the device epoch on `stream` and forks
-  // the DMA queues from it. EndOperation joins them (GPU: and closes with a barrier).
-  virtual void BeginWindowOperation(uint32_t epoch, void* local, xcclStream_t stream) = 0;
+  // Starts window operation `epoch`, whose puts land in this rank's `local` buffer (`bytes`
+  // long). Host: publishes it for the peers' queues. GPU: advances the device epoch on `stream` and
+  // forks the DMA queues from it. EndOperation joins them (GPU: and closes with a barrier).
+  virtual void BeginWindowOperation(uint32_t epoch, void* local, size_t bytes,
+                                    xcclStream_t stream) = 0;
   // On peer's DMA queue: `bytes` from `src` to `offset` in peer's buffer (`peer_buffer`, from
   // MapPeerBuffers), then (unless kNoSignal) peer's slot `signal_slot` <- the operation's epoch.
   virtual void WindowPut(int peer, uint32_t epoch, void* peer_buffer, size_t offset,

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -117,6 +118,64 @@ TEST_P(StalledRankTest, OthersTimeOutNamingIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HostPlatform, StalledRankTest,
+                         ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
+                         [](const ::testing::TestParamInfo<RankMode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
+class DifferentCountsTest : public ::testing::TestWithParam<RankMode> {};
+
+// Ranks that pass different counts to an all_gather of blocks above the eager size: each direct
+// put checks the receiver's published size and block, so every rank's call fails within
+// seconds (a rank whose put does not fit with xcclInvalidUsage saying so, the others as its
+// peers) instead of writing past a peer's buffer (another process's heap, through
+// process_vm_writev), returning a half-written result or waiting for the deadline. Three
+// shapes: the odd rank's block larger (rank 0, whose puts would still fit a peer's buffer: only
+// the block check sees it), smaller (rank 2), and small enough for the eager path (rank 3: the
+// others' direct puts find no buffer published).
+TEST_P(DifferentCountsTest, EveryRankFailsAndNoBufferIsOverrun) {
+  for (const int odd : {0, 2, 3}) {
+    SCOPED_TRACE("odd rank " + std::to_string(odd));
+    RunOptions options;
+    options.before_init = WithTimeoutMs(30000);
+    options.skip_destroy = true;
+    std::atomic<int> invalid_usage{0};
+    auto failures = RunRanks(
+        GetParam(), 4,
+        [&](RankContext& ctx) {
+          const size_t base = 32768;  // 128 KiB of int32 per rank: above the 64 KiB eager limit
+          const size_t count = ctx.rank != odd ? base
+                               : odd == 0      ? 2 * base
+                               : odd == 2      ? base * 3 / 4
+                                               : base / 2;
+          // A guard zone after recv: a put past its end would land there.
+          const size_t guard = 4 * base;
+          std::vector<int32_t> send(count, ctx.rank + 1), recv(count * ctx.nranks + guard, -7);
+          const auto start = std::chrono::steady_clock::now();
+          const xcclResult_t result =
+              xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr);
+          const double seconds = SecondsSince(start);
+          const std::string message = xcclGetLastError(ctx.comm);
+          RANK_EXPECT(ctx, result != xcclSuccess, "a mismatched all_gather succeeded");
+          RANK_EXPECT(ctx, seconds < 10, "took " << seconds << " s to fail");
+          if (result == xcclInvalidUsage) {
+            RANK_EXPECT(ctx, message.find("different counts") != std::string::npos, message);
+            invalid_usage.fetch_add(1);  // counted for thread ranks (one process)
+          }
+          size_t overrun = 0;
+          for (size_t i = count * ctx.nranks; i < recv.size(); ++i) overrun += recv[i] != -7;
+          RANK_EXPECT(ctx, overrun == 0, overrun << " elements written past the buffer");
+          RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+        },
+        options);
+    RestoreParams();
+    ExpectNoFailures(failures);
+    if (GetParam() == RankMode::kThreads)
+      EXPECT_GE(invalid_usage.load(), 1) << "no rank's put was refused for its size";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HostPlatform, DifferentCountsTest,
                          ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
                          [](const ::testing::TestParamInfo<RankMode>& info) {
                            return std::string(ModeName(info.param));

@@ -187,7 +187,7 @@ class GpuPlatform final : public Platform {
   }
 
   bool direct_puts() const override { return false; }
-  void PublishRecvBuffer(uint32_t, void*) override {}
+  void PublishRecvBuffer(uint32_t, void*, size_t, size_t) override {}
   void EnqueuePut(int, uint32_t, const void*, size_t, size_t, int) override {}
   xcclResult_t PutFromCaller(int, uint32_t, const void*, size_t, size_t, int,
                              PlatformFailure* failure) override {
@@ -254,7 +254,7 @@ class GpuPlatform final : public Platform {
   }
 
   void BeginWindowOperation(uint32_t /*epoch: the device's*/, void* /*local: mapped at create*/,
-                            xcclStream_t stream) override {
+                            size_t /*bytes*/, xcclStream_t stream) override {
     Begin(stream, /*queued=*/true);
   }
 

@@ -88,13 +88,11 @@ class HostPlatform final : public Platform {
 
   bool direct_puts() const override { return true; }
 
-  void PublishRecvBuffer(uint32_t epoch, void* recv) override {
+  void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) override {
     uint32_t* mine = windows_.slots(topology_.rank);
-    uint64_t address = reinterpret_cast<uintptr_t>(recv);
-    __atomic_store_n(&mine[ControlLayout::kRecvAddrLo], static_cast<uint32_t>(address),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&mine[ControlLayout::kRecvAddrHi], static_cast<uint32_t>(address >> 32),
-                     __ATOMIC_RELAXED);
+    StoreWord64(mine, ControlLayout::kRecvAddrLo, reinterpret_cast<uintptr_t>(recv));
+    StoreWord64(mine, ControlLayout::kRecvBytesLo, bytes);
+    StoreWord64(mine, ControlLayout::kRecvBlockLo, block);
     SignalStore(&mine[ControlLayout::kReadyEpoch], &mine[ControlLayout::kSleepers], epoch);
   }
 
@@ -145,8 +143,9 @@ class HostPlatform final : public Platform {
     return xcclSuccess;
   }
 
-  void BeginWindowOperation(uint32_t epoch, void* local, xcclStream_t /*stream*/) override {
-    PublishRecvBuffer(epoch, local);
+  void BeginWindowOperation(uint32_t epoch, void* local, size_t bytes,
+                            xcclStream_t /*stream*/) override {
+    PublishRecvBuffer(epoch, local, bytes, /*block: puts of any size*/ 0);
   }
 
   void WindowPut(int peer, uint32_t epoch, void* /*peer_buffer*/, size_t offset, const void* src,
@@ -205,8 +204,22 @@ class HostPlatform final : public Platform {
     XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], &theirs[ControlLayout::kSleepers],
                         epoch, wait_policy_, peer, "its receive buffer", deadline, Watcher(peer),
                         failure));
-    uint64_t address = uint64_t(SignalLoad(&theirs[ControlLayout::kRecvAddrHi])) << 32 |
-                       SignalLoad(&theirs[ControlLayout::kRecvAddrLo]);
+    const uint64_t address = LoadWord64(theirs, ControlLayout::kRecvAddrLo);
+    const uint64_t size = LoadWord64(theirs, ControlLayout::kRecvBytesLo);
+    const uint64_t block = LoadWord64(theirs, ControlLayout::kRecvBlockLo);
+    if (address == 0 || (block != 0 && bytes != block) || dst_offset > size ||
+        bytes > size - dst_offset) {
+      failure->result = xcclInvalidUsage;
+      failure->peer = peer;
+      failure->message =
+          "rank " + std::to_string(peer) +
+          (address == 0 ? " gathers blocks of " + std::to_string(block) + " bytes through its inbox"
+                        : "'s receive buffer holds " + std::to_string(size) +
+                              " bytes in blocks of " + std::to_string(block)) +
+          " where this rank puts " + std::to_string(bytes) + " bytes at offset " +
+          std::to_string(dst_offset) + ": the ranks passed different counts";
+      return failure->result;
+    }
     char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
     if (bytes > 0) {
       if (topology_.SameProcess(peer)) {
@@ -217,6 +230,16 @@ class HostPlatform final : public Platform {
     }
     if (signal_slot != ControlLayout::kNoSignal) Signal(peer, signal_slot, epoch);
     return xcclSuccess;
+  }
+
+  // A 64-bit value in two 32-bit slots (lo at `lo`, hi at lo + 1), written before the slot that
+  // publishes it and read after that slot was seen.
+  static void StoreWord64(uint32_t* slots, int lo, uint64_t value) {
+    __atomic_store_n(&slots[lo], static_cast<uint32_t>(value), __ATOMIC_RELAXED);
+    __atomic_store_n(&slots[lo + 1], static_cast<uint32_t>(value >> 32), __ATOMIC_RELAXED);
+  }
+  static uint64_t LoadWord64(const uint32_t* slots, int lo) {
+    return uint64_t(SignalLoad(&slots[lo + 1])) << 32 | SignalLoad(&slots[lo]);
   }
 
   // `owner`'s inbox for blocks from `src` in operations of `epoch`'s parity.
@@ -239,7 +262,10 @@ class HostPlatform final : public Platform {
   static void InitSlots(uint32_t* slots, size_t count, void* /*self*/) {
     const uint32_t base = GetParams().epoch_base;
     for (size_t i = 0; i < count; ++i) slots[i] = base;
-    slots[ControlLayout::kRecvAddrLo] = slots[ControlLayout::kRecvAddrHi] = 0;
+    for (int word :
+         {ControlLayout::kRecvAddrLo, ControlLayout::kRecvAddrHi, ControlLayout::kRecvBytesLo,
+          ControlLayout::kRecvBytesHi, ControlLayout::kRecvBlockLo, ControlLayout::kRecvBlockHi})
+      slots[word] = 0;
     slots[ControlLayout::kAbort] = 0;
     slots[ControlLayout::kSleepers] = 0;
   }
