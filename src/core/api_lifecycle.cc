@@ -1,7 +1,10 @@
 // Communicator life cycle of the C API: unique id, init (one rank, or several in this process),
 // finalize, destroy, abort.
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -106,13 +109,49 @@ xcclResult_t xcclCommInitAll(xcclComm_t* comms, int ndev, const int* devlist) {
         XCCL_TRY(DefaultDevice(i, &devices[i]));
       }
     }
-    for (int i = 0; i < ndev; ++i) {
-      threads.emplace_back([&, i] {
-        results[i] = InitOneRank(&comms[i], ndev, id, i, devices[i], nullptr, "xcclCommInitAll");
-        messages[i] = ThreadLastError();
-      });
+    int unstarted = -1;  // the rank whose thread could not start, if any
+    std::string why;
+    // The threads wait at a gate until every one of them has started: where one cannot start,
+    // the others leave without joining the rendezvous, which would wait for it until the
+    // deadline.
+    std::mutex gate_mutex;
+    std::condition_variable gate_opened;
+    int gate = 0;  // 0: closed, 1: go, -1: give up
+    for (int i = 0; i < ndev && unstarted < 0; ++i) {
+      try {
+        threads.emplace_back([&, i] {
+          {
+            std::unique_lock<std::mutex> lock(gate_mutex);
+            gate_opened.wait(lock, [&] { return gate != 0; });
+            if (gate < 0) return;
+          }
+          // Nothing may escape a thread (std::terminate): an exception becomes the rank's result.
+          try {
+            results[i] =
+                InitOneRank(&comms[i], ndev, id, i, devices[i], nullptr, "xcclCommInitAll");
+          } catch (const std::exception& e) {
+            results[i] = Fail(xcclSystemError, "unexpected exception: %s", e.what());
+          }
+          messages[i] = ThreadLastError();
+        });
+      } catch (const std::system_error& e) {
+        unstarted = i;
+        why = e.what();
+      }
     }
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex);
+      gate = unstarted < 0 ? 1 : -1;
+    }
+    gate_opened.notify_all();
     for (auto& thread : threads) thread.join();
+    if (unstarted >= 0) {
+      for (int j = 0; j < ndev; ++j)
+        if (comms[j] != nullptr) ReleaseComm(comms[j], "xcclCommInitAll", /*abort=*/true);
+      for (int j = 0; j < ndev; ++j) comms[j] = nullptr;
+      return Fail(xcclSystemError, "xcclCommInitAll: cannot start the thread of rank %d: %s",
+                  unstarted, why.c_str());
+    }
     for (int i = 0; i < ndev; ++i) {
       if (results[i] == xcclSuccess) continue;
       for (int j = 0; j < ndev; ++j)

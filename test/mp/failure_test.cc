@@ -3,11 +3,14 @@
 // xcclCommAbort must release everything.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -319,6 +322,64 @@ TEST(CommLifecycle, DisagreeingEagerBytesIsRefused) {
   EXPECT_LT(seconds, 15.0) << "init took " << seconds << " s to refuse";
   EXPECT_TRUE(LeftoverShm(LastChildPids()).empty()) << "a refused init left /dev/shm objects";
   RestoreParams();
+}
+
+// Out of resources at init (here: address space for thread stacks and windows, limited in a
+// forked child to what it uses plus 64, 224 or 768 MiB, so that a rank's thread, a window or a
+// queue thread cannot be made): xcclCommInitAll returns an error with a message, at once,
+// instead of letting an exception end the process (std::terminate) or leaving the ranks that
+// did start waiting at the rendezvous for one that never will; nothing stays in /dev/shm.
+TEST(CommLifecycle, ResourceExhaustionAtInitIsAnErrorNotACrash) {
+  RestoreParams();
+  for (const size_t headroom_mib : {64, 224, 768}) {
+    SCOPED_TRACE(std::to_string(headroom_mib) + " MiB of address space to spare");
+    int pipe_fds[2];
+    ASSERT_EQ(pipe(pipe_fds), 0);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      close(pipe_fds[0]);
+      WithTimeoutMs(20000)();
+      rlimit limit{};
+      getrlimit(RLIMIT_AS, &limit);
+      size_t in_use = 0;
+      if (FILE* f = fopen("/proc/self/statm", "r")) {
+        if (fscanf(f, "%zu", &in_use) != 1) in_use = 0;
+        fclose(f);
+      }
+      limit.rlim_cur = in_use * static_cast<size_t>(sysconf(_SC_PAGESIZE)) + (headroom_mib << 20);
+      setrlimit(RLIMIT_AS, &limit);
+      const auto start = std::chrono::steady_clock::now();
+      xcclComm_t comms[8] = {};
+      const xcclResult_t result = xcclCommInitAll(comms, 8, nullptr);
+      const double seconds = SecondsSince(start);
+      std::string report = std::to_string(static_cast<int>(result)) + " " +
+                           std::to_string(seconds) + " " + xcclGetLastError(nullptr);
+      if (result == xcclSuccess)
+        for (xcclComm_t comm : comms) xcclCommDestroy(comm);
+      ssize_t ignored = write(pipe_fds[1], report.data(), report.size());
+      (void)ignored;
+      _exit(0);
+    }
+    close(pipe_fds[1]);
+    std::string report;
+    char buffer[512];
+    ssize_t n = 0;
+    while ((n = read(pipe_fds[0], buffer, sizeof(buffer))) > 0) report.append(buffer, n);
+    close(pipe_fds[0]);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status))
+        << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+        << "; said: " << report;
+    int result = -1;
+    double seconds = 0;
+    ASSERT_EQ(sscanf(report.c_str(), "%d %lf", &result, &seconds), 2) << report;
+    EXPECT_NE(result, static_cast<int>(xcclSuccess)) << "init succeeded within the limit";
+    EXPECT_LT(seconds, 10.0) << "init took " << seconds << " s to fail: " << report;
+    EXPECT_GT(report.size(), 16u) << "no message: " << report;
+    EXPECT_TRUE(LeftoverShm({child}).empty());
+  }
 }
 
 // No shared-memory object, file descriptor or thread may survive a destroy.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/epoch.h"
@@ -60,8 +61,16 @@ class HostPlatform final : public Platform {
     queues_.resize(nranks);
     for (int peer = 0; peer < nranks; ++peer) {
       if (peer == topology_.rank) continue;
-      queues_[peer] = std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + ">" +
-                                                 std::to_string(peer));
+      try {
+        queues_[peer] = std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + ">" +
+                                                   std::to_string(peer));
+      } catch (const std::system_error& e) {
+        // Each rank runs a queue thread per peer: n ranks of one process need n * (n - 1).
+        return Fail(xcclSystemError,
+                    "host platform: cannot start the DMA queue thread of rank %d for peer %d (%d "
+                    "ranks on this node need %d queue threads each): %s",
+                    topology_.rank, peer, nranks, nranks - 1, e.what());
+      }
     }
     return xcclSuccess;
   }
