@@ -283,45 +283,50 @@ TEST(CommLifecycle, DisagreeingNranksIsRefused) {
 // the wrong inbox: init refuses it on every rank, naming the parameter, and nobody waits for the
 // deadline. The all_gather after a (wrongly) successful init is what would crash or corrupt.
 TEST(CommLifecycle, DisagreeingEagerBytesIsRefused) {
-  const int world = 3;
-  RunOptions options;
-  options.before_init = WithTimeoutMs(20000);
-  options.before_rank_init = [](int rank) {
-    xccl::Params params = xccl::GetParams();
-    params.eager_bytes = rank == 1 ? 4096 : 65536;
-    xccl::SetParamsForTesting(params);
-  };
-  const auto start = std::chrono::steady_clock::now();
-  auto failures = RunRanks(
-      RankMode::kProcesses, world,
-      [](RankContext& ctx) {
-        const size_t count = 8192;  // 32 KiB per rank: eager on some ranks, not on the other
-        std::vector<int32_t> send(count), recv(count * ctx.nranks);
-        FillBlock(send.data(), count * 4, ctx.seed, ctx.rank, 0);
-        Poison(recv.data(), recv.size() * 4);
-        xcclResult_t r =
-            xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr);
-        RANK_EXPECT(ctx, false,
-                    "init succeeded; the all_gather then returned "
-                        << xcclGetErrorString(r) << ", data: "
-                        << CheckGathered(recv.data(), count * 4, ctx.nranks, ctx.seed, 0, 4));
-      },
-      options);
-  const double seconds = SecondsSince(start);
-  std::vector<std::string> per_rank;  // without the run's header line (seed, mode, world)
-  for (const std::string& failure : failures)
-    if (failure.rfind("rank ", 0) == 0) per_rank.push_back(failure);
-  ASSERT_EQ(per_rank.size(), static_cast<size_t>(world)) << ::testing::PrintToString(failures);
-  for (const std::string& failure : per_rank) {
-    EXPECT_NE(
-        failure.find("xcclCommInitRank: " + std::string(xcclGetErrorString(xcclInvalidUsage))),
-        std::string::npos)
-        << failure;
-    EXPECT_NE(failure.find("XCCL_EAGER_BYTES"), std::string::npos) << failure;
+  // Far apart, and close enough that both windows round to the same pages (the inboxes are
+  // still addressed with different strides).
+  for (const int64_t odd_eager : {4096, 65000}) {
+    SCOPED_TRACE("rank 1 with XCCL_EAGER_BYTES=" + std::to_string(odd_eager));
+    const int world = 3;
+    RunOptions options;
+    options.before_init = WithTimeoutMs(20000);
+    options.before_rank_init = [odd_eager](int rank) {
+      xccl::Params params = xccl::GetParams();
+      params.eager_bytes = rank == 1 ? odd_eager : 65536;
+      xccl::SetParamsForTesting(params);
+    };
+    const auto start = std::chrono::steady_clock::now();
+    auto failures = RunRanks(
+        RankMode::kProcesses, world,
+        [](RankContext& ctx) {
+          const size_t count = 8192;  // 32 KiB per rank: eager on some ranks, not on the other
+          std::vector<int32_t> send(count), recv(count * ctx.nranks);
+          FillBlock(send.data(), count * 4, ctx.seed, ctx.rank, 0);
+          Poison(recv.data(), recv.size() * 4);
+          xcclResult_t r =
+              xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr);
+          RANK_EXPECT(ctx, false,
+                      "init succeeded; the all_gather then returned "
+                          << xcclGetErrorString(r) << ", data: "
+                          << CheckGathered(recv.data(), count * 4, ctx.nranks, ctx.seed, 0, 4));
+        },
+        options);
+    const double seconds = SecondsSince(start);
+    std::vector<std::string> per_rank;  // without the run's header line (seed, mode, world)
+    for (const std::string& failure : failures)
+      if (failure.rfind("rank ", 0) == 0) per_rank.push_back(failure);
+    ASSERT_EQ(per_rank.size(), static_cast<size_t>(world)) << ::testing::PrintToString(failures);
+    for (const std::string& failure : per_rank) {
+      EXPECT_NE(
+          failure.find("xcclCommInitRank: " + std::string(xcclGetErrorString(xcclInvalidUsage))),
+          std::string::npos)
+          << failure;
+      EXPECT_NE(failure.find("XCCL_EAGER_BYTES"), std::string::npos) << failure;
+    }
+    EXPECT_LT(seconds, 15.0) << "init took " << seconds << " s to refuse";
+    EXPECT_TRUE(LeftoverShm(LastChildPids()).empty()) << "a refused init left /dev/shm objects";
+    RestoreParams();
   }
-  EXPECT_LT(seconds, 15.0) << "init took " << seconds << " s to refuse";
-  EXPECT_TRUE(LeftoverShm(LastChildPids()).empty()) << "a refused init left /dev/shm objects";
-  RestoreParams();
 }
 
 // Out of resources at init (here: address space for thread stacks and windows, limited in a

@@ -26,7 +26,10 @@ constexpr size_t kNameBytes = 64;
 
 struct WindowAnnounce {
   char name[kNameBytes];
-  uint64_t bytes;  // the window's size: every rank maps every window with its own size
+  // The sizes asked for, before rounding to pages: every rank maps every window with its own
+  // size and addresses its inboxes with its own data size, so both must agree exactly.
+  uint64_t slot_count;
+  uint64_t data_bytes;
   int32_t ok;
   int32_t pad;
 };
@@ -102,7 +105,8 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
   if (maps_[rank] != nullptr) {
     init_slots(maps_[rank], slot_count, arg);
     snprintf(announce[rank].name, kNameBytes, "%s", name.c_str());
-    announce[rank].bytes = bytes_;
+    announce[rank].slot_count = slot_count;
+    announce[rank].data_bytes = data_bytes;
     announce[rank].ok = 1;
   } else {
     XCCL_WARN(kLogPlatform, "shm_open/mmap of %s failed: %s", name.c_str(), strerror(err));
@@ -113,7 +117,9 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
   // (still taking part in the verdict round below, as a rank that failed to create does).
   int odd = -1;
   for (int r = 0; r < nranks && odd < 0; ++r)
-    if (announce[r].ok && announce[r].bytes != bytes_) odd = r;
+    if (announce[r].ok &&
+        (announce[r].slot_count != slot_count || announce[r].data_bytes != data_bytes))
+      odd = r;
   int mapped_all = odd < 0 ? 1 : 0;
   for (int r = 0; r < nranks && odd < 0; ++r) {
     if (r == rank) continue;
@@ -135,9 +141,10 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
   XCCL_TRY(exchanged);
   if (odd >= 0)
     return Fail(xcclInvalidUsage,
-                "rank %d's shared-memory window is %llu bytes, this rank's (%d) %zu: %s must be "
-                "the same on every rank",
-                odd, static_cast<unsigned long long>(announce[odd].bytes), rank, bytes_, sized_by);
+                "rank %d's shared-memory window holds %llu data bytes, this rank's (%d) %zu: %s "
+                "must be the same on every rank",
+                odd, static_cast<unsigned long long>(announce[odd].data_bytes), rank, data_bytes,
+                sized_by);
   if (failed >= 0)
     return Fail(xcclSystemError,
                 "rank %d could not create or map the shared-memory control windows (see its "
