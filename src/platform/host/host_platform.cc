@@ -231,11 +231,8 @@ class HostPlatform final : public Platform {
     }
     char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
     if (bytes > 0) {
-      if (topology_.SameProcess(peer)) {
-        memcpy(dst, src, bytes);
-      } else {
-        XCCL_TRY(CopyToProcess(topology_.ranks[peer].pid, peer, dst, src, bytes, failure));
-      }
+      const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
+      XCCL_TRY(CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure));
     }
     if (signal_slot != ControlLayout::kNoSignal) Signal(peer, signal_slot, epoch);
     return xcclSuccess;
@@ -305,6 +302,21 @@ class HostPlatform final : public Platform {
         return failure->result;
       }
       return xcclSuccess;
+    };
+  }
+
+  // What a long put checks between its pieces: this rank aborted, or a rank announced a failure
+  // (the receiver gave up its call). Cheaper than the waiters' Watcher: no look at processes (a
+  // copy into a dead one fails by itself).
+  std::function<xcclResult_t(PlatformFailure*)> StopCheck(int peer) {
+    return [this, peer](PlatformFailure* failure) -> xcclResult_t {
+      if (aborted_.load(std::memory_order_relaxed)) {
+        failure->result = xcclRemoteError;
+        failure->peer = peer;
+        failure->message = "communicator aborted while copying to rank " + std::to_string(peer);
+        return failure->result;
+      }
+      return AnnouncedFailure(failure) ? failure->result : xcclSuccess;
     };
   }
 

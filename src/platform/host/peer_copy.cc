@@ -9,13 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+
 namespace xccl {
 
 namespace {
-
-// One process_vm_writev moves at most this much, so a failure is reported without first
-// walking gigabytes and the kernel's page pinning stays bounded.
-constexpr size_t kMaxCopyBytes = size_t(64) << 20;
 
 xcclResult_t Describe(int err, int peer, const char* op, PlatformFailure* failure) {
   failure->peer = peer;
@@ -40,10 +38,19 @@ xcclResult_t Describe(int err, int peer, const char* op, PlatformFailure* failur
 }  // namespace
 
 xcclResult_t CopyToProcess(pid_t pid, int peer, void* remote_dst, const void* src, size_t bytes,
+                           const std::function<xcclResult_t(PlatformFailure*)>& stop,
                            PlatformFailure* failure) {
+  // Pieces also keep the kernel's page pinning bounded and report a failure without first
+  // walking gigabytes.
   size_t done = 0;
   while (done < bytes) {
-    size_t chunk = std::min(bytes - done, kMaxCopyBytes);
+    if (done > 0) XCCL_TRY(stop(failure));
+    size_t chunk = std::min(bytes - done, kCopyPieceBytes);
+    if (pid == 0) {
+      memcpy(static_cast<char*>(remote_dst) + done, static_cast<const char*>(src) + done, chunk);
+      done += chunk;
+      continue;
+    }
     iovec local{const_cast<char*>(static_cast<const char*>(src)) + done, chunk};
     iovec remote{static_cast<char*>(remote_dst) + done, chunk};
     ssize_t written = process_vm_writev(pid, &local, 1, &remote, 1, 0);

@@ -6,14 +6,20 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <functional>
 
 #include "platform/platform.h"
 
 namespace xccl {
 
-// Writes `bytes` from local `src` to `remote_dst` in process `pid` (whole length, retrying
-// partial writes). On failure fills `failure` naming `peer`.
+// Writes `bytes` from local `src` to `remote_dst`: in process `pid` (whole length, retrying
+// partial writes), or with memcpy where `pid` is 0 (a rank of this process). Copies in pieces
+// of at most kCopyPieceBytes and calls `stop` between them: a failure it returns (the receiver
+// gave up, this rank aborted) ends the copy there, so a receiver that has returned from its
+// call is written at most one piece later. On failure fills `failure` naming `peer`.
+constexpr size_t kCopyPieceBytes = size_t(16) << 20;
 xcclResult_t CopyToProcess(pid_t pid, int peer, void* remote_dst, const void* src, size_t bytes,
+                           const std::function<xcclResult_t(PlatformFailure*)>& stop,
                            PlatformFailure* failure);
 
 // Checks that this process may write into `pid` by reading `bytes` at `remote_src` and
