@@ -13,6 +13,7 @@ namespace xccl {
 
 template <typename Body>
 xcclResult_t GuardedCall(const char* op, xcclComm_t comm_for_error, Body&& body) {
+  const CallInFlight in_flight(comm_for_error);
   xcclResult_t result;
   try {
     result = body();

@@ -1,5 +1,6 @@
 // Communicator life cycle of the C API: unique id, init (one rank, or several in this process),
 // finalize, destroy, abort.
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "core/api_guard.h"
 #include "core/comm_handle.h"
 #include "core/config.h"
+#include "core/deadline.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/params.h"
@@ -52,8 +54,23 @@ xcclResult_t InitOneRank(xcclComm_t* comm, int nranks, const xcclUniqueId& id, i
 xcclResult_t ReleaseComm(xcclComm_t comm, const char* op, bool abort) {
   Communicator* impl = nullptr;
   XCCL_TRY(ResolveComm(comm, op, &impl));
+  // Claim the handle: of two threads releasing it, one wins and the other is told it is gone.
+  uint64_t live = xcclComm::kLive;
+  if (!comm->magic.compare_exchange_strong(live, xcclComm::kDead))
+    return Fail(xcclInvalidArgument, "%s: comm %p was destroyed or aborted", op, (void*)comm);
+  // Abort wakes calls blocked on other threads (their waits see it within milliseconds); then
+  // both wait for every other call in flight on the handle to leave before freeing what they
+  // use. Past their own deadline and a margin, the communicator is left allocated rather than
+  // freed under a call that still runs.
   if (abort) impl->Abort();
-  comm->magic = xcclComm::kDead;
+  const Deadline deadline(impl->timeout_ms() + 2000);
+  while (comm->in_flight.load() > 1) {  // this call is one of them
+    if (deadline.Expired())
+      return Fail(xcclInternalError,
+                  "%s: %d calls on comm %p did not leave within their deadline; it is not freed",
+                  op, comm->in_flight.load() - 1, (void*)comm);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   comm->impl.reset();
   return xcclSuccess;
 }

@@ -9,16 +9,23 @@ namespace xccl {
 
 xcclResult_t ResolveComm(xcclComm_t comm, const char* op, Communicator** out) {
   if (comm == nullptr) return Fail(xcclInvalidArgument, "%s: comm is NULL", op);
-  if (comm->magic == xcclComm::kDead)
+  const uint64_t magic = comm->magic.load();
+  if (magic == xcclComm::kDead)
     return Fail(xcclInvalidArgument, "%s: comm %p was destroyed or aborted", op, (void*)comm);
-  if (comm->magic != xcclComm::kLive || !comm->impl)
+  if (magic != xcclComm::kLive || !comm->impl)
     return Fail(xcclInvalidArgument, "%s: %p is not an xccl communicator", op, (void*)comm);
   *out = comm->impl.get();
   return xcclSuccess;
 }
 
+bool IsHandle(xcclComm_t comm) {
+  if (comm == nullptr) return false;
+  const uint64_t magic = comm->magic.load();
+  return magic == xcclComm::kLive || magic == xcclComm::kDead;
+}
+
 void RememberLastError(xcclComm_t comm) {
-  if (comm == nullptr || (comm->magic != xcclComm::kLive && comm->magic != xcclComm::kDead)) return;
+  if (!IsHandle(comm)) return;
   std::lock_guard<std::mutex> lock(comm->last_error_mutex);
   comm->last_error = ThreadLastError();
 }
@@ -111,7 +118,7 @@ const char* xcclGetErrorString(xcclResult_t result) {
 }
 
 const char* xcclGetLastError(xcclComm_t comm) {
-  if (comm != nullptr && (comm->magic == xcclComm::kLive || comm->magic == xcclComm::kDead)) {
+  if (IsHandle(comm)) {
     // The string lives as long as the handle (forever) and changes only on a later failure.
     thread_local std::string copy;
     std::lock_guard<std::mutex> lock(comm->last_error_mutex);

@@ -184,6 +184,72 @@ INSTANTIATE_TEST_SUITE_P(HostPlatform, DifferentCountsTest,
                            return std::string(ModeName(info.param));
                          });
 
+class ReleaseDuringCallTest : public ::testing::TestWithParam<RankMode> {};
+
+// Abort from another thread is how a caller unblocks a call that waits for a rank that never
+// comes: the blocked call returns an error within a second, abort returns success, and nothing
+// crashes (abort used to free the windows under the waiting call: SIGSEGV). Destroy from
+// another thread waits for the call to leave (here its 2 s deadline) before freeing. Small
+// blocks (eager path) and large ones (direct puts on the queues).
+TEST_P(ReleaseDuringCallTest, AbortUnblocksTheCallAndDestroyWaitsForIt) {
+  for (const bool abort : {true, false}) {
+    for (const size_t count : {size_t(16), size_t(1) << 20}) {
+      SCOPED_TRACE(std::string(abort ? "abort" : "destroy") + ", count " + std::to_string(count));
+      RunOptions options;
+      options.before_init = WithTimeoutMs(2000);
+      options.skip_destroy = true;
+      auto failures = RunRanks(
+          GetParam(), 2,
+          [&](RankContext& ctx) {
+            if (ctx.rank == 1) {  // never calls; leaves once rank 0 is done with the comm
+              std::this_thread::sleep_for(std::chrono::milliseconds(2600));
+              RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort of rank 1");
+              return;
+            }
+            std::vector<float> send(count, 1.0f), recv(2 * count);
+            xcclResult_t call = xcclSuccess;
+            double call_seconds = 0;
+            std::thread caller([&] {
+              const auto start = std::chrono::steady_clock::now();
+              call = xcclAllGather(send.data(), recv.data(), count, xcclFloat32, ctx.comm, nullptr);
+              call_seconds = SecondsSince(start);
+            });
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            const auto start = std::chrono::steady_clock::now();
+            const xcclResult_t released =
+                abort ? xcclCommAbort(ctx.comm) : xcclCommDestroy(ctx.comm);
+            const double release_seconds = SecondsSince(start);
+            caller.join();
+            RANK_EXPECT(
+                ctx, released == xcclSuccess,
+                "release: " << xcclGetErrorString(released) << ": " << xcclGetLastError(nullptr));
+            RANK_EXPECT(ctx, call != xcclSuccess, "the blocked call succeeded");
+            if (abort) {
+              RANK_EXPECT(ctx, call_seconds < 1.3, "the call took " << call_seconds << " s");
+              RANK_EXPECT(ctx, release_seconds < 1.0, "abort took " << release_seconds << " s");
+            } else {
+              RANK_EXPECT(ctx, call == xcclTimeout, "got " << xcclGetErrorString(call));
+              RANK_EXPECT(ctx, release_seconds > 1.0 && release_seconds < 5.0,
+                          "destroy took " << release_seconds << " s (the call's deadline: 2 s)");
+            }
+            RANK_EXPECT(ctx,
+                        xcclAllGather(send.data(), recv.data(), count, xcclFloat32, ctx.comm,
+                                      nullptr) == xcclInvalidArgument,
+                        "a call after the release");
+          },
+          options);
+      RestoreParams();
+      ExpectNoFailures(failures);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HostPlatform, ReleaseDuringCallTest,
+                         ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
+                         [](const ::testing::TestParamInfo<RankMode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
 class BadArgumentsTest : public ::testing::TestWithParam<RankMode> {};
 
 // Each bad call gives its documented error on rank 0 without advancing anything, so a valid
