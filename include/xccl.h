@@ -109,7 +109,10 @@ xcclResult_t xcclCommInitRankConfig(xcclComm_t* comm, int nranks, xcclUniqueId c
  * count on GPU platforms). Devices may repeat: several ranks may share one GPU. */
 xcclResult_t xcclCommInitAll(xcclComm_t* comms, int ndev, const int* devlist);
 
-/* Finalize checks the handle: every call has already completed (host) or handed all of its
+/* Abort may be called from another thread while a call on the communicator is blocked (a peer
+ * that never comes): that call returns an error within milliseconds, then abort frees. Destroy
+ * from another thread waits for such a call to end (at its deadline at the latest).
+ * Finalize checks the handle: every call has already completed (host) or handed all of its
  * work, the DMA queues' included, to the caller's stream (GPU), so there is nothing of xccl's
  * own to flush; synchronise those streams before Destroy. Destroy frees. Abort frees without
  * waiting, also when peers are gone. After Destroy/Abort the handle must not be used (a call with it
