@@ -153,7 +153,13 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
                 plugin_->name(), static_cast<long long>(problem.m),
                 static_cast<long long>(problem.n), static_cast<long long>(problem.k),
                 DataTypeName(shape_.in_type), DataTypeName(shape_.out_type));
-  const size_t output_bytes = static_cast<size_t>(problem.m) * shape_.n * out_size();
+  size_t output_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(problem.m), static_cast<size_t>(shape_.n),
+                             &output_bytes) ||
+      __builtin_mul_overflow(output_bytes, out_size(), &output_bytes))
+    return Fail(xcclInvalidArgument,
+                "ag_gemm: C of %lld x %lld elements does not fit in memory's address range",
+                static_cast<long long>(problem.m), static_cast<long long>(shape_.n));
   XCCL_TRY(AllocateOpBuffer(device_, layout_.total_bytes(), &window_));
   return AllocateOpBuffer(device_, output_bytes, &output_);
 }

@@ -386,6 +386,9 @@ TEST_P(AgGemmTest, BadOperandsAreRefused) {
     refused(xcclAgGemmCreate(nullptr, 48, 16, 256, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
                              nullptr, &op),
             xcclInvalidArgument, "NULL comm");
+    refused(xcclAgGemmCreate(ctx.comm, int64_t(1) << 60, 16, 256, xcclBfloat16, xcclBfloat16, fused,
+                             0, kPlugin, nullptr, &op),
+            xcclInvalidArgument, "n = 2^60 (C's size overflows)");
     RANK_EXPECT(ctx, op == nullptr, "a refused create left an op");
 
     Case c;
