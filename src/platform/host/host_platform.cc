@@ -283,13 +283,7 @@ class HostPlatform final : public Platform {
   // process while this rank keeps it mapped, so the announcement stays readable).
   std::function<xcclResult_t(PlatformFailure*)> Watcher(int peer) {
     return [this, peer](PlatformFailure* failure) -> xcclResult_t {
-      if (aborted_.load(std::memory_order_relaxed)) {
-        failure->result = xcclRemoteError;
-        failure->peer = peer;
-        failure->message = "communicator aborted while waiting for rank " + std::to_string(peer);
-        return failure->result;
-      }
-      if (AnnouncedFailure(failure)) return failure->result;
+      if (AbortedOrAnnounced(peer, "waiting for", failure)) return failure->result;
       if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
         // Once more: the peer may have announced the root cause and exited between the scan
         // above and this look at its process (an announcement always precedes the exit).
@@ -310,14 +304,20 @@ class HostPlatform final : public Platform {
   // copy into a dead one fails by itself).
   std::function<xcclResult_t(PlatformFailure*)> StopCheck(int peer) {
     return [this, peer](PlatformFailure* failure) -> xcclResult_t {
-      if (aborted_.load(std::memory_order_relaxed)) {
-        failure->result = xcclRemoteError;
-        failure->peer = peer;
-        failure->message = "communicator aborted while copying to rank " + std::to_string(peer);
-        return failure->result;
-      }
-      return AnnouncedFailure(failure) ? failure->result : xcclSuccess;
+      return AbortedOrAnnounced(peer, "copying to", failure) ? failure->result : xcclSuccess;
     };
+  }
+
+  // Whether this rank aborted (`doing` rank `peer` then) or another rank announced a failure.
+  bool AbortedOrAnnounced(int peer, const char* doing, PlatformFailure* failure) const {
+    if (aborted_.load(std::memory_order_relaxed)) {
+      failure->result = xcclRemoteError;
+      failure->peer = peer;
+      failure->message =
+          std::string("communicator aborted while ") + doing + " rank " + std::to_string(peer);
+      return true;
+    }
+    return AnnouncedFailure(failure);
   }
 
   // Whether another rank announced a failure in its abort slot (then described in *failure).
