@@ -346,19 +346,29 @@ TEST(CommLifecycle, DisagreeingNranksIsRefused) {
 
 // Ranks whose XCCL_EAGER_BYTES differ would size their shared-memory windows differently, and
 // a peer addressing an inbox past the end of a smaller window would fault (SIGBUS) or write into
-// the wrong inbox: init refuses it on every rank, naming the parameter, and nobody waits for the
+// the wrong inbox; ranks whose XCCL_EPOCH_BASE differ would take each other's old signals for
+// new ones. Init refuses both on every rank, naming the parameter, and nobody waits for the
 // deadline. The all_gather after a (wrongly) successful init is what would crash or corrupt.
-TEST(CommLifecycle, DisagreeingEagerBytesIsRefused) {
+TEST(CommLifecycle, DisagreeingHostSettingsAreRefused) {
   // Far apart, and close enough that both windows round to the same pages (the inboxes are
-  // still addressed with different strides).
-  for (const int64_t odd_eager : {4096, 65000}) {
-    SCOPED_TRACE("rank 1 with XCCL_EAGER_BYTES=" + std::to_string(odd_eager));
+  // still addressed with different strides); then the epoch base.
+  struct Disagreement {
+    const char* parameter;
+    int64_t eager_bytes;
+    uint32_t epoch_base;
+  };
+  const Disagreement cases[] = {{"XCCL_EAGER_BYTES", 4096, 0},
+                                {"XCCL_EAGER_BYTES", 65000, 0},
+                                {"XCCL_EPOCH_BASE", 65536, 1000}};
+  for (const Disagreement& odd : cases) {
+    SCOPED_TRACE(std::string("rank 1 with another ") + odd.parameter);
     const int world = 3;
     RunOptions options;
     options.before_init = WithTimeoutMs(20000);
-    options.before_rank_init = [odd_eager](int rank) {
+    options.before_rank_init = [odd](int rank) {
       xccl::Params params = xccl::GetParams();
-      params.eager_bytes = rank == 1 ? odd_eager : 65536;
+      params.eager_bytes = rank == 1 ? odd.eager_bytes : 65536;
+      params.epoch_base = rank == 1 ? odd.epoch_base : 0;
       xccl::SetParamsForTesting(params);
     };
     const auto start = std::chrono::steady_clock::now();
@@ -387,7 +397,7 @@ TEST(CommLifecycle, DisagreeingEagerBytesIsRefused) {
           failure.find("xcclCommInitRank: " + std::string(xcclGetErrorString(xcclInvalidUsage))),
           std::string::npos)
           << failure;
-      EXPECT_NE(failure.find("XCCL_EAGER_BYTES"), std::string::npos) << failure;
+      EXPECT_NE(failure.find(odd.parameter), std::string::npos) << failure;
     }
     EXPECT_LT(seconds, 15.0) << "init took " << seconds << " s to refuse";
     EXPECT_TRUE(LeftoverShm(LastChildPids()).empty()) << "a refused init left /dev/shm objects";

@@ -36,6 +36,8 @@ namespace {
 struct CopyProbe {
   uint64_t address;
   uint8_t bytes[16];
+  uint32_t epoch_base;  // XCCL_EPOCH_BASE, which every rank must share (checked with the probe)
+  uint32_t pad;
 };
 uint8_t g_probe_bytes[16];
 
@@ -345,8 +347,17 @@ class HostPlatform final : public Platform {
     std::vector<CopyProbe> probes(topology_.nranks);
     probes[topology_.rank].address = reinterpret_cast<uintptr_t>(g_probe_bytes);
     memcpy(probes[topology_.rank].bytes, g_probe_bytes, sizeof(g_probe_bytes));
+    probes[topology_.rank].epoch_base = GetParams().epoch_base;
     // Everyone has run AllowCrossProcessCopies before anyone probes: the all-gather orders it.
     XCCL_TRY(bootstrap->AllGather(probes.data(), sizeof(CopyProbe)));
+    // Every rank sees every base, so all of them refuse together (no further round needed).
+    for (int r = 0; r < topology_.nranks; ++r) {
+      if (probes[r].epoch_base != probes[topology_.rank].epoch_base)
+        return Fail(xcclInvalidUsage,
+                    "rank %d has XCCL_EPOCH_BASE=%u, this rank (%d) %u: it must be the same on "
+                    "every rank",
+                    r, probes[r].epoch_base, topology_.rank, probes[topology_.rank].epoch_base);
+    }
     std::vector<int32_t> ok(topology_.nranks, 1);
     std::string why;
     for (int peer = 0; peer < topology_.nranks; ++peer) {
