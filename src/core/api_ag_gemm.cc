@@ -66,7 +66,9 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
     // which its peers may not have seen) is carried into it, which every rank must reach, so
     // that the other ranks fail at once too instead of waiting for this one.
     std::unique_ptr<GemmPlugin> gemm;
+    Communicator::OperationGuard exclusive(impl);
     auto local_steps = [&]() -> xcclResult_t {
+      XCCL_TRY(exclusive.Acquire("xcclAgGemmCreate"));
       XCCL_TRY(impl->CheckHealthy("xcclAgGemmCreate"));
       if (op == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmCreate: op is NULL");
       if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0')
@@ -126,6 +128,8 @@ xcclResult_t xcclAgGemmRun(xcclAgGemm_t op, const void* a, const float* a_scale,
   return GuardedCall("xcclAgGemmRun", CommOf(op), [&]() -> xcclResult_t {
     AgGemmOp* impl = nullptr;
     XCCL_TRY(ResolveOp(op, "xcclAgGemmRun", &impl));
+    Communicator::OperationGuard exclusive(impl->comm());
+    XCCL_TRY(exclusive.Acquire("xcclAgGemmRun"));
     return impl->Run(a, a_scale, b, b_scale, m, out, result, stream);
   });
 }
@@ -134,6 +138,8 @@ xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream)
   return GuardedCall("xcclAgGemmSelfTest", CommOf(op), [&]() -> xcclResult_t {
     AgGemmOp* impl = nullptr;
     XCCL_TRY(ResolveOp(op, "xcclAgGemmSelfTest", &impl));
+    Communicator::OperationGuard exclusive(impl->comm());
+    XCCL_TRY(exclusive.Acquire("xcclAgGemmSelfTest"));
     return impl->SelfTest(m, stream);
   });
 }

@@ -18,6 +18,8 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
     size_t block_bytes = 0;
     XCCL_TRY(CheckAllGatherArgs(sendbuff, recvbuff, sendcount, datatype, impl->rank(),
                                 impl->nranks(), &block_bytes));
+    Communicator::OperationGuard exclusive(impl);
+    XCCL_TRY(exclusive.Acquire("xcclAllGather"));
     XCCL_TRY(impl->CheckHealthy("xcclAllGather"));
     XCCL_TRACE(kLogColl, "xcclAllGather rank %d send %p recv %p count %zu type %s", impl->rank(),
                sendbuff, recvbuff, sendcount, DataTypeName(datatype));
@@ -29,6 +31,8 @@ xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t stream) {
   return GuardedCall("xcclBarrier", comm, [&]() -> xcclResult_t {
     Communicator* impl = nullptr;
     XCCL_TRY(ResolveComm(comm, "xcclBarrier", &impl));
+    Communicator::OperationGuard exclusive(impl);
+    XCCL_TRY(exclusive.Acquire("xcclBarrier"));
     XCCL_TRY(impl->CheckHealthy("xcclBarrier"));
     return Barrier(impl, stream);
   });

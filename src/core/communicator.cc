@@ -67,6 +67,16 @@ std::string Communicator::failure_message() const {
   return failure_message_;
 }
 
+xcclResult_t Communicator::OperationGuard::Acquire(const char* op) {
+  if (comm_->busy_.exchange(true))
+    return Fail(xcclInvalidUsage,
+                "%s on rank %d: another call is running on this communicator (from another "
+                "thread); calls on one communicator must not overlap",
+                op, comm_->rank());
+  held_ = true;
+  return xcclSuccess;
+}
+
 void Communicator::Abort() {
   if (platform_) platform_->Abort(rank());
   if (bootstrap_) bootstrap_->Abort();

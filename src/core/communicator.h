@@ -2,6 +2,7 @@
 // windows and DMA queues), its epoch, and the first failure it met.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,24 @@ class Communicator {
   // Stops queued work without waiting for peers (xcclCommAbort).
   void Abort();
 
+  // One operation at a time (the epochs, windows and queues are the communicator's): a second
+  // one started while another thread is inside one is refused (xcclInvalidUsage) instead of
+  // corrupting both. Held for the lifetime of an OperationGuard.
+  class OperationGuard {
+   public:
+    explicit OperationGuard(Communicator* comm) : comm_(comm) {}
+    ~OperationGuard() {
+      if (held_) comm_->busy_.store(false);
+    }
+    OperationGuard(const OperationGuard&) = delete;
+    OperationGuard& operator=(const OperationGuard&) = delete;
+    xcclResult_t Acquire(const char* op);
+
+   private:
+    Communicator* comm_;
+    bool held_ = false;
+  };
+
  private:
   Communicator() = default;
   // Takes a failure the platform found asynchronously as this communicator's first failure.
@@ -59,6 +78,7 @@ class Communicator {
   Topology topology_;
   std::unique_ptr<Platform> platform_;
   uint32_t epoch_ = 0;
+  std::atomic<bool> busy_{false};  // an operation is running (OperationGuard)
   mutable std::mutex failure_mutex_;
   xcclResult_t failure_result_ = xcclSuccess;
   std::string failure_message_;

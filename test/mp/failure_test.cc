@@ -250,6 +250,62 @@ INSTANTIATE_TEST_SUITE_P(HostPlatform, ReleaseDuringCallTest,
                            return std::string(ModeName(info.param));
                          });
 
+class OverlappingCallsTest : public ::testing::TestWithParam<RankMode> {};
+
+// Two threads calling on one communicator at once: the second call is refused at once with
+// xcclInvalidUsage saying so (it used to share the first's epoch and windows, and both waited
+// for the deadline), the first completes with the right data, and the communicator stays
+// usable.
+TEST_P(OverlappingCallsTest, TheSecondCallIsRefusedAndTheFirstCompletes) {
+  RunOptions options;
+  options.before_init = WithTimeoutMs(20000);
+  auto failures = RunRanks(
+      GetParam(), 2,
+      [](RankContext& ctx) {
+        const size_t count = 1000;
+        std::vector<uint8_t> send(count * 4), recv(count * 4 * ctx.nranks);
+        FillBlock(send.data(), send.size(), ctx.seed, ctx.rank, 0);
+        Poison(recv.data(), recv.size());
+        if (ctx.rank == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        } else {
+          std::thread second([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(150));
+            std::vector<uint8_t> other(recv.size());
+            const auto start = std::chrono::steady_clock::now();
+            const xcclResult_t r =
+                xcclAllGather(send.data(), other.data(), count, xcclInt32, ctx.comm, nullptr);
+            const std::string message = xcclGetLastError(nullptr);
+            RANK_EXPECT(ctx, r == xcclInvalidUsage, "second call: " << xcclGetErrorString(r));
+            RANK_EXPECT(ctx, message.find("must not overlap") != std::string::npos, message);
+            RANK_EXPECT(ctx, SecondsSince(start) < 0.1, "the refusal took its time");
+          });
+          const xcclResult_t first =
+              xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr);
+          second.join();
+          RANK_EXPECT(ctx, first == xcclSuccess, "first call: " << xcclGetLastError(ctx.comm));
+          RANK_EXPECT(ctx, CheckGathered(recv.data(), count * 4, ctx.nranks, ctx.seed, 0, 4) == "",
+                      CheckGathered(recv.data(), count * 4, ctx.nranks, ctx.seed, 0, 4));
+          return;
+        }
+        RANK_EXPECT(ctx,
+                    xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr) ==
+                        xcclSuccess,
+                    xcclGetLastError(ctx.comm));
+        RANK_EXPECT(ctx, CheckGathered(recv.data(), count * 4, ctx.nranks, ctx.seed, 0, 4) == "",
+                    CheckGathered(recv.data(), count * 4, ctx.nranks, ctx.seed, 0, 4));
+      },
+      options);
+  RestoreParams();
+  ExpectNoFailures(failures);
+}
+
+INSTANTIATE_TEST_SUITE_P(HostPlatform, OverlappingCallsTest,
+                         ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
+                         [](const ::testing::TestParamInfo<RankMode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
 class BadArgumentsTest : public ::testing::TestWithParam<RankMode> {};
 
 // Each bad call gives its documented error on rank 0 without advancing anything, so a valid
