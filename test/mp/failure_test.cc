@@ -225,8 +225,10 @@ TEST_P(ReleaseDuringCallTest, AbortUnblocksTheCallAndDestroyWaitsForIt) {
                 "release: " << xcclGetErrorString(released) << ": " << xcclGetLastError(nullptr));
             RANK_EXPECT(ctx, call != xcclSuccess, "the blocked call succeeded");
             if (abort) {
-              RANK_EXPECT(ctx, call_seconds < 1.3, "the call took " << call_seconds << " s");
-              RANK_EXPECT(ctx, release_seconds < 1.0, "abort took " << release_seconds << " s");
+              // Woken by the abort, not ended by its own 2 s deadline.
+              RANK_EXPECT(ctx, call == xcclRemoteError, "got " << xcclGetErrorString(call));
+              RANK_EXPECT(ctx, call_seconds < 1.9, "the call took " << call_seconds << " s");
+              RANK_EXPECT(ctx, release_seconds < 1.5, "abort took " << release_seconds << " s");
             } else {
               RANK_EXPECT(ctx, call == xcclTimeout, "got " << xcclGetErrorString(call));
               RANK_EXPECT(ctx, release_seconds > 1.0 && release_seconds < 5.0,
@@ -267,7 +269,7 @@ TEST_P(OverlappingCallsTest, TheSecondCallIsRefusedAndTheFirstCompletes) {
         FillBlock(send.data(), send.size(), ctx.seed, ctx.rank, 0);
         Poison(recv.data(), recv.size());
         if (ctx.rank == 1) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(400));
+          std::this_thread::sleep_for(std::chrono::milliseconds(1000));
         } else {
           std::thread second([&] {
             std::this_thread::sleep_for(std::chrono::milliseconds(150));
@@ -278,7 +280,7 @@ TEST_P(OverlappingCallsTest, TheSecondCallIsRefusedAndTheFirstCompletes) {
             const std::string message = xcclGetLastError(nullptr);
             RANK_EXPECT(ctx, r == xcclInvalidUsage, "second call: " << xcclGetErrorString(r));
             RANK_EXPECT(ctx, message.find("must not overlap") != std::string::npos, message);
-            RANK_EXPECT(ctx, SecondsSince(start) < 0.1, "the refusal took its time");
+            RANK_EXPECT(ctx, SecondsSince(start) < 1.0, "the refusal took its time");
           });
           const xcclResult_t first =
               xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr);
