@@ -32,10 +32,12 @@ xcclResult_t AllGatherDirect(Communicator* comm, const void* send, void* recv, s
   }
   if (result != xcclSuccess) {
     xcclResult_t recorded = comm->RecordFailure("xcclAllGather", failure);
-    // The queues may still read `send`: they stop within milliseconds once aborted, and the
-    // caller gets its buffers back only after that.
+    // The queues may still read `send`, and peers' puts may still write `recv`: both stop
+    // within milliseconds once the failure is announced, and the caller gets its buffers back
+    // only after that.
     PlatformFailure ignored;
     platform->EndOperation(epoch, Deadline(comm->timeout_ms()), &ignored);
+    platform->CloseRecvBuffer(epoch, Deadline(comm->timeout_ms()));
     return recorded;
   }
   result = platform->EndOperation(epoch, deadline, &failure);

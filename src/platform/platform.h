@@ -32,6 +32,8 @@ struct ControlLayout {
   static constexpr int kRecvBytesHi = 7;
   static constexpr int kRecvBlockLo = 8;  // ... and the size of every put into it (0: any)
   static constexpr int kRecvBlockHi = 9;
+  static constexpr int kRecvWriters = 10;  // host: peers' puts now copying into the buffer
+  static constexpr int kRecvClosed = 11;   // host: the epoch whose buffer its owner gave up
   static constexpr int kFirstPeerSlot = 16;
   static int Arrival(int src) { return kFirstPeerSlot + src; }
   static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
@@ -75,6 +77,10 @@ class Platform {
   // that does not fit, or is not `block` long, fails with xcclInvalidUsage instead of writing past
   // the buffer or leaving part of it stale: ranks that passed different counts fail.
   virtual void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) = 0;
+  // After a failed operation `epoch`: no peer may write the receive buffer any more (the caller
+  // gets it back). Host: refuses puts not yet started and waits (bounded by `deadline`) for
+  // those copying now. GPU: nothing (no direct puts).
+  virtual void CloseRecvBuffer(uint32_t /*epoch*/, const Deadline& /*deadline*/) {}
   // Enqueues on peer's DMA queue: wait until the peer published its receive buffer for
   // `epoch`, copy `bytes` from `src` to that buffer + `dst_offset`, then set the peer's slot
   // `signal_slot` to `epoch`.

@@ -1,6 +1,7 @@
 // The host platform: ranks are processes or threads of one node, "device memory" is ordinary
 // memory, the control windows are shared memory, and each DMA queue is a worker thread that
 // copies with memcpy (same process) or process_vm_writev (another process).
+#include <sched.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -98,6 +99,16 @@ class HostPlatform final : public Platform {
   }
 
   bool direct_puts() const override { return true; }
+
+  void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) override {
+    uint32_t* mine = windows_.slots(topology_.rank);
+    __atomic_store_n(&mine[ControlLayout::kRecvClosed], epoch, __ATOMIC_SEQ_CST);
+    // Copies already running end within one piece (they also stop at the failure this rank
+    // announced); a writer that died mid-copy never leaves, hence the deadline.
+    while (__atomic_load_n(&mine[ControlLayout::kRecvWriters], __ATOMIC_SEQ_CST) != 0 &&
+           !deadline.Expired())
+      sched_yield();
+  }
 
   void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) override {
     uint32_t* mine = windows_.slots(topology_.rank);
@@ -233,8 +244,22 @@ class HostPlatform final : public Platform {
     }
     char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
     if (bytes > 0) {
-      const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
-      XCCL_TRY(CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure));
+      // Counted as a writer before the look at `closed` (both sequentially consistent, as in
+      // CloseRecvBuffer): either this put sees the buffer given up, or its owner waits for it.
+      uint32_t* writers = &theirs[ControlLayout::kRecvWriters];
+      __atomic_fetch_add(writers, 1, __ATOMIC_SEQ_CST);
+      xcclResult_t copied = xcclSuccess;
+      if (__atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == epoch) {
+        failure->result = xcclRemoteError;
+        failure->peer = peer;
+        failure->message = "rank " + std::to_string(peer) + " gave up the call before this put";
+        copied = failure->result;
+      } else {
+        const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
+        copied = CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure);
+      }
+      __atomic_fetch_sub(writers, 1, __ATOMIC_SEQ_CST);
+      if (copied != xcclSuccess) return copied;
     }
     if (signal_slot != ControlLayout::kNoSignal) Signal(peer, signal_slot, epoch);
     return xcclSuccess;
@@ -276,6 +301,7 @@ class HostPlatform final : public Platform {
       slots[word] = 0;
     slots[ControlLayout::kAbort] = 0;
     slots[ControlLayout::kSleepers] = 0;
+    slots[ControlLayout::kRecvWriters] = 0;  // (kRecvClosed keeps the base: no epoch yet)
   }
 
   // The checks a waiter makes every few milliseconds: this rank aborted, any peer announced a
