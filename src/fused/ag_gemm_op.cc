@@ -417,6 +417,9 @@ xcclResult_t AgGemmOp::Exchange(
   // stream and a closing barrier follows. Either way, even after a failure.
   PlatformFailure end_failure;
   xcclResult_t ended = platform->EndOperation(epoch, deadline, &end_failure);
+  // After a failure no peer may write the window any more: the caller may destroy the op.
+  if (result != xcclSuccess || ended != xcclSuccess)
+    platform->CloseRecvBuffer(epoch, Deadline(comm_->timeout_ms()));
   if (result != xcclSuccess) return result;
   if (ended != xcclSuccess) return comm_->RecordFailure("ag_gemm", end_failure);
   return xcclSuccess;
