@@ -162,13 +162,10 @@ xcclResult_t xcclCommInitAll(xcclComm_t* comms, int ndev, const int* devlist) {
     }
     gate_opened.notify_all();
     for (auto& thread : threads) thread.join();
-    if (unstarted >= 0) {
-      for (int j = 0; j < ndev; ++j)
-        if (comms[j] != nullptr) ReleaseComm(comms[j], "xcclCommInitAll", /*abort=*/true);
-      for (int j = 0; j < ndev; ++j) comms[j] = nullptr;
+    // Given up at the gate, no rank made a communicator: nothing to release.
+    if (unstarted >= 0)
       return Fail(xcclSystemError, "xcclCommInitAll: cannot start the thread of rank %d: %s",
                   unstarted, why.c_str());
-    }
     for (int i = 0; i < ndev; ++i) {
       if (results[i] == xcclSuccess) continue;
       for (int j = 0; j < ndev; ++j)
