@@ -295,13 +295,12 @@ class HostPlatform final : public Platform {
   static void InitSlots(uint32_t* slots, size_t count, void* /*self*/) {
     const uint32_t base = GetParams().epoch_base;
     for (size_t i = 0; i < count; ++i) slots[i] = base;
+    // Words that are not epochs start at zero (kRecvClosed is one: the base, no epoch yet).
     for (int word :
-         {ControlLayout::kRecvAddrLo, ControlLayout::kRecvAddrHi, ControlLayout::kRecvBytesLo,
-          ControlLayout::kRecvBytesHi, ControlLayout::kRecvBlockLo, ControlLayout::kRecvBlockHi})
+         {ControlLayout::kRecvAddrLo, ControlLayout::kRecvAddrHi, ControlLayout::kAbort,
+          ControlLayout::kSleepers, ControlLayout::kRecvBytesLo, ControlLayout::kRecvBytesHi,
+          ControlLayout::kRecvBlockLo, ControlLayout::kRecvBlockHi, ControlLayout::kRecvWriters})
       slots[word] = 0;
-    slots[ControlLayout::kAbort] = 0;
-    slots[ControlLayout::kSleepers] = 0;
-    slots[ControlLayout::kRecvWriters] = 0;  // (kRecvClosed keeps the base: no epoch yet)
   }
 
   // The checks a waiter makes every few milliseconds: this rank aborted, any peer announced a
