@@ -104,15 +104,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
                                 op->has_scales(), &op->layout_);
   if (mine == xcclSuccess) {
     // The plugin must take the whole problem at m_max; bands are row ranges of it.
-    xcclGemmProblem problem{};
-    problem.m = world * op->layout_.padded_m_max();
-    problem.n = shape.n;
-    problem.k = shape.k;
-    problem.a_type = problem.b_type = shape.in_type;
-    problem.c_type = shape.out_type;
-    problem.scale_mode = op->has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
-    problem.lda = problem.ldb = shape.k;
-    problem.ldc = shape.n;
+    const xcclGemmProblem problem = op->ProblemOf(op->layout_.padded_m_max());
     mine = op->PrepareLocally(std::move(plugin), problem);
     // A side lane for the bands' GEMMs where they run band by band (not through a tile-wait
     // entry, which takes each source in one launch).
@@ -429,6 +421,19 @@ bool AgGemmOp::TileWait() const {
   return comm_->platform()->DeviceEpoch() != nullptr && plugin_->api().run_tile_wait != nullptr;
 }
 
+xcclGemmProblem AgGemmOp::ProblemOf(int64_t padded) const {
+  xcclGemmProblem problem{};
+  problem.m = comm_->nranks() * padded;
+  problem.n = shape_.n;
+  problem.k = shape_.k;
+  problem.a_type = problem.b_type = shape_.in_type;
+  problem.c_type = shape_.out_type;
+  problem.scale_mode = has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
+  problem.lda = problem.ldb = shape_.k;
+  problem.ldc = shape_.n;
+  return problem;
+}
+
 xcclStream_t AgGemmOp::LaneStream(int lane, xcclStream_t stream) const {
   return lane == 0 ? stream : side_.stream;
 }
@@ -459,15 +464,7 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   size_t base = 0, scale_base = 0;
   XCCL_TRY(layout_.SlotOffset(0, m, &base));
   if (has_scales()) XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
-  xcclGemmProblem problem{};
-  problem.m = comm_->nranks() * padded;
-  problem.n = shape_.n;
-  problem.k = shape_.k;
-  problem.a_type = problem.b_type = shape_.in_type;
-  problem.c_type = shape_.out_type;
-  problem.scale_mode = has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
-  problem.lda = problem.ldb = shape_.k;
-  problem.ldc = shape_.n;
+  xcclGemmProblem problem = ProblemOf(padded);
   problem.a = window() + base;
   problem.b = b;
   problem.c = c;

@@ -89,6 +89,9 @@ class AgGemmOp {
   xcclResult_t Exchange(int64_t m, xcclStream_t stream,
                         const std::function<xcclResult_t(int, int64_t, int64_t, int)>& gemm_band);
   xcclStream_t LaneStream(int lane, xcclStream_t stream) const;
+  // The GEMM of a call whose slots hold `padded` rows per source: shape, types and strides (the
+  // operand pointers are the caller's to fill).
+  xcclGemmProblem ProblemOf(int64_t padded) const;
   // Whether fused calls hand each source's rows to the plugin's tile-wait entry (a platform
   // whose waits the device can read, and a plugin with that entry) instead of band by band.
   bool TileWait() const;
