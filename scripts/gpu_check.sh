@@ -5,17 +5,19 @@
 #   multi   several GPUs: all_gather_perf over all GPUs (threads, then one process per GPU)
 #           with --compare vendor, default / dma / kernel engines; barrier_perf and the 8-byte
 #           all_gather, plain and graph-launched, against NCCL
-#   agemm   gemm_plugin_perf (the cublaslt plugin against cuBLASLt called directly, and its cost
-#           when cut into bands; GPU 0), then ag_gemm_perf with the cublaslt plugin (fp8 and
+#   plugin  gemm_plugin_perf (the cublaslt plugin against cuBLASLt called directly, and its cost
+#           when cut into bands; GPU 0), fp8 and bf16
+#   agemm   ag_gemm_perf with the cublaslt plugin (fp8 and
 #           bf16, Kimi-K3 shapes, with ag-only / gemm-only / overlap columns): one process per
-#           GPU where there are several (fused and split; fp8 again with the bands on two
-#           compute streams), else 2 ranks sharing GPU 0 (split)
+#           GPU where there are several, else 2 ranks sharing GPU 0 with a DMA queue each
+#           (fp8); fp8 again with the bands on two compute streams
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
 #   small   the small-block all_gather (8 B - 256 KiB in all), plain and graph-launched, with the LL
 #           path at its default (8 KiB per rank), at its largest (32 KiB) and without it
 #           (XCCL_ALLGATHER_LL_BYTES=0): over all GPUs against
 #           NCCL where there are several, and 2 ranks sharing GPU 0; barrier_perf -t 8 on GPU 0
-#   lanes   the kernel engine's lanes per peer (XCCL_ALLGATHER_LANES 8, 16, 24, 32) at 64 MiB -
+#   lanes   the kernel engine's lanes per peer (XCCL_ALLGATHER_LANES, GPU_CHECK_LANES: default
+#           8 16 24 32; 0 is the automatic count) at 64 MiB -
 #           1 GiB: over all GPUs against NCCL where there are several, and 2 ranks sharing GPU 0
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
@@ -30,7 +32,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1  # never NVLink mul
 build=${1:-build-gpu}
 out=${OUT:-/tmp/xccl-gpu-check}
 logs=/tmp/xccl-gpu-logs
-stages=${GPU_CHECK_STAGES:-multi agemm torch small lanes single tests}
+stages=${GPU_CHECK_STAGES:-multi plugin agemm torch small lanes single tests}
 test_budget=${GPU_CHECK_TEST_SECONDS:-300}
 mkdir -p "$out" "$logs"
 pack() { tar -C "$logs" -czf "$out/logs.tgz" . 2>/dev/null; }
@@ -74,39 +76,47 @@ if has_stage multi && [ "$gpus" -ge 2 ]; then
 fi
 
 # ---- agemm: gemm_plugin_perf, then ag_gemm_perf ----
-if has_stage agemm; then
-  lt=$build/ext/gemm/cublaslt/libxccl-gemm-cublaslt.so
+lt=$build/ext/gemm/cublaslt/libxccl-gemm-cublaslt.so
+if has_stage plugin; then
   for dtype in fp8 bf16; do
     CUDA_VISIBLE_DEVICES=0 timeout 180 "$build/perf/gemm_plugin_perf" --plugin "$lt" \
       --dtype $dtype --m "8192 16384 32768" --shapes "6400x7168 3840x7168 6288x7168 3648x7168" \
       >>"$logs/gemm_plugin.txt" 2>&1
   done
   pack
+fi
+
+if has_stage agemm; then
   # Several GPUs: one process per GPU, the Kimi-K3 TP8 shapes and M 4096-32768 (issue 7's
-  # table); one GPU: 2 thread ranks sharing it, a shorter table (split only there).
+  # table), fp8 and bf16. One GPU: 2 thread ranks sharing it, each given one DMA queue
+  # (XCCL_GPU_QUEUES=1) so that fused runs too (the machinery, not link speed), fp8 only.
+  queues_env=()
   if [ "$gpus" -ge 2 ]; then
     placement="-np $gpus"
     ms="4096 8192 16384 32768"
     shapes="6288x7168 3648x7168 6400x7168 3840x7168"
+    dtypes="fp8 bf16"
   else
     placement="-t 2"
-    ms="4096 8192 16384"
+    ms="8192 16384 32768"
     shapes="6400x7168 3840x7168"
+    dtypes="fp8"
+    queues_env=(XCCL_GPU_QUEUES=1 CUDA_VISIBLE_DEVICES=0)
   fi
-  for dtype in fp8 bf16; do
-    timeout 240 "$build/perf/ag_gemm_perf" $placement --plugin "$lt" --dtype $dtype \
-      --compare vendor --m "$ms" --shapes "$shapes" --rounds 3 -n 5 -w 2 \
+  for dtype in $dtypes; do
+    env "${queues_env[@]}" timeout 240 "$build/perf/ag_gemm_perf" $placement --plugin "$lt" \
+      --dtype $dtype --compare vendor --m "$ms" --shapes "$shapes" --rounds 3 -n 5 -w 2 \
       >>"$logs/ag_gemm.txt" 2>&1
   done
-  # The chunk default against the measured fused times (fused runs with a GPU per rank only),
-  # then fused with the bands' GEMMs on two streams (XCCL_AGGEMM_COMPUTE_STREAMS=2), with
-  # split-vendor in the same run again, to decide its default.
+  # The chunk default against the measured fused times (several GPUs), then fused with the
+  # bands' GEMMs on two streams (XCCL_AGGEMM_COMPUTE_STREAMS=2), with split in the same run
+  # again, to decide its default.
   if [ "$gpus" -ge 2 ]; then
     python3 perf/fit_chunk_rule.py "$logs/ag_gemm.txt" >"$logs/chunk_fit.txt" 2>&1
-    XCCL_AGGEMM_COMPUTE_STREAMS=2 timeout 180 "$build/perf/ag_gemm_perf" $placement \
-      --plugin "$lt" --dtype fp8 --compare vendor --m "8192 16384 32768" \
-      --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 >"$logs/ag_gemm_2streams.txt" 2>&1
   fi
+  env "${queues_env[@]}" XCCL_AGGEMM_COMPUTE_STREAMS=2 timeout 180 "$build/perf/ag_gemm_perf" \
+    $placement --plugin "$lt" --dtype fp8 --compare vendor --m "8192 16384 32768" \
+    --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 >"$logs/ag_gemm_2streams.txt" 2>&1
   pack
 fi
 
@@ -135,7 +145,10 @@ fi
 
 # ---- lanes: how many pushing blocks per peer the large all_gather wants ----
 if has_stage lanes; then
-  for lanes in 8 16 24 32; do
+  [ -f "$logs/copy_roofline.txt" ] ||
+    CUDA_VISIBLE_DEVICES=0 timeout 60 "$build/perf/copy_roofline" -b 64M -e 1G -f 2 \
+      >"$logs/copy_roofline.txt" 2>&1
+  for lanes in ${GPU_CHECK_LANES:-8 16 24 32}; do
     if [ "$gpus" -ge 2 ]; then
       echo "## lanes $lanes, $gpus GPUs" >>"$logs/lanes.txt"
       XCCL_ALLGATHER_LANES=$lanes timeout 60 "$agp" -t "$gpus" -b 64M -e 1G -f 4 -n 20 -w 5 \
@@ -199,7 +212,7 @@ fi
   fi
   if [ -f "$logs/gemm_plugin.txt" ]; then
     echo "# gemm_plugin_perf (cublaslt plugin vs cuBLASLt direct; band cost %):"
-    grep -vE "^# +M |^$" "$logs/gemm_plugin.txt" | tail -28
+    grep -vE "^# +M |^$" "$logs/gemm_plugin.txt"
   fi
   if [ -f "$logs/ag_gemm.txt" ]; then
     echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"
@@ -226,7 +239,9 @@ fi
     grep -E "^ +[248] +[0-9.]+ " "$logs/small_barrier_t8.txt"
   fi
   if [ -f "$logs/lanes.txt" ]; then
-    echo "# all_gather busbw GB/s out-of-place by lanes per peer (size: xccl / NCCL where run):"
+    echo "# all_gather busbw GB/s out-of-place by lanes per peer (size: xccl / NCCL where run);"
+    echo "# 2 ranks sharing a GPU copy 6 x busbw; memcpy 1 GiB in this run:" \
+      "$(awk '$1 == 1073741824 {print $3}' "$logs/copy_roofline.txt" 2>/dev/null) GB/s"
     awk '/^## lanes/ {printf "%s%s:", (NR > 1 ? "\n" : ""), $0} $1 ~ /^[0-9]+$/ {
          printf "  %s: %s/%s", $1, $8, ($15 == "" ? "-" : $15)} END {print ""}' "$logs/lanes.txt"
   fi

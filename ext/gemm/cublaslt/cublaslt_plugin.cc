@@ -11,9 +11,10 @@
 // 12 measured this path on an H200). A band of rows of C is a band of columns of C^T: the same
 // call with A, a_scale and C offset and the column count cut.
 //
-// One algorithm per problem shape (n, k, leading dimensions, types), chosen by cuBLASLt's
-// heuristic for the whole problem at supports() and used for every band whose row count it
-// accepts (cublasLtMatmulAlgoCheck). One algorithm means one summation order, so such a band's
+// One algorithm per problem shape (n, k, leading dimensions, types) and device in a process,
+// chosen at supports(): the fastest, timed over the whole problem, of the heuristic's first 8
+// split-K-free algorithms (XCCL_GEMM_CUBLASLT_TUNE=0: its first, untimed), and used for every
+// band whose row count it accepts (cublasLtMatmulAlgoCheck). One algorithm means one summation order, so such a band's
 // bytes equal the full run's. A row count it refuses gets an algorithm of its own, cached per
 // row count; its bytes may then differ, and its kernel loads at that band's first run.
 // supports() runs the shape's algorithm once on scratch memory: that loads its kernel before any
@@ -23,11 +24,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
 #include <tuple>
+#include <vector>
 
 #include "xccl_gemm.h"
 
@@ -186,27 +189,50 @@ class Descriptors {
   xcclResult_t result = xcclSuccess;
 };
 
-// cuBLASLt's heuristic for these descriptors, with split-K off: each output element's sum
-// then runs over k in one order whatever the row count.
-xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo) {
-  cublasLtMatmulPreference_t pref = nullptr;
-  cublasLtMatmulHeuristicResult_t heuristic;
-  int found = 0;
-  if (d.Check(cublasLtMatmulPreferenceCreate(&pref)) &&
-      d.Check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                   &kWorkspaceBytes, sizeof(kWorkspaceBytes))))
-    d.Check(cublasLtMatmulAlgoGetHeuristic(c->handle, d.desc, d.la, d.lb, d.lc, d.lc, pref, 1,
-                                           &heuristic, &found));
-  if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
-  if (d.result != xcclSuccess) return d.result;
-  if (found == 0) return xcclInvalidArgument;  // no kernel for this shape
-  *algo = heuristic.algo;
+// Split-K off: each output element's sum then runs over k in one order whatever the row count.
+void TurnSplitKOff(cublasLtMatmulAlgo_t* algo) {
   const int32_t one = 1;
   const uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
   cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, sizeof(one));
   cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &none,
                                        sizeof(none));
-  return xcclSuccess;
+}
+
+// cuBLASLt's heuristic for these descriptors, asked for split-K-free algorithms only
+// (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK): up to `max` of them, best first. Asking for them
+// beats taking the first answer and turning split-K off afterwards, which left that kernel's
+// tiling tuned for a split it no longer did (docs/PERF.md: 0.91-0.95 of cuBLASLt at M 32768).
+xcclResult_t SplitKFreeCandidates(Context* c, Descriptors& d, int max,
+                                  std::vector<cublasLtMatmulAlgo_t>* out) {
+  std::vector<cublasLtMatmulHeuristicResult_t> results(max);
+  const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+  cublasLtMatmulPreference_t pref = nullptr;
+  int found = 0;
+  if (d.Check(cublasLtMatmulPreferenceCreate(&pref)) &&
+      d.Check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                   &kWorkspaceBytes, sizeof(kWorkspaceBytes))) &&
+      d.Check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                   &no_reduction, sizeof(no_reduction))))
+    d.Check(cublasLtMatmulAlgoGetHeuristic(c->handle, d.desc, d.la, d.lb, d.lc, d.lc, pref, max,
+                                           results.data(), &found));
+  if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
+  if (d.result != xcclSuccess) return d.result;
+  if (found == 0) return xcclInvalidArgument;  // no kernel for this shape
+  out->clear();
+  for (int i = 0; i < found; ++i) {
+    if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    out->push_back(results[i].algo);
+    TurnSplitKOff(&out->back());  // already off; kept so that no reduction can slip in
+  }
+  return out->empty() ? xcclInvalidArgument : xcclSuccess;
+}
+
+// The heuristic's best split-K-free algorithm for these descriptors.
+xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo) {
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  const xcclResult_t r = SplitKFreeCandidates(c, d, 1, &candidates);
+  if (r == xcclSuccess) *algo = candidates.front();
+  return r;
 }
 
 AlgoKey KeyOf(const xcclGemmProblem& p, int64_t rows) {
@@ -258,15 +284,16 @@ xcclResult_t Matmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int
   return d.result;
 }
 
-// Zeroed device memory for a warm-up of `rows` rows of p: A and C rows, all of B, and scale
-// vectors of p.m and p.n (the heuristic sees these pointers too: it refuses fp8 with NULL
-// scales). Freed with the object.
+// Device memory of one byte `pattern` for a warm-up of `rows` rows of p: A and C rows, all of
+// B, and scale vectors of p.m and p.n (the heuristic sees these pointers too: it refuses fp8 with
+// NULL scales). Freed with the object.
 class WarmUpOperands {
  public:
   ~WarmUpOperands() {
     if (scratch_ != nullptr) cudaFree(scratch_);
   }
-  bool Make(const xcclGemmProblem& p, int64_t rows, cudaStream_t stream, xcclGemmProblem* warm) {
+  bool Make(const xcclGemmProblem& p, int64_t rows, cudaStream_t stream, xcclGemmProblem* warm,
+            int pattern) {
     if (scratch_ != nullptr) cudaFree(scratch_);
     scratch_ = nullptr;
     const bool fp8 = p.a_type == xcclFloat8e4m3;
@@ -275,7 +302,7 @@ class WarmUpOperands {
     const size_t c_bytes = rows * p.ldc * 2, scale_bytes = (p.m + p.n) * sizeof(float);
     const size_t total = a_bytes + b_bytes + c_bytes + scale_bytes;
     if (cudaMalloc(&scratch_, total) != cudaSuccess ||
-        cudaMemsetAsync(scratch_, 0, total, stream) != cudaSuccess)
+        cudaMemsetAsync(scratch_, pattern, total, stream) != cudaSuccess)
       return false;
     *warm = p;
     warm->a = scratch_;
@@ -291,9 +318,109 @@ class WarmUpOperands {
   char* scratch_ = nullptr;
 };
 
-// Chooses the problem's algorithm and runs that very algorithm once on zeros in scratch memory,
-// loading its kernel now rather than at the first band: over a few rows where cuBLASLt accepts
-// it for so few, else over all p.m rows. The caller's current device is left as it was.
+// The algorithm of each problem shape on each device, one per process: every context (every op,
+// every compute lane of one) runs the same one, so fused and split calls give the same bytes
+// even where tuning's timings would differ from one choice to the next.
+struct ShapeOnDevice {
+  int device;
+  AlgoKey key;
+  bool operator<(const ShapeOnDevice& o) const {
+    return std::tie(device, key) < std::tie(o.device, o.key);
+  }
+};
+std::mutex& ShapeChoicesMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<ShapeOnDevice, cublasLtMatmulAlgo_t>& ShapeChoices() {
+  static auto* choices = new std::map<ShapeOnDevice, cublasLtMatmulAlgo_t>;  // outlives exit
+  return *choices;
+}
+
+// XCCL_GEMM_CUBLASLT_TUNE=0 takes the heuristic's first split-K-free algorithm untimed.
+bool TuningWanted() {
+  const char* v = getenv("XCCL_GEMM_CUBLASLT_TUNE");
+  return v == nullptr || strcmp(v, "0") != 0;
+}
+
+// The fastest of `candidates` for p, timed on scratch operands of all p.m rows: each runs once
+// (loading its kernel), then kTimedRuns times between two events. The first (the heuristic's
+// choice) is kept unless another beats it by more than noise (2%). The scratch holds a constant
+// byte pattern, not zeros: a GEMM of zeros draws less power, and may clock higher, than one of
+// data. Where the scratch cannot be had (memory), the first candidate is taken untimed.
+xcclResult_t FastestOf(Context* c, const xcclGemmProblem& p,
+                       const std::vector<cublasLtMatmulAlgo_t>& candidates, cudaStream_t stream,
+                       cublasLtMatmulAlgo_t* best) {
+  constexpr int kTimedRuns = 3;
+  *best = candidates.front();
+  if (candidates.size() == 1 || p.m == 0) return xcclSuccess;
+  WarmUpOperands scratch;
+  xcclGemmProblem warm{};
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (!scratch.Make(p, p.m, stream, &warm, /*pattern=*/0x3A) ||
+      cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    if (start != nullptr) cudaEventDestroy(start);
+    (void)cudaGetLastError();
+    return xcclSuccess;
+  }
+  Descriptors d(warm, 0, warm.m);
+  const float alpha = 1.0f, beta = 0.0f;
+  auto matmul = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(c->handle, d.desc, &alpha, warm.b, d.la, warm.a, d.lb, &beta, warm.c,
+                          d.lc, warm.c, d.lc, &algo, c->workspace, kWorkspaceBytes,
+                          stream) == CUBLAS_STATUS_SUCCESS;
+  };
+  float best_ms = -1;  // none timed yet
+  for (size_t i = 0; i < candidates.size() && d.result == xcclSuccess; ++i) {
+    bool ran = matmul(candidates[i]) && cudaEventRecord(start, stream) == cudaSuccess;
+    for (int run = 0; run < kTimedRuns && ran; ++run) ran = matmul(candidates[i]);
+    float ms = 0;
+    ran = ran && cudaEventRecord(stop, stream) == cudaSuccess &&
+          cudaEventSynchronize(stop) == cudaSuccess &&
+          cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
+    if (!ran) {
+      (void)cudaGetLastError();  // a candidate cuBLASLt will not run is passed over
+      continue;
+    }
+    if (best_ms < 0 || ms < 0.98f * best_ms) {
+      best_ms = ms;
+      *best = candidates[i];
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return cudaStreamSynchronize(stream) == cudaSuccess ? xcclSuccess : xcclUnhandledDeviceError;
+}
+
+// The process's algorithm for p's shape on c's device: chosen once, then shared. The heuristic
+// lists up to kCandidates split-K-free algorithms (over descriptors whose scale pointers lie in
+// `warm`: it refuses fp8 without them); FastestOf picks among them unless
+// XCCL_GEMM_CUBLASLT_TUNE=0. Holds the process-wide lock while choosing: contexts asking at
+// once (ranks of one process) wait for the one choice instead of timing against each other.
+xcclResult_t ShapeAlgo(Context* c, const xcclGemmProblem& p, const xcclGemmProblem& warm,
+                       cudaStream_t stream, cublasLtMatmulAlgo_t* algo) {
+  constexpr int kCandidates = 8;
+  std::lock_guard<std::mutex> lock(ShapeChoicesMutex());
+  const ShapeOnDevice key{c->device, KeyOf(p, kShapeAlgo)};
+  auto it = ShapeChoices().find(key);
+  if (it != ShapeChoices().end()) {
+    *algo = it->second;
+    return xcclSuccess;
+  }
+  Descriptors whole(warm, 0, p.m);
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  xcclResult_t r =
+      whole.result != xcclSuccess
+          ? whole.result
+          : SplitKFreeCandidates(c, whole, TuningWanted() ? kCandidates : 1, &candidates);
+  if (r == xcclSuccess) r = FastestOf(c, p, candidates, stream, algo);
+  if (r == xcclSuccess) ShapeChoices()[key] = *algo;
+  return r;
+}
+
+// Chooses the problem's algorithm (ShapeAlgo) and runs that very algorithm once on scratch
+// memory, loading its kernel now rather than at the first band: over a few rows where cuBLASLt
+// accepts it for so few, else over all p.m rows. The caller's current device is left as it was.
 xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
   {
     std::lock_guard<std::mutex> lock(c->mu);
@@ -305,26 +432,24 @@ xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
   WarmUpOperands scratch;
   xcclGemmProblem warm{};
   int64_t rows = p.m < 64 ? p.m : 64;
+  cublasLtMatmulAlgo_t algo;
   xcclResult_t r = xcclUnhandledDeviceError;
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
-      scratch.Make(p, rows, stream, &warm)) {
+      scratch.Make(p, rows, stream, &warm, /*pattern=*/0))
+    r = ShapeAlgo(c, p, warm, stream, &algo);
+  if (r == xcclSuccess) {
     std::lock_guard<std::mutex> lock(c->mu);
-    Descriptors whole(warm, 0, p.m);
-    cublasLtMatmulAlgo_t algo;
-    r = whole.result != xcclSuccess ? whole.result : Heuristic(c, whole, &algo);
-    if (r == xcclSuccess) {
-      c->algos[KeyOf(p, kShapeAlgo)] = algo;
-      Descriptors few(warm, 0, rows);
-      cublasLtMatmulHeuristicResult_t checked;
-      const bool fits = few.result == xcclSuccess &&
-                        cublasLtMatmulAlgoCheck(c->handle, few.desc, few.la, few.lb, few.lc, few.lc,
-                                                &algo, &checked) == CUBLAS_STATUS_SUCCESS &&
-                        checked.workspaceSize <= kWorkspaceBytes;
-      if (!fits) rows = p.m;  // warm up over the whole problem, which the algorithm is for
-      c->algos[KeyOf(p, rows)] = algo;  // what Matmul below (and any band this size) runs
-    }
+    c->algos[KeyOf(p, kShapeAlgo)] = algo;
+    Descriptors few(warm, 0, rows);
+    cublasLtMatmulHeuristicResult_t checked;
+    const bool fits = few.result == xcclSuccess &&
+                      cublasLtMatmulAlgoCheck(c->handle, few.desc, few.la, few.lb, few.lc, few.lc,
+                                              &algo, &checked) == CUBLAS_STATUS_SUCCESS &&
+                      checked.workspaceSize <= kWorkspaceBytes;
+    if (!fits) rows = p.m;            // warm up over the whole problem, which the algorithm is for
+    c->algos[KeyOf(p, rows)] = algo;  // what Matmul below (and any band this size) runs
   }
-  if (r == xcclSuccess && rows == p.m && p.m > 64 && !scratch.Make(p, rows, stream, &warm))
+  if (r == xcclSuccess && rows == p.m && p.m > 64 && !scratch.Make(p, rows, stream, &warm, 0))
     r = xcclUnhandledDeviceError;
   if (r == xcclSuccess && rows > 0) r = Matmul(c, warm, 0, rows, stream);
   if (stream != nullptr) {
