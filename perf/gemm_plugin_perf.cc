@@ -9,13 +9,14 @@
 //            stream: what fused ag_gemm asks of it with c bands per source
 //   c1x2     the c1 bands on two streams taking them in turn (forked from and joined back into
 //            the timed stream), so one band's tail wave can overlap the next band's start: the
-//            remedy DESIGN.md section 12 measured for the banding cost (timing only: the
-//            plugin's one workspace is shared by the two streams)
+//            remedy DESIGN.md section 12 measured for the banding cost; each stream has a
+//            plugin context of its own (its own workspace), as ag_gemm's two compute lanes do
 //   nosk     cublasLtMatmul with the heuristic asked for split-K-free algorithms only
 //            (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = NONE), against direct: what the
 //            plugin, which needs split-K off for equal bytes across bands, could get
 // Printed: TFLOP/s of direct and full, full / direct, each banded time's cost over full (%),
-// nosk / direct,
+// nosk / direct, whether c1x2's C equals c1's byte for byte (x2same: a check that both
+// streams' bands ran, since a band lost would make c1x2 look fast),
 // and the relative L2 distance of the plugin's C from direct's (different algorithms sum in
 // different orders, so not zero, but bf16-rounding small). Times are the median of --rounds
 // rounds of -n calls after -w warm-ups, the variants interleaved within each round.
@@ -336,14 +337,14 @@ int main(int argc, char** argv) {
   const bool fp8 = set.in_type == xcclFloat8e4m3;
   constexpr size_t kWorkspaceBytes = 32u << 20;
 
-  Plugin plugin;
+  Plugin plugin, side_plugin;  // side_plugin: c1x2's second stream
   Timer timer;
   gpuStream_t second = nullptr;  // c1x2's other stream
   gpuEvent_t fork = nullptr, join = nullptr;
   cublasLtHandle_t handle = nullptr;
   DeviceMemory a, b, a_scale, b_scale, c_plugin, c_direct, workspace;
   if (!Ok(gpuSetDevice(set.device), "set device") || !plugin.Load(set.plugin) ||
-      !Ok(cublasLtCreate(&handle), "cublasLtCreate") ||
+      !side_plugin.Load(set.plugin) || !Ok(cublasLtCreate(&handle), "cublasLtCreate") ||
       !Ok(gpuStreamCreateWithFlags(&timer.stream, gpuStreamNonBlocking), "stream") ||
       !Ok(gpuEventCreate(&timer.start), "event") || !Ok(gpuEventCreate(&timer.stop), "event") ||
       !Ok(gpuStreamCreateWithFlags(&second, gpuStreamNonBlocking), "stream") ||
@@ -368,8 +369,9 @@ int main(int argc, char** argv) {
       "after %d warm-ups, variants interleaved; bands over world %d\n",
       fp8 ? "fp8 e4m3 (ptpc)" : "bf16", set.plugin.c_str(), set.device, set.rounds, set.iters,
       set.warmup, set.world);
-  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %8s %9s %10s\n", "M", "N", "K", "direct(TF/s)",
-         "full(TF/s)", "full/dir", "c1(+%)", "c2(+%)", "c4(+%)", "c1x2(+%)", "nosk/dir", "relL2");
+  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %8s %9s %6s %10s\n", "M", "N", "K",
+         "direct(TF/s)", "full(TF/s)", "full/dir", "c1(+%)", "c2(+%)", "c4(+%)", "c1x2(+%)",
+         "nosk/dir", "x2same", "relL2");
   int failures = 0;
   for (const Shape& shape : set.shapes) {
     for (const int64_t m : set.global_m) {
@@ -383,7 +385,7 @@ int main(int argc, char** argv) {
       xcclGemmProblem direct_problem = p;
       direct_problem.c = c_direct.as<void>();
       DirectGemm direct, split_k_free;
-      if (!plugin.Prepare(p, set.device) ||
+      if (!plugin.Prepare(p, set.device) || !side_plugin.Prepare(p, set.device) ||
           !direct.Prepare(handle, direct_problem, workspace.as<void>(), kWorkspaceBytes)) {
         printf("  %7ld %6ld %6ld  (not supported)\n", m, shape.n, shape.k);
         ++failures;
@@ -407,7 +409,8 @@ int main(int argc, char** argv) {
             return false;
           for (int64_t i = 0; i < bands; ++i) {
             const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
-            if (!plugin.Run(p, begin, end, i % 2 == 0 ? timer.stream : second)) return false;
+            const Plugin& lane = i % 2 == 0 ? plugin : side_plugin;
+            if (!lane.Run(p, begin, end, i % 2 == 0 ? timer.stream : second)) return false;
           }
           return Ok(gpuEventRecord(join, second), "record") &&
                  Ok(gpuStreamWaitEvent(timer.stream, join, 0), "wait");
@@ -431,17 +434,27 @@ int main(int argc, char** argv) {
           times[v].push_back(us);
         }
       }
-      // The plugin's full run and cuBLASLt's, compared once more on fresh outputs.
-      std::vector<uint16_t> got(static_cast<size_t>(m) * shape.n), want(got.size());
-      ok = ok && Ok(gpuMemsetAsync(p.c, 0xFF, got.size() * 2, timer.stream), "poison") &&
-           Ok(gpuMemsetAsync(direct_problem.c, 0xFF, got.size() * 2, timer.stream), "poison") &&
-           run_variant(0) && run_variant(1) &&
-           Ok(gpuMemcpyAsync(got.data(), p.c, got.size() * 2, gpuMemcpyDefault, timer.stream),
-              "download") &&
-           Ok(gpuMemcpyAsync(want.data(), direct_problem.c, want.size() * 2, gpuMemcpyDefault,
-                             timer.stream),
-              "download") &&
-           Ok(gpuStreamSynchronize(timer.stream), "sync");
+      // c1 and c1x2 on poisoned C, kept to compare (the same bands with the same algorithms:
+      // equal bytes unless a band was lost); then the plugin's full run and cuBLASLt's, compared
+      // once more on fresh outputs.
+      const size_t c_bytes = static_cast<size_t>(m) * shape.n * 2;
+      std::vector<uint16_t> got(c_bytes / 2), want(got.size());
+      std::vector<uint16_t> one_stream(got.size()), two_streams(got.size());
+      auto banded_c = [&](int v, std::vector<uint16_t>* out) {
+        return Ok(gpuMemsetAsync(p.c, 0xFF, c_bytes, timer.stream), "poison") && run_variant(v) &&
+               Ok(gpuMemcpyAsync(out->data(), p.c, c_bytes, gpuMemcpyDefault, timer.stream),
+                  "download");
+      };
+      ok =
+          ok && banded_c(2, &one_stream) && banded_c(5, &two_streams) &&
+          Ok(gpuMemsetAsync(p.c, 0xFF, c_bytes, timer.stream), "poison") &&
+          Ok(gpuMemsetAsync(direct_problem.c, 0xFF, c_bytes, timer.stream), "poison") &&
+          run_variant(0) && run_variant(1) &&
+          Ok(gpuMemcpyAsync(got.data(), p.c, c_bytes, gpuMemcpyDefault, timer.stream),
+             "download") &&
+          Ok(gpuMemcpyAsync(want.data(), direct_problem.c, c_bytes, gpuMemcpyDefault, timer.stream),
+             "download") &&
+          Ok(gpuStreamSynchronize(timer.stream), "sync");
       if (!ok) {
         printf("  %7ld %6ld %6ld  (failed)\n", m, shape.n, shape.k);
         ++failures;
@@ -452,11 +465,16 @@ int main(int argc, char** argv) {
       const double rel = RelativeL2(got, want);
       char nosk[16] = "-";
       if (have_nosk) snprintf(nosk, sizeof(nosk), "%.3f", direct_us / Median(times[6]));
-      printf("  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %8.1f %9s %10.2e\n", m,
+      const bool x2_same = two_streams == one_stream;
+      printf("  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %8.1f %9s %6s %10.2e\n", m,
              shape.n, shape.k, flops / direct_us / 1e6, flops / full_us / 1e6, direct_us / full_us,
              100.0 * (Median(times[2]) / full_us - 1), 100.0 * (Median(times[3]) / full_us - 1),
              100.0 * (Median(times[4]) / full_us - 1), 100.0 * (Median(times[5]) / full_us - 1),
-             nosk, rel);
+             nosk, x2_same ? "yes" : "NO", rel);
+      if (!x2_same) {
+        fprintf(stderr, "gemm_plugin_perf: M %ld N %ld: c1x2's C differs from c1's\n", m, shape.n);
+        ++failures;
+      }
       if (!(rel <= 1e-2)) {
         fprintf(stderr, "gemm_plugin_perf: M %ld N %ld: plugin and cuBLASLt differ (rel L2 %g)\n",
                 m, shape.n, rel);
