@@ -6,7 +6,7 @@
 #           with --compare vendor, default / dma / kernel engines; barrier_perf and the 8-byte
 #           all_gather, plain and graph-launched, against NCCL
 #   plugin  gemm_plugin_perf (the cublaslt plugin against cuBLASLt called directly, and its cost
-#           when cut into bands; GPU 0), fp8 and bf16
+#           when cut into bands; GPU 0), fp8 and bf16; the plugin's tuning times in the log
 #   agemm   ag_gemm_perf with the cublaslt plugin (fp8 and
 #           bf16, Kimi-K3 shapes, with ag-only / gemm-only / overlap columns): one process per
 #           GPU where there are several, else 2 ranks sharing GPU 0 with a DMA queue each
@@ -79,7 +79,8 @@ fi
 lt=$build/ext/gemm/cublaslt/libxccl-gemm-cublaslt.so
 if has_stage plugin; then
   for dtype in fp8 bf16; do
-    CUDA_VISIBLE_DEVICES=0 timeout 180 "$build/perf/gemm_plugin_perf" --plugin "$lt" \
+    CUDA_VISIBLE_DEVICES=0 XCCL_GEMM_CUBLASLT_TUNE=2 timeout 180 \
+      "$build/perf/gemm_plugin_perf" --plugin "$lt" \
       --dtype $dtype --m "8192 16384 32768" --shapes "6400x7168 3840x7168 6288x7168 3648x7168" \
       >>"$logs/gemm_plugin.txt" 2>&1
   done
@@ -212,7 +213,7 @@ fi
   fi
   if [ -f "$logs/gemm_plugin.txt" ]; then
     echo "# gemm_plugin_perf (cublaslt plugin vs cuBLASLt direct; band cost %):"
-    grep -vE "^# +M |^$" "$logs/gemm_plugin.txt"
+    grep -vE "^# +M |^# tune|^$" "$logs/gemm_plugin.txt"
   fi
   if [ -f "$logs/ag_gemm.txt" ]; then
     echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"

@@ -23,7 +23,9 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -371,15 +373,20 @@ bool TuningWanted() {
   return v == nullptr || strcmp(v, "0") != 0;
 }
 
-// The fastest of `candidates` for p, timed on scratch operands of all p.m rows: each runs once
-// (loading its kernel), then every candidate kTimedRuns times between two events, in kPasses
-// interleaved passes, each keeping its best pass. The first (the heuristic's choice) is kept
-// unless another beats it by more than noise (2%). Where the scratch cannot be had (memory),
-// the first candidate is taken untimed.
+// The fastest of `candidates` for p, timed on scratch operands of all p.m rows. Every
+// candidate runs once (loading its kernel); the first then runs for kClockUpMs, so that the
+// GPU's clocks have left idle before anything is timed (timing from idle ranked candidates by
+// their place in the list: the plugin's first tuned choices ran up to 12% slower than the
+// heuristic's first, docs/PERF.md). Then kPasses passes, alternately forward and backward,
+// time each candidate over enough runs to last kTimedMs, each keeping its best pass. The first
+// (the heuristic's choice) is kept unless another beats it by more than noise (2%). Where the
+// scratch cannot be had (memory), the first is taken untimed. XCCL_GEMM_CUBLASLT_TUNE=2 prints
+// the timings to stderr.
 xcclResult_t FastestOf(Context* c, const xcclGemmProblem& p,
                        const std::vector<cublasLtMatmulAlgo_t>& candidates, cudaStream_t stream,
                        cublasLtMatmulAlgo_t* best) {
-  constexpr int kTimedRuns = 3, kPasses = 2;
+  constexpr int kPasses = 3;
+  constexpr float kClockUpMs = 30, kTimedMs = 3;
   *best = candidates.front();
   if (candidates.size() == 1 || p.m == 0) return xcclSuccess;
   WarmUpOperands scratch;
@@ -398,32 +405,49 @@ xcclResult_t FastestOf(Context* c, const xcclGemmProblem& p,
                           d.lc, warm.c, d.lc, &algo, c->workspace, kWorkspaceBytes,
                           stream) == CUBLAS_STATUS_SUCCESS;
   };
-  // Each candidate's best pass in ms; negative: cuBLASLt would not run it (passed over).
-  std::vector<float> best_pass(candidates.size(), -1.0f);
-  for (int pass = 0; pass < kPasses && d.result == xcclSuccess; ++pass) {
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (pass > 0 && best_pass[i] < 0) continue;
-      bool ran =
-          (pass > 0 || matmul(candidates[i])) && cudaEventRecord(start, stream) == cudaSuccess;
-      for (int run = 0; run < kTimedRuns && ran; ++run) ran = matmul(candidates[i]);
-      float ms = 0;
-      ran = ran && cudaEventRecord(stop, stream) == cudaSuccess &&
-            cudaEventSynchronize(stop) == cudaSuccess &&
-            cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
-      if (!ran) {
-        (void)cudaGetLastError();
-        best_pass[i] = -1.0f;
-      } else if (best_pass[i] < 0 || ms < best_pass[i]) {
-        best_pass[i] = ms;
-      }
+  // Milliseconds per run of `runs` runs of candidate i; negative where it would not run.
+  auto time_runs = [&](size_t i, int runs) {
+    bool ran = cudaEventRecord(start, stream) == cudaSuccess;
+    for (int run = 0; run < runs && ran; ++run) ran = matmul(candidates[i]);
+    float ms = 0;
+    ran = ran && cudaEventRecord(stop, stream) == cudaSuccess &&
+          cudaEventSynchronize(stop) == cudaSuccess &&
+          cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
+    if (!ran) (void)cudaGetLastError();
+    return ran ? ms / runs : -1.0f;
+  };
+  // Each candidate's best time per run in ms; negative: cuBLASLt would not run it (passed over).
+  std::vector<float> best_ms(candidates.size(), -1.0f);
+  for (size_t i = 0; i < candidates.size(); ++i) best_ms[i] = time_runs(i, 1);
+  float first_ms = best_ms[0] > 0 ? best_ms[0] : 1.0f, clocked_ms = 0;
+  for (int round = 0; round < 100 && clocked_ms < kClockUpMs && best_ms[0] > 0; ++round) {
+    first_ms = time_runs(0, 4);
+    clocked_ms += 4 * first_ms;
+  }
+  const int runs = std::max(3, std::min(50, static_cast<int>(kTimedMs / first_ms) + 1));
+  for (int pass = 0; pass < kPasses; ++pass) {
+    for (size_t step = 0; step < candidates.size(); ++step) {
+      const size_t i = pass % 2 == 0 ? step : candidates.size() - 1 - step;
+      if (best_ms[i] < 0) continue;
+      const float ms = time_runs(i, runs);
+      best_ms[i] = ms < 0 ? -1.0f : std::min(best_ms[i], ms);
     }
   }
-  float best_ms = -1;
+  float chosen_ms = -1;
+  size_t chosen = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (best_pass[i] >= 0 && (best_ms < 0 || best_pass[i] < 0.98f * best_ms)) {
-      best_ms = best_pass[i];
-      *best = candidates[i];
+    if (best_ms[i] >= 0 && (chosen_ms < 0 || best_ms[i] < 0.98f * chosen_ms)) {
+      chosen_ms = best_ms[i];
+      chosen = i;
     }
+  }
+  *best = candidates[chosen];
+  const char* verbose = getenv("XCCL_GEMM_CUBLASLT_TUNE");
+  if (verbose != nullptr && strcmp(verbose, "2") == 0) {
+    fprintf(stderr, "# tune m %lld n %lld k %lld: chose %zu of", static_cast<long long>(p.m),
+            static_cast<long long>(p.n), static_cast<long long>(p.k), chosen);
+    for (float ms : best_ms) fprintf(stderr, " %.3f", ms);
+    fprintf(stderr, " ms\n");
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);

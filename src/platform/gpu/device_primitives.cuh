@@ -52,15 +52,9 @@ __device__ inline int4 LoadBypassL1(const int4* p) {
 #endif
 }
 
-// Loads in flight per thread before their stores. Copy bandwidth is bytes in flight over
-// latency: at 4 (32 KiB per 512-thread block) two ranks sharing an H200 with 48 blocks each
-// reached 0.84-0.88 of a device memcpy, where 4 and 8 ranks (more blocks) reached 1.0.
-constexpr int kCopyDepth = 8;
-
 // dst <- src by the threads [thread, thread + stride) of a block or grid: 16-byte accesses
-// where both pointers allow, kCopyDepth loads in flight per thread before their stores, bytes
-// for the rest. `kFreshSource`: the source was written by another agent since this SM last
-// read it.
+// where both pointers allow, four loads in flight per thread before their stores, bytes for
+// the rest. `kFreshSource`: the source was written by another agent since this SM last read it.
 template <bool kFreshSource>
 __device__ inline void CopyBytes(char* dst, const char* src, size_t bytes, size_t thread,
                                  size_t stride) {
@@ -70,13 +64,23 @@ __device__ inline void CopyBytes(char* dst, const char* src, size_t bytes, size_
     const int4* in = reinterpret_cast<const int4*>(src);
     int4* out = reinterpret_cast<int4*>(dst);
     size_t i = thread;
-    for (; i + (kCopyDepth - 1) * stride < vectors; i += kCopyDepth * stride) {
-      int4 v[kCopyDepth];
-#pragma unroll
-      for (int d = 0; d < kCopyDepth; ++d)
-        v[d] = kFreshSource ? LoadBypassL1(in + i + d * stride) : in[i + d * stride];
-#pragma unroll
-      for (int d = 0; d < kCopyDepth; ++d) out[i + d * stride] = v[d];
+    for (; i + 3 * stride < vectors; i += 4 * stride) {
+      int4 a, b, c, d;
+      if (kFreshSource) {
+        a = LoadBypassL1(in + i);
+        b = LoadBypassL1(in + i + stride);
+        c = LoadBypassL1(in + i + 2 * stride);
+        d = LoadBypassL1(in + i + 3 * stride);
+      } else {
+        a = in[i];
+        b = in[i + stride];
+        c = in[i + 2 * stride];
+        d = in[i + 3 * stride];
+      }
+      out[i] = a;
+      out[i + stride] = b;
+      out[i + 2 * stride] = c;
+      out[i + 3 * stride] = d;
     }
     for (; i < vectors; i += stride) out[i] = kFreshSource ? LoadBypassL1(in + i) : in[i];
     done = vectors * 16;
