@@ -351,11 +351,15 @@ class WarmUpOperands {
 // The algorithm of each problem shape on each device, one per process: every context (every op,
 // every compute lane of one) runs the same one, so fused and split calls give the same bytes
 // even where tuning's timings would differ from one choice to the next.
+// Keyed by the problem's m too: the choice is timed over all of p.m rows, and the heuristic's
+// answer changes with m (one key for every m gave M 16384 and 32768 the algorithm chosen for
+// 8192: up to 12% slower, docs/PERF.md).
 struct ShapeOnDevice {
   int device;
+  int64_t m;
   AlgoKey key;
   bool operator<(const ShapeOnDevice& o) const {
-    return std::tie(device, key) < std::tie(o.device, o.key);
+    return std::tie(device, m, key) < std::tie(o.device, o.m, o.key);
   }
 };
 std::mutex& ShapeChoicesMutex() {
@@ -375,9 +379,8 @@ bool TuningWanted() {
 
 // The fastest of `candidates` for p, timed on scratch operands of all p.m rows. Every
 // candidate runs once (loading its kernel); the first then runs for kClockUpMs, so that the
-// GPU's clocks have left idle before anything is timed (timing from idle ranked candidates by
-// their place in the list: the plugin's first tuned choices ran up to 12% slower than the
-// heuristic's first, docs/PERF.md). Then kPasses passes, alternately forward and backward,
+// GPU's clocks have left idle before anything is timed (timing from idle would favour the
+// candidates timed last). Then kPasses passes, alternately forward and backward,
 // time each candidate over enough runs to last kTimedMs, each keeping its best pass. The first
 // (the heuristic's choice) is kept unless another beats it by more than noise (2%). Where the
 // scratch cannot be had (memory), the first is taken untimed. XCCL_GEMM_CUBLASLT_TUNE=2 prints
@@ -463,7 +466,7 @@ xcclResult_t ShapeAlgo(Context* c, const xcclGemmProblem& p, const xcclGemmProbl
                        cudaStream_t stream, cublasLtMatmulAlgo_t* algo) {
   constexpr int kCandidates = 8;
   std::lock_guard<std::mutex> lock(ShapeChoicesMutex());
-  const ShapeOnDevice key{c->device, KeyOf(p, kShapeAlgo)};
+  const ShapeOnDevice key{c->device, p.m, KeyOf(p, kShapeAlgo)};
   auto it = ShapeChoices().find(key);
   if (it != ShapeChoices().end()) {
     *algo = it->second;
