@@ -120,6 +120,17 @@ const std::vector<ParamSpec>& Specs() {
        "blocks above 16 KiB; 0 chooses about 16 / (ranks - 1); at most 32; the same on every rank",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 32, &p->allgather_lanes); },
        [](const Params& p) { return std::to_string(p.allgather_lanes); }},
+      {"XCCL_ALLGATHER_CHUNK_BYTES",
+       "GPU platforms, kernel engine: the largest piece a lane pushes before its flag (the ring "
+       "slot size; halved while a lane's ring would have fewer than 2 slots); a multiple of 256 "
+       "from 4096 to 64 MiB; the same on every rank",
+       [](const char* t, Params* p) {
+         int64_t v = 0;
+         if (!ParseInt64(t, 4096, int64_t(64) << 20, &v) || v % 256 != 0) return false;
+         p->allgather_chunk_bytes = v;
+         return true;
+       },
+       [](const Params& p) { return std::to_string(p.allgather_chunk_bytes); }},
       {"XCCL_AGGEMM_COMPUTE_STREAMS",
        "ag_gemm fused mode: streams its bands' GEMMs take in turn (1: the caller's; 2: also a "
        "side stream forked from and joined into it, with its own plugin context)",

@@ -193,6 +193,7 @@ TEST(GpuCommLifecycle, DisagreeingSettingsAreRefusedAtInit) {
       {"XCCL_WINDOW_BYTES", [](xccl::Params* p) { p->window_bytes = 64 << 20; }},
       {"XCCL_ALLGATHER_LL_BYTES", [](xccl::Params* p) { p->ll_bytes = 0; }},
       {"XCCL_ALLGATHER_LANES", [](xccl::Params* p) { p->allgather_lanes = 3; }},
+      {"XCCL_ALLGATHER_CHUNK_BYTES", [](xccl::Params* p) { p->allgather_chunk_bytes = 1 << 20; }},
       {"XCCL_ALLGATHER_ALGO", [](xccl::Params* p) { p->allgather_algo = "dma"; }},
   };
   for (const Disagreement& disagreement : cases) {

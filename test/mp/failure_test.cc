@@ -173,8 +173,9 @@ TEST_P(DifferentCountsTest, EveryRankFailsAndNoBufferIsOverrun) {
         options);
     RestoreParams();
     ExpectNoFailures(failures);
-    if (GetParam() == RankMode::kThreads)
+    if (GetParam() == RankMode::kThreads) {
       EXPECT_GE(invalid_usage.load(), 1) << "no rank's put was refused for its size";
+    }
   }
 }
 

@@ -48,6 +48,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.eager_bytes, 65536);
   EXPECT_EQ(p.ll_bytes, 8192);
   EXPECT_EQ(p.allgather_lanes, 0);
+  EXPECT_EQ(p.allgather_chunk_bytes, 512 << 10);
   EXPECT_EQ(p.aggemm_compute_streams, 1);
 }
 
@@ -60,6 +61,7 @@ void ExpectSameNumbers(const Params& got, const Params& want) {
   EXPECT_EQ(got.eager_bytes, want.eager_bytes);
   EXPECT_EQ(got.ll_bytes, want.ll_bytes);
   EXPECT_EQ(got.allgather_lanes, want.allgather_lanes);
+  EXPECT_EQ(got.allgather_chunk_bytes, want.allgather_chunk_bytes);
   EXPECT_EQ(got.aggemm_compute_streams, want.aggemm_compute_streams);
 }
 
@@ -151,6 +153,9 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_ALLGATHER_LL_BYTES", "32768", &Params::ll_bytes, 32768},
       {"XCCL_ALLGATHER_LANES", "32", &Params::allgather_lanes, 32},
       {"XCCL_ALLGATHER_LANES", "0", &Params::allgather_lanes, 0},
+      {"XCCL_ALLGATHER_CHUNK_BYTES", "4096", &Params::allgather_chunk_bytes, 4096},
+      {"XCCL_ALLGATHER_CHUNK_BYTES", "67108864", &Params::allgather_chunk_bytes, 64 << 20},
+      {"XCCL_ALLGATHER_CHUNK_BYTES", "0x200000", &Params::allgather_chunk_bytes, 2 << 20},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "1", &Params::aggemm_compute_streams, 1},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "2", &Params::aggemm_compute_streams, 2},
   };
@@ -197,6 +202,10 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_EAGER_BYTES", "16777217"},
       {"XCCL_EAGER_BYTES", "32k"},
       {"XCCL_ALLGATHER_LL_BYTES", "32769"},
+      {"XCCL_ALLGATHER_CHUNK_BYTES", "4095"},
+      {"XCCL_ALLGATHER_CHUNK_BYTES", "5000"},  // not a multiple of 256
+      {"XCCL_ALLGATHER_CHUNK_BYTES", "67109120"},
+      {"XCCL_ALLGATHER_CHUNK_BYTES", "-256"},
       {"XCCL_ALLGATHER_LL_BYTES", "-1"},
       {"XCCL_ALLGATHER_LANES", "33"},
       {"XCCL_ALLGATHER_LANES", "-2"},

@@ -48,7 +48,6 @@ static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kSlotsBytes, "ring count
 static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kSlotsBytes, "LL call counters fit");
 // The largest chunk of the pipelined all_gather: a block pushes about 25 GB/s over NVLink, so a
 // 512 KiB chunk takes ~20 us against ~1-2 us of flag traffic per chunk.
-constexpr size_t kChunkMax = 512 * 1024;
 
 // Calls of at most this many bytes per rank run on one lane (PipelinedAllGather).
 constexpr size_t kSmallCallBytes = 16 * 1024;
@@ -60,6 +59,7 @@ struct WindowAnnounce {
   uint64_t inbox_bytes;   // XCCL_WINDOW_BYTES: peers address this rank's inboxes
   uint64_t ll_bytes;      // XCCL_ALLGATHER_LL_BYTES: the same path per call
   int32_t lanes;          // XCCL_ALLGATHER_LANES: the same rings per call
+  uint64_t chunk_max;     // XCCL_ALLGATHER_CHUNK_BYTES: the same ring slots
   int32_t dma_requested;  // XCCL_ALLGATHER_ALGO=dma: the same engine per call
   int32_t device;
   int32_t ok;
@@ -79,6 +79,8 @@ xcclResult_t RequireSameSettings(const WindowAnnounce& theirs, const WindowAnnou
       {"XCCL_ALLGATHER_LL_BYTES", static_cast<int64_t>(theirs.ll_bytes),
        static_cast<int64_t>(mine.ll_bytes)},
       {"XCCL_ALLGATHER_LANES (lanes per peer)", theirs.lanes, mine.lanes},
+      {"XCCL_ALLGATHER_CHUNK_BYTES (ring slot bytes)", static_cast<int64_t>(theirs.chunk_max),
+       static_cast<int64_t>(mine.chunk_max)},
       {"XCCL_ALLGATHER_ALGO (1: dma)", theirs.dma_requested, mine.dma_requested},
   };
   for (const Setting& setting : settings) {
@@ -117,9 +119,10 @@ class GpuPlatform final : public Platform {
         params.allgather_lanes > 0
             ? static_cast<int>(std::min<int64_t>(params.allgather_lanes, PipelineSlots::kMaxLanes))
             : PipelineLanes(nranks);
-    // Ring slots: chunks of at most kChunkMax, at least two slots per lane where the inbox
-    // allows, and a power of two of them (slot = counter % slots must survive the wrap).
-    chunk_max_ = kChunkMax;
+    // Ring slots: chunks of at most XCCL_ALLGATHER_CHUNK_BYTES, at least two slots per lane
+    // where the inbox allows, and a power of two of them (slot = counter % slots must survive
+    // the wrap).
+    chunk_max_ = static_cast<size_t>(params.allgather_chunk_bytes);
     while (chunk_max_ > 256 && inbox_bytes_ / (lanes_ * chunk_max_) < 2) chunk_max_ /= 2;
     const size_t slots = inbox_bytes_ / (lanes_ * chunk_max_);
     if (slots == 0)
@@ -139,6 +142,7 @@ class GpuPlatform final : public Platform {
     mine.inbox_bytes = inbox_bytes_;
     mine.ll_bytes = ll_bytes_;
     mine.lanes = lanes_;
+    mine.chunk_max = chunk_max_;
     mine.dma_requested = params.allgather_algo == "dma" ? 1 : 0;
     xcclResult_t local = CreateLocalWindow(params.epoch_base, &mine);
     std::vector<WindowAnnounce> all(nranks);
