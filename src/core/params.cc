@@ -133,8 +133,9 @@ const std::vector<ParamSpec>& Specs() {
        [](const Params& p) { return std::to_string(p.allgather_chunk_bytes); }},
       {"XCCL_AGGEMM_COMPUTE_STREAMS",
        "ag_gemm fused mode: streams its bands' GEMMs take in turn (1: the caller's; 2: also a "
-       "side stream forked from and joined into it, with its own plugin context)",
-       [](const char* t, Params* p) { return ParseInt64(t, 1, 2, &p->aggemm_compute_streams); },
+       "side stream forked from and joined into it, with its own plugin context; 0: the "
+       "platform's choice, 2 on GPUs and 1 on the host)",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 2, &p->aggemm_compute_streams); },
        [](const Params& p) { return std::to_string(p.aggemm_compute_streams); }},
       {"XCCL_GEMM_PLUGIN",
        "ag_gemm's GEMM plugin when the caller names none: a name (loads "

@@ -60,6 +60,11 @@ class Platform {
   virtual ~Platform() = default;
   virtual const char* name() const = 0;
   virtual int queue_count() const = 0;
+  // How many streams fused ag_gemm's band GEMMs take in turn when XCCL_AGGEMM_COMPUTE_STREAMS
+  // leaves it open (0). GPU: 2, since bands on one stream serialise each band's tail wave (up
+  // to +78% over one full GEMM at world 8, against -13% to +17% on two: docs/PERF.md). Host: 1
+  // (a side lane is one more thread per op on machines with few cores).
+  virtual int default_compute_streams() const { return 1; }
 
   // Brackets every operation. GPU: advances the epoch in device memory on `stream` and forks
   // the DMA queues off it. Host: nothing (calls are synchronous).

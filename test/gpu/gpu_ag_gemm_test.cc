@@ -5,7 +5,7 @@
 // fresh data, on every world of the gpu suite (ranks sharing one GPU, every GPU where there are
 // several); fused on one GPU with two ranks given a queue each (XCCL_GPU_QUEUES=1), so that
 // a machine of one GPU runs the fused path too; and all of it with the bands on two compute
-// streams (XCCL_AGGEMM_COMPUTE_STREAMS=2).
+// streams (XCCL_AGGEMM_COMPUTE_STREAMS=2, the GPU default) and on one.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -215,6 +215,23 @@ TEST_P(GpuAgGemmTest, FusedOnTwoComputeStreams) {
   const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(XCCL_GEMM_REFERENCE_PATH);
   ASSERT_NE(counting, nullptr) << "cannot load " << XCCL_GEMM_REFERENCE_PATH;
   Run([counting](RankContext& ctx) { SideLaneBody(counting, ctx); }, options);
+  ForEachPlugin([this, &options](const PluginChoice& plugin) {
+    Run([plugin](RankContext& ctx) { SplitAndFusedBody(plugin, ctx); }, options);
+  });
+}
+
+// XCCL_AGGEMM_COMPUTE_STREAMS=1: every band's GEMM on the caller's stream (the GPU default is
+// 2), the same checks as above, where fused mode runs.
+TEST_P(GpuAgGemmTest, FusedOnOneComputeStream) {
+  const bool one_gpu = GetParam().placement == Placement::kOneGpu;
+  if (one_gpu ? world() != 2 : GetParam().n != 1)
+    GTEST_SKIP() << "runs with 2 ranks on one GPU or one rank per GPU only";
+  RunOptions options;
+  options.before_init = [one_gpu] {
+    if (one_gpu) WithGpuQueues(1)();
+    WithTimeoutMs(15000)();
+    WithComputeStreams(1)();
+  };
   ForEachPlugin([this, &options](const PluginChoice& plugin) {
     Run([plugin](RankContext& ctx) { SplitAndFusedBody(plugin, ctx); }, options);
   });

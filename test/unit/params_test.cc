@@ -49,7 +49,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.ll_bytes, 8192);
   EXPECT_EQ(p.allgather_lanes, 0);
   EXPECT_EQ(p.allgather_chunk_bytes, 512 << 10);
-  EXPECT_EQ(p.aggemm_compute_streams, 1);
+  EXPECT_EQ(p.aggemm_compute_streams, 0);
 }
 
 // Every numeric field equal: what a malformed value must leave untouched.
@@ -156,6 +156,7 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_ALLGATHER_CHUNK_BYTES", "4096", &Params::allgather_chunk_bytes, 4096},
       {"XCCL_ALLGATHER_CHUNK_BYTES", "67108864", &Params::allgather_chunk_bytes, 64 << 20},
       {"XCCL_ALLGATHER_CHUNK_BYTES", "0x200000", &Params::allgather_chunk_bytes, 2 << 20},
+      {"XCCL_AGGEMM_COMPUTE_STREAMS", "0", &Params::aggemm_compute_streams, 0},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "1", &Params::aggemm_compute_streams, 1},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "2", &Params::aggemm_compute_streams, 2},
   };
@@ -209,7 +210,7 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_ALLGATHER_LL_BYTES", "-1"},
       {"XCCL_ALLGATHER_LANES", "33"},
       {"XCCL_ALLGATHER_LANES", "-2"},
-      {"XCCL_AGGEMM_COMPUTE_STREAMS", "0"},
+      {"XCCL_AGGEMM_COMPUTE_STREAMS", "-1"},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "3"},
   };
   for (const Malformed& c : cases) {

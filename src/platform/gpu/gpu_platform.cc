@@ -162,6 +162,7 @@ class GpuPlatform final : public Platform {
     return xcclSuccess;
   }
 
+  int default_compute_streams() const override { return 2; }
   const char* name() const override {
 #if defined(XCCL_PLATFORM_HIP)
     return "hip";
