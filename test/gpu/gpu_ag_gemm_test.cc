@@ -196,48 +196,54 @@ void SideLaneBody(const xcclGemmPlugin_v1_t* counting, RankContext& ctx) {
   RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
 }
 
-// XCCL_AGGEMM_COMPUTE_STREAMS=2: the bands of a plugin without a tile-wait entry (cublaslt,
-// the reference plugin with its entry stripped) take the caller's stream and a side stream in
-// turn, with a plugin context each (SideLaneBody checks that the side lane runs); the results,
-// fused equal to split and graph replay (the side stream forked and joined inside the capture)
-// as above. Runs where fused mode does: one process per GPU over every GPU, and two ranks on one
-// GPU given a queue each; other worlds skip.
-TEST_P(GpuAgGemmTest, FusedOnTwoComputeStreams) {
-  const bool one_gpu = GetParam().placement == Placement::kOneGpu;
-  if (one_gpu ? world() != 2 : GetParam().n != 1)
-    GTEST_SKIP() << "runs with 2 ranks on one GPU or one rank per GPU only";
-  RunOptions options;
-  options.before_init = [one_gpu] {
-    if (one_gpu) WithGpuQueues(1)();
-    WithTimeoutMs(15000)();
-    WithComputeStreams(2)();
-  };
+// Fused mode with its bands' GEMMs on `streams` compute streams, where it runs: one process per
+// GPU over every GPU, and two ranks on one GPU given a queue each; other worlds skip.
+class GpuAgGemmStreamsTest : public GpuAgGemmTest {
+ protected:
+  bool FusedRuns() const {
+    return GetParam().placement == Placement::kOneGpu ? world() == 2 : GetParam().n == 1;
+  }
+  RunOptions OptionsFor(int64_t streams) const {
+    RunOptions options;
+    const bool one_gpu = GetParam().placement == Placement::kOneGpu;
+    options.before_init = [one_gpu, streams] {
+      if (one_gpu) WithGpuQueues(1)();
+      WithTimeoutMs(15000)();
+      WithComputeStreams(streams)();
+    };
+    return options;
+  }
+  // SplitAndFusedBody for every plugin under OptionsFor(streams).
+  void RunEveryPlugin(int64_t streams) {
+    const RunOptions options = OptionsFor(streams);
+    ForEachPlugin([this, &options](const PluginChoice& plugin) {
+      Run([plugin](RankContext& ctx) { SplitAndFusedBody(plugin, ctx); }, options);
+    });
+  }
+};
+
+// XCCL_AGGEMM_COMPUTE_STREAMS=2 (the GPU default): the bands of a plugin without a tile-wait
+// entry (cublaslt, the reference plugin with its entry stripped) take the caller's stream and a
+// side stream in turn, with a plugin context each (SideLaneBody checks that the side lane runs);
+// the results, fused equal to split and graph replay (the side stream forked and joined inside
+// the capture) as above.
+TEST_P(GpuAgGemmStreamsTest, FusedOnTwoComputeStreams) {
+  if (!FusedRuns()) GTEST_SKIP() << "runs with 2 ranks on one GPU or one rank per GPU only";
   const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(XCCL_GEMM_REFERENCE_PATH);
   ASSERT_NE(counting, nullptr) << "cannot load " << XCCL_GEMM_REFERENCE_PATH;
-  Run([counting](RankContext& ctx) { SideLaneBody(counting, ctx); }, options);
-  ForEachPlugin([this, &options](const PluginChoice& plugin) {
-    Run([plugin](RankContext& ctx) { SplitAndFusedBody(plugin, ctx); }, options);
-  });
+  Run([counting](RankContext& ctx) { SideLaneBody(counting, ctx); }, OptionsFor(2));
+  RunEveryPlugin(2);
 }
 
-// XCCL_AGGEMM_COMPUTE_STREAMS=1: every band's GEMM on the caller's stream (the GPU default is
-// 2), the same checks as above, where fused mode runs.
-TEST_P(GpuAgGemmTest, FusedOnOneComputeStream) {
-  const bool one_gpu = GetParam().placement == Placement::kOneGpu;
-  if (one_gpu ? world() != 2 : GetParam().n != 1)
-    GTEST_SKIP() << "runs with 2 ranks on one GPU or one rank per GPU only";
-  RunOptions options;
-  options.before_init = [one_gpu] {
-    if (one_gpu) WithGpuQueues(1)();
-    WithTimeoutMs(15000)();
-    WithComputeStreams(1)();
-  };
-  ForEachPlugin([this, &options](const PluginChoice& plugin) {
-    Run([plugin](RankContext& ctx) { SplitAndFusedBody(plugin, ctx); }, options);
-  });
+// XCCL_AGGEMM_COMPUTE_STREAMS=1: every band's GEMM on the caller's stream, the same checks.
+TEST_P(GpuAgGemmStreamsTest, FusedOnOneComputeStream) {
+  if (!FusedRuns()) GTEST_SKIP() << "runs with 2 ranks on one GPU or one rank per GPU only";
+  RunEveryPlugin(1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuAgGemmTest, ::testing::ValuesIn(StandardGpuWorlds()),
+                         GpuWorldName);
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuAgGemmStreamsTest, ::testing::ValuesIn(StandardGpuWorlds()),
                          GpuWorldName);
 
 #else
