@@ -108,7 +108,7 @@ if has_stage agemm; then
     queues_env=(XCCL_GPU_QUEUES=1 CUDA_VISIBLE_DEVICES=0)
   fi
   for dtype in $dtypes; do
-    env "${queues_env[@]}" timeout 240 "$build/perf/ag_gemm_perf" $placement --plugin "$lt" \
+    env ${queues_env[@]+"${queues_env[@]}"} timeout 240 "$build/perf/ag_gemm_perf" $placement --plugin "$lt" \
       --dtype $dtype --compare vendor --m "$ms" --shapes "$shapes" --rounds 3 -n 5 -w 2 \
       >>"$logs/ag_gemm.txt" 2>&1
   done
@@ -118,7 +118,7 @@ if has_stage agemm; then
   if [ "$gpus" -ge 2 ]; then
     python3 perf/fit_chunk_rule.py "$logs/ag_gemm.txt" >"$logs/chunk_fit.txt" 2>&1
   fi
-  env "${queues_env[@]}" XCCL_AGGEMM_COMPUTE_STREAMS=2 timeout 180 "$build/perf/ag_gemm_perf" \
+  env ${queues_env[@]+"${queues_env[@]}"} XCCL_AGGEMM_COMPUTE_STREAMS=2 timeout 180 "$build/perf/ag_gemm_perf" \
     $placement --plugin "$lt" --dtype fp8 --compare vendor --m "8192 16384 32768" \
     --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 >"$logs/ag_gemm_2streams.txt" 2>&1
   pack

@@ -31,15 +31,15 @@ bool Aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
 }
 
-// The self test's byte at position i of source s's slot (or scales) in test round `round`: no
-// two sources, rounds or positions share a pattern, and no byte pattern repeats at short
-// distances, so a misplaced band shows up.
 // XCCL_AGGEMM_COMPUTE_STREAMS, or the platform's choice where it is 0.
 int ComputeStreams(const Platform& platform) {
   const int64_t asked = GetParams().aggemm_compute_streams;
   return asked > 0 ? static_cast<int>(asked) : platform.default_compute_streams();
 }
 
+// The self test's byte at position i of source s's slot (or scales) in test round `round`: no
+// two sources, rounds or positions share a pattern, and no byte pattern repeats at short
+// distances, so a misplaced band shows up.
 unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
   uint64_t x = (static_cast<uint64_t>(round) << 40) ^ (static_cast<uint64_t>(source) << 32) ^
                (scale ? 0x9E3779B97F4A7C15ull : 0) ^ i;

@@ -80,7 +80,8 @@ class AgGemmOp {
                         int64_t m) const;
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
   xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m, xcclStream_t stream);
-  // Create's step for XCCL_AGGEMM_COMPUTE_STREAMS=2: the side stream and a second plugin
+  // Create's step for two compute streams (XCCL_AGGEMM_COMPUTE_STREAMS=2, or 0 on a platform
+  // whose default is 2: GPUs): the side stream and a second plugin
   // context (its own workspace: two bands may run at once), asked to support `problem` too.
   xcclResult_t PrepareSideLane(const xcclGemmProblem& problem);
   // Exchanges the slots: every rank ends with every source's rows. Fused: over the queues,
@@ -103,8 +104,8 @@ class AgGemmOp {
   WindowLayout layout_;
   std::unique_ptr<GemmPlugin> plugin_;
   void* plugin_ctx_ = nullptr;
-  // Fused mode with XCCL_AGGEMM_COMPUTE_STREAMS=2: every other band's GEMM runs on side_ with
-  // this context (nullptr: one lane).
+  // Fused mode on two compute streams (see PrepareSideLane): every other band's GEMM runs on side_
+  // with this context (nullptr: one lane).
   void* side_plugin_ctx_ = nullptr;
   SideStream side_;
   int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)

@@ -11,15 +11,17 @@
 // 12 measured this path on an H200). A band of rows of C is a band of columns of C^T: the same
 // call with A, a_scale and C offset and the column count cut.
 //
-// One algorithm per problem shape (n, k, leading dimensions, types) and device in a process,
-// chosen at supports(): the fastest, timed over the whole problem, of the heuristic's first 8
+// One algorithm per problem (m, n, k, leading dimensions, types) and device in a process, chosen
+// at supports(): the fastest, timed over the whole problem, of the heuristic's first 8
 // split-K-free algorithms (XCCL_GEMM_CUBLASLT_TUNE=0: its first, untimed), and used for every
-// band whose row count it accepts (cublasLtMatmulAlgoCheck). One algorithm means one summation
-// order, so such a band's bytes equal the full run's. A row count it refuses gets an algorithm of
-// its own, cached per row count; its bytes may then differ, and its kernel loads at that band's
-// first run. supports() runs the shape's algorithm once on scratch memory: that loads its kernel
-// before any xccl call (ag_gemm's create ends in a rank agreement), since a kernel's first launch
-// can wait for the whole device, which stalls ranks sharing a GPU in one process.
+// band whose row count it accepts (cublasLtMatmulAlgoCheck). Timed, so two processes (or runs)
+// may choose differently and give different bytes; within a process every context of a problem
+// gets the same choice (fused and split ops of one m_max give the same bytes). One algorithm means
+// one summation order, so such a band's bytes equal the full run's. A row count it refuses gets an
+// algorithm of its own, cached per row count; its bytes may then differ, and its kernel loads at
+// that band's first run. supports() runs the shape's algorithm once on scratch memory: that loads
+// its kernel before any xccl call (ag_gemm's create ends in a rank agreement), since a kernel's
+// first launch can wait for the whole device, which stalls ranks sharing a GPU in one process.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -40,12 +42,13 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
+// A problem (m, n, k, leading dimensions, types) and the row count of a run of it.
 struct AlgoKey {
-  int64_t rows, n, k, lda, ldb, ldc;
+  int64_t rows, m, n, k, lda, ldb, ldc;
   int in, out;
   bool operator<(const AlgoKey& o) const {
-    return std::tie(rows, n, k, lda, ldb, ldc, in, out) <
-           std::tie(o.rows, o.n, o.k, o.lda, o.ldb, o.ldc, o.in, o.out);
+    return std::tie(rows, m, n, k, lda, ldb, ldc, in, out) <
+           std::tie(o.rows, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.in, o.out);
   }
 };
 
@@ -238,8 +241,10 @@ xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo) {
 }
 
 AlgoKey KeyOf(const xcclGemmProblem& p, int64_t rows) {
-  return AlgoKey{
-      rows, p.n, p.k, p.lda, p.ldb, p.ldc, static_cast<int>(p.a_type), static_cast<int>(p.c_type)};
+  AlgoKey key{rows, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, 0, 0};
+  key.in = static_cast<int>(p.a_type);
+  key.out = static_cast<int>(p.c_type);
+  return key;
 }
 constexpr int64_t kShapeAlgo = -1;  // AlgoKey::rows of the algorithm chosen for the whole problem
 
@@ -317,14 +322,28 @@ class WarmUpOperands {
     float* scales = reinterpret_cast<float*>(scratch_ + a_bytes + b_bytes + c_bytes);
     warm->a_scale = fp8 ? scales + p.n : nullptr;
     warm->b_scale = fp8 ? scales : nullptr;
-    return fill == kZeros || (Upload(RandomCodes(a_bytes + b_bytes, fp8), scratch_, stream) &&
+    return fill == kZeros || (FillRandom(scratch_, a_bytes + b_bytes, fp8, stream) &&
                               Upload(std::vector<float>(p.m + p.n, 1.0f), scales, stream));
   }
 
  private:
+  // `bytes` of random element codes at `device`: one 1 MiB tile made on the host, then copied
+  // over the rest on the device (a whole A of 32768 x 7168 bf16 would be 470 MB of host memory
+  // and time, and a repeat every MiB makes no difference to power draw).
+  static bool FillRandom(char* device, size_t bytes, bool fp8, cudaStream_t stream) {
+    constexpr size_t kTile = 1 << 20;
+    const std::vector<uint8_t> tile = RandomCodes(std::min(bytes, kTile), fp8);
+    if (!Upload(tile, device, stream)) return false;
+    for (size_t done = tile.size(); done < bytes; done += kTile) {
+      if (cudaMemcpyAsync(device + done, device, std::min(kTile, bytes - done),
+                          cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
+        return false;
+    }
+    return true;
+  }
   // Element codes of random sign and mantissa: e4m3 bytes 0x38-0x3F / 0xB8-0xBF (1 to 1.875),
-  // bf16/fp16 halves with exponent bits fixed likewise (about 0.5 to 2). xorshift64: quick,
-  // and any generator will do for power draw.
+  // 16-bit halves with the exponent bits fixed (bf16 about 0.5 to 2, fp16 1.75 to 2). xorshift64:
+  // quick, and any generator will do for power draw. `bytes` is even for 16-bit types.
   static std::vector<uint8_t> RandomCodes(size_t bytes, bool fp8) {
     std::vector<uint8_t> codes(bytes);
     uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -348,12 +367,11 @@ class WarmUpOperands {
   char* scratch_ = nullptr;
 };
 
-// The algorithm of each problem shape on each device, one per process: every context (every op,
-// every compute lane of one) runs the same one, so fused and split calls give the same bytes
-// even where tuning's timings would differ from one choice to the next.
-// Keyed by the problem's m too: the choice is timed over all of p.m rows, and the heuristic's
-// answer changes with m (one key for every m gave M 16384 and 32768 the algorithm chosen for
-// 8192: up to 12% slower, docs/PERF.md).
+// The algorithm of each problem on each device, one per process: every context (every op, every
+// compute lane of one) runs the same one, so fused and split calls of one m give the same bytes
+// even where tuning's timings would differ from one choice to the next. Keyed by the problem's m
+// too: the choice is timed over all of p.m rows, and the heuristic's answer changes with m (one
+// key for every m gave M 16384 and 32768 the algorithm chosen for 8192, docs/PERF.md).
 struct ShapeOnDevice {
   int device;
   int64_t m;
@@ -362,7 +380,13 @@ struct ShapeOnDevice {
     return std::tie(device, m, key) < std::tie(o.device, o.m, o.key);
   }
 };
-std::mutex& ShapeChoicesMutex() {
+// One lock per device (devices beyond 64 share): contexts of one device choose one after
+// another, those of different devices at once.
+std::mutex& ShapeChoicesMutex(int device) {
+  static std::mutex mu[64];
+  return mu[static_cast<unsigned>(device) % 64];
+}
+std::mutex& ShapeChoicesMapMutex() {  // the map itself, held only to read or write it
   static std::mutex mu;
   return mu;
 }
@@ -382,7 +406,7 @@ bool TuningWanted() {
 // GPU's clocks have left idle before anything is timed (timing from idle would favour the
 // candidates timed last). Then kPasses passes, alternately forward and backward,
 // time each candidate over enough runs to last kTimedMs, each keeping its best pass. The first
-// (the heuristic's choice) is kept unless another beats it by more than noise (2%). Where the
+// (the heuristic's choice) is kept unless the fastest beats it by more than noise (2%). Where the
 // scratch cannot be had (memory), the first is taken untimed. XCCL_GEMM_CUBLASLT_TUNE=2 prints
 // the timings to stderr.
 xcclResult_t FastestOf(Context* c, const xcclGemmProblem& p,
@@ -423,11 +447,13 @@ xcclResult_t FastestOf(Context* c, const xcclGemmProblem& p,
   std::vector<float> best_ms(candidates.size(), -1.0f);
   for (size_t i = 0; i < candidates.size(); ++i) best_ms[i] = time_runs(i, 1);
   float first_ms = best_ms[0] > 0 ? best_ms[0] : 1.0f, clocked_ms = 0;
+  // Up to 400 runs: a GEMM under 75 us clocks up for less than kClockUpMs.
   for (int round = 0; round < 100 && clocked_ms < kClockUpMs && best_ms[0] > 0; ++round) {
     first_ms = time_runs(0, 4);
     clocked_ms += 4 * first_ms;
   }
-  const int runs = std::max(3, std::min(50, static_cast<int>(kTimedMs / first_ms) + 1));
+  const int runs =
+      std::max(3, std::min(50, static_cast<int>(kTimedMs / std::max(first_ms, 1e-3f)) + 1));
   for (int pass = 0; pass < kPasses; ++pass) {
     for (size_t step = 0; step < candidates.size(); ++step) {
       const size_t i = pass % 2 == 0 ? step : candidates.size() - 1 - step;
@@ -436,14 +462,12 @@ xcclResult_t FastestOf(Context* c, const xcclGemmProblem& p,
       best_ms[i] = ms < 0 ? -1.0f : std::min(best_ms[i], ms);
     }
   }
-  float chosen_ms = -1;
+  // The fastest; the first (the heuristic's choice) unless the fastest beats it by over 2%.
   size_t chosen = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (best_ms[i] >= 0 && (chosen_ms < 0 || best_ms[i] < 0.98f * chosen_ms)) {
-      chosen_ms = best_ms[i];
-      chosen = i;
-    }
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    if (best_ms[i] >= 0 && (best_ms[chosen] < 0 || best_ms[i] < best_ms[chosen])) chosen = i;
   }
+  if (best_ms[0] >= 0 && !(best_ms[chosen] < 0.98f * best_ms[0])) chosen = 0;
   *best = candidates[chosen];
   const char* verbose = getenv("XCCL_GEMM_CUBLASLT_TUNE");
   if (verbose != nullptr && strcmp(verbose, "2") == 0) {
@@ -460,17 +484,21 @@ xcclResult_t FastestOf(Context* c, const xcclGemmProblem& p,
 // The process's algorithm for p's shape on c's device: chosen once, then shared. The heuristic
 // lists up to kCandidates split-K-free algorithms (over descriptors whose scale pointers lie in
 // `warm`: it refuses fp8 without them); FastestOf picks among them unless
-// XCCL_GEMM_CUBLASLT_TUNE=0. Holds the process-wide lock while choosing: contexts asking at
-// once (ranks of one process) wait for the one choice instead of timing against each other.
+// XCCL_GEMM_CUBLASLT_TUNE=0. Holds the device's lock while choosing: contexts of one device
+// asking at once (ranks of one process sharing a GPU) wait for the one choice instead of timing
+// against each other.
 xcclResult_t ShapeAlgo(Context* c, const xcclGemmProblem& p, const xcclGemmProblem& warm,
                        cudaStream_t stream, cublasLtMatmulAlgo_t* algo) {
   constexpr int kCandidates = 8;
-  std::lock_guard<std::mutex> lock(ShapeChoicesMutex());
+  std::lock_guard<std::mutex> choosing(ShapeChoicesMutex(c->device));
   const ShapeOnDevice key{c->device, p.m, KeyOf(p, kShapeAlgo)};
-  auto it = ShapeChoices().find(key);
-  if (it != ShapeChoices().end()) {
-    *algo = it->second;
-    return xcclSuccess;
+  {
+    std::lock_guard<std::mutex> reading(ShapeChoicesMapMutex());
+    auto it = ShapeChoices().find(key);
+    if (it != ShapeChoices().end()) {
+      *algo = it->second;
+      return xcclSuccess;
+    }
   }
   Descriptors whole(warm, 0, p.m);
   std::vector<cublasLtMatmulAlgo_t> candidates;
@@ -479,7 +507,10 @@ xcclResult_t ShapeAlgo(Context* c, const xcclGemmProblem& p, const xcclGemmProbl
           ? whole.result
           : SplitKFreeCandidates(c, whole, TuningWanted() ? kCandidates : 1, &candidates);
   if (r == xcclSuccess) r = FastestOf(c, p, candidates, stream, algo);
-  if (r == xcclSuccess) ShapeChoices()[key] = *algo;
+  if (r == xcclSuccess) {
+    std::lock_guard<std::mutex> writing(ShapeChoicesMapMutex());
+    ShapeChoices()[key] = *algo;
+  }
   return r;
 }
 

@@ -46,9 +46,6 @@ __attribute__((constructor)) void RaiseHardwareQueues() {
 constexpr size_t kSlotsBytes = 32768;
 static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kSlotsBytes, "ring counters fit");
 static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kSlotsBytes, "LL call counters fit");
-// The largest chunk of the pipelined all_gather: a block pushes about 25 GB/s over NVLink, so a
-// 512 KiB chunk takes ~20 us against ~1-2 us of flag traffic per chunk.
-
 // Calls of at most this many bytes per rank run on one lane (PipelinedAllGather).
 constexpr size_t kSmallCallBytes = 16 * 1024;
 
@@ -122,8 +119,12 @@ class GpuPlatform final : public Platform {
     // Ring slots: chunks of at most XCCL_ALLGATHER_CHUNK_BYTES, at least two slots per lane
     // where the inbox allows, and a power of two of them (slot = counter % slots must survive
     // the wrap).
+    // The default, 512 KiB: a block pushes about 25 GB/s over NVLink, so a chunk takes ~20 us
+    // against ~1-2 us of flag traffic per chunk. Halved chunks stay multiples of 256 bytes
+    // (16-byte stores, aligned slots) for any multiple of 256 the parameter takes.
     chunk_max_ = static_cast<size_t>(params.allgather_chunk_bytes);
-    while (chunk_max_ > 256 && inbox_bytes_ / (lanes_ * chunk_max_) < 2) chunk_max_ /= 2;
+    while (chunk_max_ > 256 && inbox_bytes_ / (lanes_ * chunk_max_) < 2)
+      chunk_max_ = std::max<size_t>(256, chunk_max_ / 2 / 256 * 256);
     const size_t slots = inbox_bytes_ / (lanes_ * chunk_max_);
     if (slots == 0)
       return Fail(xcclInvalidUsage,
