@@ -11,6 +11,9 @@
 //            the timed stream), so one band's tail wave can overlap the next band's start: the
 //            remedy DESIGN.md section 12 measured for the banding cost; each stream has a
 //            plugin context of its own (its own workspace), as ag_gemm's two compute lanes do
+//   g2x2     bands of two sources' rows (world / 2 bands) on two streams in turn: what waiting
+//            for two sources before each GEMM would cost, where bands of one source are too
+//            small to fill the GPU (M 8192 at world 8: c1x2 +3% to +16%, docs/PERF.md)
 //   nosk     cublasLtMatmul with the heuristic asked for split-K-free algorithms only
 //            (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = NONE), against direct: what the
 //            plugin, which needs split-K off for equal bytes across bands, could get
@@ -369,9 +372,9 @@ int main(int argc, char** argv) {
       "after %d warm-ups, variants interleaved; bands over world %d\n",
       fp8 ? "fp8 e4m3 (ptpc)" : "bf16", set.plugin.c_str(), set.device, set.rounds, set.iters,
       set.warmup, set.world);
-  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %8s %9s %6s %10s\n", "M", "N", "K",
+  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %8s %8s %9s %6s %10s\n", "M", "N", "K",
          "direct(TF/s)", "full(TF/s)", "full/dir", "c1(+%)", "c2(+%)", "c4(+%)", "c1x2(+%)",
-         "nosk/dir", "x2same", "relL2");
+         "g2x2(+%)", "nosk/dir", "x2same", "relL2");
   int failures = 0;
   for (const Shape& shape : set.shapes) {
     for (const int64_t m : set.global_m) {
@@ -394,27 +397,31 @@ int main(int argc, char** argv) {
       // Without a split-K-free algorithm the nosk column says so (-) and the rest still runs.
       const bool have_nosk = split_k_free.Prepare(handle, direct_problem, workspace.as<void>(),
                                                   kWorkspaceBytes, /*split_k_free=*/true);
+      // `bands` equal bands of all m rows on two streams in turn, forked from and joined into
+      // the timed stream.
+      auto on_two_streams = [&](int64_t bands) {
+        if (!Ok(gpuEventRecord(fork, timer.stream), "record") ||
+            !Ok(gpuStreamWaitEvent(second, fork, 0), "wait"))
+          return false;
+        for (int64_t i = 0; i < bands; ++i) {
+          const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
+          const Plugin& lane = i % 2 == 0 ? plugin : side_plugin;
+          if (!lane.Run(p, begin, end, i % 2 == 0 ? timer.stream : second)) return false;
+        }
+        return Ok(gpuEventRecord(join, second), "record") &&
+               Ok(gpuStreamWaitEvent(timer.stream, join, 0), "wait");
+      };
       // Variant 0: direct; 1: the plugin's full run; 2-4: c = 1, 2, 4 bands per source; 5: the
-      // c = 1 bands on two streams in turn; 6: direct without split-K.
-      constexpr int kVariants = 7;
+      // c = 1 bands on two streams in turn; 6: direct without split-K; 7: bands of two
+      // sources' rows on two streams in turn.
+      constexpr int kVariants = 8;
       const int cs[] = {1, 2, 4};
       auto run_variant = [&](int v) {
         if (v == 0) return direct.Run(timer.stream);
         if (v == 1) return plugin.Run(p, 0, m, timer.stream);
+        if (v == 5) return on_two_streams(set.world);
         if (v == 6) return !have_nosk || split_k_free.Run(timer.stream);
-        if (v == 5) {
-          const int64_t bands = set.world;
-          if (!Ok(gpuEventRecord(fork, timer.stream), "record") ||
-              !Ok(gpuStreamWaitEvent(second, fork, 0), "wait"))
-            return false;
-          for (int64_t i = 0; i < bands; ++i) {
-            const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
-            const Plugin& lane = i % 2 == 0 ? plugin : side_plugin;
-            if (!lane.Run(p, begin, end, i % 2 == 0 ? timer.stream : second)) return false;
-          }
-          return Ok(gpuEventRecord(join, second), "record") &&
-                 Ok(gpuStreamWaitEvent(timer.stream, join, 0), "wait");
-        }
+        if (v == 7) return on_two_streams(std::max(1, set.world / 2));
         const int64_t bands = static_cast<int64_t>(set.world) * cs[v - 2];
         for (int64_t i = 0; i < bands; ++i) {
           const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
@@ -466,10 +473,11 @@ int main(int argc, char** argv) {
       char nosk[16] = "-";
       if (have_nosk) snprintf(nosk, sizeof(nosk), "%.3f", direct_us / Median(times[6]));
       const bool x2_same = two_streams == one_stream;
-      printf("  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %8.1f %9s %6s %10.2e\n", m,
-             shape.n, shape.k, flops / direct_us / 1e6, flops / full_us / 1e6, direct_us / full_us,
-             100.0 * (Median(times[2]) / full_us - 1), 100.0 * (Median(times[3]) / full_us - 1),
-             100.0 * (Median(times[4]) / full_us - 1), 100.0 * (Median(times[5]) / full_us - 1),
+      printf("  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %8.1f %8.1f %9s %6s %10.2e\n",
+             m, shape.n, shape.k, flops / direct_us / 1e6, flops / full_us / 1e6,
+             direct_us / full_us, 100.0 * (Median(times[2]) / full_us - 1),
+             100.0 * (Median(times[3]) / full_us - 1), 100.0 * (Median(times[4]) / full_us - 1),
+             100.0 * (Median(times[5]) / full_us - 1), 100.0 * (Median(times[7]) / full_us - 1),
              nosk, x2_same ? "yes" : "NO", rel);
       if (!x2_same) {
         fprintf(stderr, "gemm_plugin_perf: M %ld N %ld: c1x2's C differs from c1's\n", m, shape.n);
