@@ -186,13 +186,7 @@ class DirectPlugin {
 // run (one GPU per rank), makes its communicator (collective over all ranks).
 bool SetUpVendor(const RankContext& ctx, xccl_perf::DeviceBuffers& buffers,
                  std::unique_ptr<xccl_perf::VendorComm>* vendor) {
-  xccl_perf::RankInfo& info = ctx.sync->Info(ctx.rank);
-  info.pid = static_cast<int32_t>(getpid());
-  info.device = buffers.Device();
-  snprintf(info.host, sizeof(info.host), "%s", xccl_perf::ShortHostName().c_str());
-  snprintf(info.describe, sizeof(info.describe), "%s", buffers.Describe().c_str());
-  snprintf(info.name, sizeof(info.name), "%s", buffers.Name().c_str());
-  snprintf(info.bus_id, sizeof(info.bus_id), "%s", buffers.BusId().c_str());
+  ctx.sync->Info(ctx.rank) = xccl_perf::DescribeRank(buffers);
   if (!ctx.sync->Barrier()) return false;
   if (!ctx.options->compare_vendor) return true;
   std::string why;

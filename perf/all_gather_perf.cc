@@ -94,13 +94,7 @@ class AllGatherRank {
     if (!buffers_) return Fail();
     XCCL_PERF_CHECK(xcclCommInitRank(&comm_, ctx_.nranks, id_, ctx_.rank), ctx_.rank, nullptr,
                     return Fail());
-    RankInfo& info = sync_.Info(ctx_.rank);
-    info.pid = static_cast<int32_t>(getpid());
-    info.device = buffers_->Device();
-    snprintf(info.host, sizeof(info.host), "%s", ShortHostName().c_str());
-    snprintf(info.describe, sizeof(info.describe), "%s", buffers_->Describe().c_str());
-    snprintf(info.name, sizeof(info.name), "%s", buffers_->Name().c_str());
-    snprintf(info.bus_id, sizeof(info.bus_id), "%s", buffers_->BusId().c_str());
+    sync_.Info(ctx_.rank) = DescribeRank(*buffers_);
 
     // The largest row gathers at most max_bytes, and each rank contributes an nranks-th of it.
     recv_capacity_ = options_.max_bytes;

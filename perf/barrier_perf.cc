@@ -47,13 +47,7 @@ class BarrierRank {
   bool Run() {
     buffers_ = DeviceBuffers::Create(ctx_.rank);
     if (!buffers_) return Fail();
-    RankInfo& info = sync_.Info(ctx_.rank);
-    info.pid = static_cast<int32_t>(getpid());
-    info.device = buffers_->Device();
-    snprintf(info.host, sizeof(info.host), "%s", ShortHostName().c_str());
-    snprintf(info.describe, sizeof(info.describe), "%s", buffers_->Describe().c_str());
-    snprintf(info.name, sizeof(info.name), "%s", buffers_->Name().c_str());
-    snprintf(info.bus_id, sizeof(info.bus_id), "%s", buffers_->BusId().c_str());
+    sync_.Info(ctx_.rank) = DescribeRank(*buffers_);
     if (!sync_.Barrier()) return false;
     std::string why;
     if (options_.compare_vendor) {

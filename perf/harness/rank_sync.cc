@@ -13,6 +13,9 @@
 #include <ctime>
 #include <new>
 
+#include "harness/device_buffers.h"
+#include "harness/table_printer.h"
+
 namespace xccl_perf {
 namespace {
 
@@ -163,6 +166,17 @@ Reduce ToReduce(Average average) {
       break;
   }
   return Reduce::kMean;
+}
+
+RankInfo DescribeRank(const DeviceBuffers& buffers) {
+  RankInfo info{};
+  info.pid = static_cast<int32_t>(getpid());
+  info.device = buffers.Device();
+  snprintf(info.host, sizeof(info.host), "%s", ShortHostName().c_str());
+  snprintf(info.describe, sizeof(info.describe), "%s", buffers.Describe().c_str());
+  snprintf(info.name, sizeof(info.name), "%s", buffers.Name().c_str());
+  snprintf(info.bus_id, sizeof(info.bus_id), "%s", buffers.BusId().c_str());
+  return info;
 }
 
 }  // namespace xccl_perf

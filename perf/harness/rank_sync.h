@@ -28,6 +28,10 @@ struct RankInfo {
   char bus_id[32];
 };
 
+class DeviceBuffers;
+// This process's and `buffers`' device's description, as a rank publishes it.
+RankInfo DescribeRank(const DeviceBuffers& buffers);
+
 class RankSync {
  public:
   // Maps the block for `nranks` ranks; must run before the processes are forked. nullptr (and
