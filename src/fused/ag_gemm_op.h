@@ -81,8 +81,8 @@ class AgGemmOp {
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
   xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m, xcclStream_t stream);
   // Create's step for two compute streams (XCCL_AGGEMM_COMPUTE_STREAMS=2, or 0 on a platform
-  // whose default is 2: GPUs): the side stream and a second plugin
-  // context (its own workspace: two bands may run at once), asked to support `problem` too.
+  // whose default is 2: GPUs): the side stream and a second plugin context (its own workspace:
+  // two bands may run at once), asked to support `problem` too.
   xcclResult_t PrepareSideLane(const xcclGemmProblem& problem);
   // Exchanges the slots: every rank ends with every source's rows. Fused: over the queues,
   // band by band, calling gemm_band(source, band rows, lane) as bands arrive; split: all_gather.

@@ -63,7 +63,8 @@ class Platform {
   // How many streams fused ag_gemm's band GEMMs take in turn when XCCL_AGGEMM_COMPUTE_STREAMS
   // leaves it open (0). GPU: 2, since bands on one stream serialise each band's tail wave (up
   // to +78% over one full GEMM at world 8, against -13% to +17% on two: docs/PERF.md). Host: 1
-  // (a side lane is one more thread per op on machines with few cores).
+  // (calls are synchronous there, so a side lane runs nothing beside the caller and would only
+  // cost a second plugin context).
   virtual int default_compute_streams() const { return 1; }
 
   // Brackets every operation. GPU: advances the epoch in device memory on `stream` and forks
