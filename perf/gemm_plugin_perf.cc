@@ -14,12 +14,15 @@
 //   g2x2     bands of two sources' rows (world / 2 bands) on two streams in turn: what waiting
 //            for two sources before each GEMM would cost, where bands of one source are too
 //            small to fill the GPU (M 8192 at world 8: c1x2 +3% to +16%, docs/PERF.md)
+//   op       the GEMM calls fused ag_gemm makes on rank 0 with its defaults (FusedGemmSchedule:
+//            the chunk rule, sources paired by SourcesPerGemm, two compute streams), without the
+//            exchange: the banding cost a default fused call pays
 //   nosk     cublasLtMatmul with the heuristic asked for split-K-free algorithms only
 //            (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = NONE), against direct: what the
 //            plugin, which needs split-K off for equal bytes across bands, could get
 // Printed: TFLOP/s of direct and full, full / direct, each banded time's cost over full (%),
-// nosk / direct, whether c1x2's C equals c1's byte for byte (x2same: a check that both
-// streams' bands ran, since a band lost would make c1x2 look fast),
+// nosk / direct, whether c1x2's and op's C equal c1's byte for byte (x2same: a check that both
+// streams' bands ran, since a band lost would make them look fast),
 // and the relative L2 distance of the plugin's C from direct's (different algorithms sum in
 // different orders, so not zero, but bf16-rounding small). Times are the median of --rounds
 // rounds of -n calls after -w warm-ups, the variants interleaved within each round.
@@ -41,6 +44,8 @@
 #include <vector>
 
 #include "common/float_formats.h"
+#include "fused/chunk_rule.h"
+#include "fused/gemm_schedule.h"
 #include "platform/gpu.h"
 #include "xccl_gemm.h"
 
@@ -124,6 +129,14 @@ bool ParseArgs(int argc, char** argv, Settings* set) {
       set->iters < 1 || set->warmup < 0) {
     fprintf(stderr, "gemm_plugin_perf: bad arguments\n");
     return false;
+  }
+  // The op's bands are whole 256-row tiles of world equal slots, as ag_gemm pads them.
+  for (const int64_t m : set->global_m) {
+    if (m <= 0 || m % (256 * set->world) != 0) {
+      fprintf(stderr, "gemm_plugin_perf: M %ld is not a positive multiple of 256 x world (%d)\n",
+              static_cast<long>(m), set->world);
+      return false;
+    }
   }
   return true;
 }
@@ -372,9 +385,9 @@ int main(int argc, char** argv) {
       "after %d warm-ups, variants interleaved; bands over world %d\n",
       fp8 ? "fp8 e4m3 (ptpc)" : "bf16", set.plugin.c_str(), set.device, set.rounds, set.iters,
       set.warmup, set.world);
-  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %8s %8s %9s %6s %10s\n", "M", "N", "K",
+  printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %9s %6s %10s\n", "M", "N", "K",
          "direct(TF/s)", "full(TF/s)", "full/dir", "c1(+%)", "c2(+%)", "c4(+%)", "c1x2(+%)",
-         "g2x2(+%)", "nosk/dir", "x2same", "relL2");
+         "g2x2(+%)", "op(+%)", "nosk/dir", "x2same", "relL2");
   int failures = 0;
   for (const Shape& shape : set.shapes) {
     for (const int64_t m : set.global_m) {
@@ -397,31 +410,47 @@ int main(int argc, char** argv) {
       // Without a split-K-free algorithm the nosk column says so (-) and the rest still runs.
       const bool have_nosk = split_k_free.Prepare(handle, direct_problem, workspace.as<void>(),
                                                   kWorkspaceBytes, /*split_k_free=*/true);
-      // `bands` equal bands of all m rows on two streams in turn, forked from and joined into
-      // the timed stream.
-      auto on_two_streams = [&](int64_t bands) {
+      // GEMM calls over rows [begin, end) on lane 0 (the timed stream) or 1 (the second), the
+      // second forked from and joined into the timed stream.
+      auto on_two_streams = [&](const std::vector<xccl::GemmStep>& steps) {
         if (!Ok(gpuEventRecord(fork, timer.stream), "record") ||
             !Ok(gpuStreamWaitEvent(second, fork, 0), "wait"))
           return false;
-        for (int64_t i = 0; i < bands; ++i) {
-          const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
-          const Plugin& lane = i % 2 == 0 ? plugin : side_plugin;
-          if (!lane.Run(p, begin, end, i % 2 == 0 ? timer.stream : second)) return false;
+        for (const xccl::GemmStep& step : steps) {
+          const Plugin& lane = step.lane == 0 ? plugin : side_plugin;
+          if (!lane.Run(p, step.row_begin, step.row_end, step.lane == 0 ? timer.stream : second))
+            return false;
         }
         return Ok(gpuEventRecord(join, second), "record") &&
                Ok(gpuStreamWaitEvent(timer.stream, join, 0), "wait");
       };
+      // `bands` equal bands of all m rows, taking the two streams in turn.
+      auto alternating = [&](int64_t bands) {
+        std::vector<xccl::GemmStep> steps;
+        for (int64_t i = 0; i < bands; ++i)
+          steps.push_back({m * i / bands, m * (i + 1) / bands, {}, static_cast<int>(i % 2)});
+        return steps;
+      };
+      const std::vector<xccl::GemmStep> c1x2 = alternating(set.world),
+                                        g2x2 = alternating(std::max(1, set.world / 2));
+      // What fused ag_gemm would run on rank 0 with its defaults (without the exchange).
+      const int64_t per_rank = m / set.world;
+      const int chunks = xccl::ChooseChunks(per_rank, shape.n, set.world, 0);
+      const std::vector<xccl::GemmStep> op_steps =
+          xccl::FusedGemmSchedule(0, set.world, per_rank, xccl::BandRows(per_rank, chunks),
+                                  xccl::SourcesPerGemm(per_rank, shape.n, set.world, chunks, 0), 2);
       // Variant 0: direct; 1: the plugin's full run; 2-4: c = 1, 2, 4 bands per source; 5: the
       // c = 1 bands on two streams in turn; 6: direct without split-K; 7: bands of two
-      // sources' rows on two streams in turn.
-      constexpr int kVariants = 8;
+      // sources' rows on two streams in turn; 8: the op's default schedule.
+      constexpr int kVariants = 9;
       const int cs[] = {1, 2, 4};
       auto run_variant = [&](int v) {
         if (v == 0) return direct.Run(timer.stream);
         if (v == 1) return plugin.Run(p, 0, m, timer.stream);
-        if (v == 5) return on_two_streams(set.world);
+        if (v == 5) return on_two_streams(c1x2);
         if (v == 6) return !have_nosk || split_k_free.Run(timer.stream);
-        if (v == 7) return on_two_streams(std::max(1, set.world / 2));
+        if (v == 7) return on_two_streams(g2x2);
+        if (v == 8) return on_two_streams(op_steps);
         const int64_t bands = static_cast<int64_t>(set.world) * cs[v - 2];
         for (int64_t i = 0; i < bands; ++i) {
           const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
@@ -446,14 +475,14 @@ int main(int argc, char** argv) {
       // once more on fresh outputs.
       const size_t c_bytes = static_cast<size_t>(m) * shape.n * 2;
       std::vector<uint16_t> got(c_bytes / 2), want(got.size());
-      std::vector<uint16_t> one_stream(got.size()), two_streams(got.size());
+      std::vector<uint16_t> one_stream(got.size()), two_streams(got.size()), op(got.size());
       auto banded_c = [&](int v, std::vector<uint16_t>* out) {
         return Ok(gpuMemsetAsync(p.c, 0xFF, c_bytes, timer.stream), "poison") && run_variant(v) &&
                Ok(gpuMemcpyAsync(out->data(), p.c, c_bytes, gpuMemcpyDefault, timer.stream),
                   "download");
       };
       ok =
-          ok && banded_c(2, &one_stream) && banded_c(5, &two_streams) &&
+          ok && banded_c(2, &one_stream) && banded_c(5, &two_streams) && banded_c(8, &op) &&
           Ok(gpuMemsetAsync(p.c, 0xFF, c_bytes, timer.stream), "poison") &&
           Ok(gpuMemsetAsync(direct_problem.c, 0xFF, c_bytes, timer.stream), "poison") &&
           run_variant(0) && run_variant(1) &&
@@ -472,15 +501,16 @@ int main(int argc, char** argv) {
       const double rel = RelativeL2(got, want);
       char nosk[16] = "-";
       if (have_nosk) snprintf(nosk, sizeof(nosk), "%.3f", direct_us / Median(times[6]));
-      const bool x2_same = two_streams == one_stream;
-      printf("  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %8.1f %8.1f %9s %6s %10.2e\n",
-             m, shape.n, shape.k, flops / direct_us / 1e6, flops / full_us / 1e6,
-             direct_us / full_us, 100.0 * (Median(times[2]) / full_us - 1),
-             100.0 * (Median(times[3]) / full_us - 1), 100.0 * (Median(times[4]) / full_us - 1),
-             100.0 * (Median(times[5]) / full_us - 1), 100.0 * (Median(times[7]) / full_us - 1),
-             nosk, x2_same ? "yes" : "NO", rel);
+      const bool x2_same = two_streams == one_stream && op == one_stream;
+      auto cost = [&](int v) { return 100.0 * (Median(times[v]) / full_us - 1); };
+      printf(
+          "  %7ld %6ld %6ld %11.1f %11.1f %9.3f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9s %6s "
+          "%10.2e\n",
+          m, shape.n, shape.k, flops / direct_us / 1e6, flops / full_us / 1e6, direct_us / full_us,
+          cost(2), cost(3), cost(4), cost(5), cost(7), cost(8), nosk, x2_same ? "yes" : "NO", rel);
       if (!x2_same) {
-        fprintf(stderr, "gemm_plugin_perf: M %ld N %ld: c1x2's C differs from c1's\n", m, shape.n);
+        fprintf(stderr, "gemm_plugin_perf: M %ld N %ld: c1x2's or op's C differs from c1's\n", m,
+                shape.n);
         ++failures;
       }
       if (!(rel <= 1e-2)) {

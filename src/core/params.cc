@@ -137,6 +137,12 @@ const std::vector<ParamSpec>& Specs() {
        "platform's choice, 2 on GPUs and 1 on the host)",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 2, &p->aggemm_compute_streams); },
        [](const Params& p) { return std::to_string(p.aggemm_compute_streams); }},
+      {"XCCL_AGGEMM_SOURCES_PER_GEMM",
+       "ag_gemm fused mode with one band per source: how many peers' rows one GEMM call takes "
+       "(1, or 2: two sources adjacent in the window); 0: 2 where one source's rows make fewer "
+       "than 128 output tiles of 256 x 256, else 1",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 2, &p->aggemm_sources_per_gemm); },
+       [](const Params& p) { return std::to_string(p.aggemm_sources_per_gemm); }},
       {"XCCL_GEMM_PLUGIN",
        "ag_gemm's GEMM plugin when the caller names none: a name (loads "
        "libxccl-gemm-<name>.so) or a path",

@@ -15,6 +15,7 @@
 #include "core/params.h"
 #include "core/topology.h"
 #include "fused/chunk_rule.h"
+#include "fused/gemm_schedule.h"
 #include "platform/platform.h"
 #include "platform/side_stream.h"
 
@@ -317,7 +318,7 @@ xcclResult_t AgGemmOp::FillOwnSlot(const void* a, const float* a_scale, int64_t 
 
 xcclResult_t AgGemmOp::Exchange(
     int64_t m, xcclStream_t stream,
-    const std::function<xcclResult_t(int, int64_t, int64_t, int)>& gemm_band) {
+    const std::function<xcclResult_t(int64_t, int64_t, int)>& gemm_band) {
   const int rank = comm_->rank(), world = comm_->nranks();
   const int64_t padded = PaddedM(m);
   const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
@@ -337,8 +338,8 @@ xcclResult_t AgGemmOp::Exchange(
       XCCL_TRY(AllGather(comm_, window() + scale_offset, window() + scale_base,
                          static_cast<size_t>(padded) * sizeof(float), stream));
     }
-    // One GEMM over all world * padded rows (rows counted from source 0's slot).
-    return gemm_band(0, 0, world * padded, 0);
+    // One GEMM over all world * padded rows.
+    return gemm_band(0, world * padded, 0);
   }
 
   // Fused: every peer's queue gets this rank's bands (data, scales, then the band's flag).
@@ -364,25 +365,33 @@ xcclResult_t AgGemmOp::Exchange(
       }
     }
   }
-  // Own rows first, never waiting; then (band, source) pairs as they arrive (host: the calling
-  // thread waits; GPU: a wait kernel on the stream before each band's GEMM, or, with a
-  // tile-wait plugin, one launch per source whose tiles wait for their own band's flag). With a
-  // side lane the pairs take the two lanes in turn, the side stream forked before the own rows'
-  // GEMM (it waits for the epoch advance above) so its first band may overlap it.
+  // Own rows first, never waiting; then the peers' rows as they arrive, in the order and
+  // grouping of FusedGemmSchedule (host: the calling thread waits; GPU: a wait kernel on the
+  // lane's stream before each GEMM, or, with a tile-wait plugin, one launch per source whose
+  // tiles wait for their own band's flag). With a side lane the peer calls take the two lanes
+  // in turn, the side stream forked before the own rows' GEMM (it waits for the epoch advance
+  // above) so its first call may overlap it.
   const bool tile_wait = problem_ != nullptr && TileWait();
   const bool two_lanes = side_plugin_ctx_ != nullptr && !tile_wait;
+  const int chunks = static_cast<int>(bands.size());
+  const std::vector<GemmStep> steps =
+      FusedGemmSchedule(rank, world, padded, bands,
+                        SourcesPerGemm(padded, shape_.n, world, chunks,
+                                       static_cast<int>(GetParams().aggemm_sources_per_gemm)),
+                        two_lanes ? 2 : 1);
   xcclResult_t result = two_lanes ? ForkSideStream(side_, stream) : xcclSuccess;
   const bool forked = two_lanes && result == xcclSuccess;  // else nothing to join
-  if (result == xcclSuccess) result = gemm_band(rank, 0, padded, 0);
+  // No steps only for an empty slot (nothing to multiply).
+  if (result == xcclSuccess && !steps.empty())
+    result = gemm_band(steps[0].row_begin, steps[0].row_end, 0);
   PlatformFailure failure;
-  int turn = 0;
   for (int step = 1; step < world && tile_wait && result == xcclSuccess; ++step) {
     const int source = (rank - step + world) % world;
     xcclGemmTileWait wait{};
     wait.row_begin = source * padded;
     wait.row_end = (source + 1) * padded;
     wait.band_rows = bands[0].end - bands[0].begin;
-    wait.num_bands = static_cast<int32_t>(bands.size());
+    wait.num_bands = chunks;
     wait.flags = platform->DeviceSlot(ControlLayout::BandFlag(source, 0, world));
     wait.epoch = platform->DeviceEpoch();
     wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
@@ -391,19 +400,19 @@ xcclResult_t AgGemmOp::Exchange(
       result = Fail(result, "ag_gemm: GEMM plugin '%s' failed on the tile-wait rows of rank %d",
                     plugin_->name(), source);
   }
-  for (size_t b = 0; b < bands.size() && !tile_wait && result == xcclSuccess; ++b) {
-    for (int step = 1; step < world && result == xcclSuccess; ++step) {
-      const int source = (rank - step + world) % world;
-      const int flag = ControlLayout::BandFlag(source, static_cast<int>(b), world);
-      const int lane = two_lanes ? (++turn % 2) : 0;  // the side lane takes the first pair
-      result = platform->WindowWait(flag, epoch, source, "its ag_gemm rows", deadline,
-                                    LaneStream(lane, stream), &failure);
-      if (result != xcclSuccess) {
-        result = comm_->RecordFailure("ag_gemm", failure);
-        break;
-      }
-      result = gemm_band(source, bands[b].begin, bands[b].end, lane);
+  for (size_t i = 1; i < steps.size() && !tile_wait && result == xcclSuccess; ++i) {
+    const GemmStep& step = steps[i];
+    for (const BandWait& w : step.waits) {
+      result = platform->WindowWait(ControlLayout::BandFlag(w.source, w.band, world), epoch,
+                                    w.source, "its ag_gemm rows", deadline,
+                                    LaneStream(step.lane, stream), &failure);
+      if (result != xcclSuccess) break;
     }
+    if (result != xcclSuccess) {
+      result = comm_->RecordFailure("ag_gemm", failure);
+      break;
+    }
+    result = gemm_band(step.row_begin, step.row_end, step.lane);
   }
   // The caller's stream waits for the side lane's bands, even after a failure (nothing of the
   // call may be left running beside the stream).
@@ -478,8 +487,8 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   problem.b_scale = b_scale;
   problem_ = &problem;
   const xcclResult_t exchanged =
-      Exchange(m, stream, [&](int source, int64_t begin, int64_t end, int lane) {
-        return RunGemm(problem, source * padded + begin, source * padded + end, lane, stream);
+      Exchange(m, stream, [&](int64_t row_begin, int64_t row_end, int lane) {
+        return RunGemm(problem, row_begin, row_end, lane, stream);
       });
   problem_ = nullptr;
   return exchanged;
@@ -518,8 +527,7 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   if (has_scales())
     XCCL_TRY(CopyAsync(window() + scale_base + rank * scale_bytes, scales + rank * scale_bytes,
                        scale_bytes, stream));
-  xcclResult_t exchanged =
-      Exchange(m, stream, [](int, int64_t, int64_t, int) { return xcclSuccess; });
+  xcclResult_t exchanged = Exchange(m, stream, [](int64_t, int64_t, int) { return xcclSuccess; });
   if (exchanged != xcclSuccess) return exchanged;
   if (corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
     // Tests only: damage one byte of that source's slot in the window itself.

@@ -85,10 +85,12 @@ class AgGemmOp {
   // two bands may run at once), asked to support `problem` too.
   xcclResult_t PrepareSideLane(const xcclGemmProblem& problem);
   // Exchanges the slots: every rank ends with every source's rows. Fused: over the queues,
-  // band by band, calling gemm_band(source, band rows, lane) as bands arrive; split: all_gather.
-  // Lane 0 is the caller's stream and plugin context, lane 1 the side ones.
+  // band by band, calling gemm_band(row_begin, row_end, lane) for the steps of
+  // FusedGemmSchedule as their bands arrive (rows counted from source 0's slot); split:
+  // all_gather, then gemm_band over all rows. Lane 0 is the caller's stream and plugin
+  // context, lane 1 the side ones.
   xcclResult_t Exchange(int64_t m, xcclStream_t stream,
-                        const std::function<xcclResult_t(int, int64_t, int64_t, int)>& gemm_band);
+                        const std::function<xcclResult_t(int64_t, int64_t, int)>& gemm_band);
   xcclStream_t LaneStream(int lane, xcclStream_t stream) const;
   // The GEMM of a call whose slots hold `padded` rows per source: shape, types and strides (the
   // operand pointers are the caller's to fill).

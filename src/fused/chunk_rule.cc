@@ -45,6 +45,12 @@ int ChooseChunks(int64_t m_per_rank, int64_t n, int world, int pinned) {
   return 1;
 }
 
+int SourcesPerGemm(int64_t m_per_rank, int64_t n, int world, int chunks, int setting) {
+  if (chunks > 1 || world < 3) return 1;
+  if (setting > 0) return setting >= 2 ? 2 : 1;
+  return SaturatingMul(RowTiles(m_per_rank), ColTiles(n)) < kPairTileThreshold ? 2 : 1;
+}
+
 std::vector<RowRange> BandRows(int64_t m_per_rank, int chunks) {
   std::vector<RowRange> bands;
   const int64_t row_tiles = RowTiles(m_per_rank);

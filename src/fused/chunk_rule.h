@@ -51,6 +51,23 @@ int64_t ColTiles(int64_t n);
 // c may not divide the row tiles; BandRows then gives the remainder to the last band.
 int ChooseChunks(int64_t m_per_rank, int64_t n, int world, int pinned);
 
+// A band of one source with fewer output tiles than this is paired with the next source's band
+// in one GEMM call (FusedGemmSchedule), when there is one band per source. Measured on one H200
+// (132 SMs; gemm_plugin_perf, cublaslt plugin, world-8 bands on two streams, K 7168, docs/PERF.md
+// "fourth round"): at global M 8192 (1024 rows, 60-100 tiles per source) one-source calls cost
+// +2% to +14% over the whole GEMM and two-source calls -4% to +4% in 7 of 8 cells; at M 16384
+// with N 3840/3648 (120 tiles) the pairs were as good or better; from 200 tiles on (M 16384 with
+// N 6400/6288, all of M 32768) one-source calls were the better by 1-9 points. 128 is about one
+// wave of the H200's SMs: a call smaller than one wave leaves SMs idle in every call.
+constexpr int64_t kPairTileThreshold = 128;
+
+// How many sources' rows one fused GEMM call takes (1 or 2) for m_per_rank rows per source, N
+// output columns, `world` ranks and `chunks` bands per source. setting 1 or 2 (the
+// XCCL_AGGEMM_SOURCES_PER_GEMM parameter) is taken as given; 0 picks 2 where
+// RowTiles(m_per_rank) * ColTiles(n) < kPairTileThreshold, else 1. Always 1 with more than one
+// band per source (a pair of bands is not one row range) or fewer than two peers.
+int SourcesPerGemm(int64_t m_per_rank, int64_t n, int world, int chunks, int setting);
+
 // Rows [begin, end) of one band within one source's slot.
 struct RowRange {
   int64_t begin;

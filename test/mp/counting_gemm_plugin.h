@@ -1,7 +1,7 @@
 // A GEMM plugin struct that wraps a real one (loaded from a path) and counts, per context, the
-// bands run() computes, and lists in order the contexts that ran them, for tests of which
-// context ag_gemm hands each band to. The contexts a thread creates, and the runs it makes, are
-// listed for that thread (ranks create and run on their own thread).
+// bands run() computes, and lists in order the contexts that ran them and their rows, for tests
+// of which context and rows ag_gemm hands each call. The contexts a thread creates, and the runs it
+// makes, are listed for that thread (ranks create and run on their own thread).
 #pragma once
 
 #include <dlfcn.h>
@@ -35,6 +35,12 @@ inline std::vector<const CountedGemmContext*>& CountedGemmRuns() {
   return runs;
 }
 
+// The rows of this thread's run() calls, in call order (a test clears it between calls).
+inline std::vector<xcclGemmBand>& CountedGemmBands() {
+  thread_local std::vector<xcclGemmBand> bands;
+  return bands;
+}
+
 inline xcclResult_t CountingInit(void** ctx, int device) {
   auto* counted = new CountedGemmContext;
   const xcclResult_t r = WrappedGemmPlugin()->init(&counted->inner, device);
@@ -66,6 +72,7 @@ inline xcclResult_t CountingRun(void* ctx, const xcclGemmProblem* problem, const
   auto* counted = static_cast<CountedGemmContext*>(ctx);
   ++counted->bands;
   CountedGemmRuns().push_back(counted);
+  CountedGemmBands().push_back(*band);
   return WrappedGemmPlugin()->run(counted->inner, problem, band, stream);
 }
 

@@ -34,6 +34,10 @@ std::function<void()> WithComputeStreams(int64_t streams) {
   return WithChange([streams](xccl::Params* p) { p->aggemm_compute_streams = streams; });
 }
 
+std::function<void()> WithSourcesPerGemm(int64_t sources) {
+  return WithChange([sources](xccl::Params* p) { p->aggemm_sources_per_gemm = sources; });
+}
+
 RunOptions KilledRankOptions(int victim) {
   RunOptions options;
   options.may_die = {victim};

@@ -15,6 +15,7 @@ std::function<void()> WithTimeoutMs(int64_t timeout_ms);
 std::function<void()> WithEpochBase(uint32_t epoch_base);
 std::function<void()> WithGpuQueues(int64_t queues);
 std::function<void()> WithComputeStreams(int64_t streams);  // XCCL_AGGEMM_COMPUTE_STREAMS
+std::function<void()> WithSourcesPerGemm(int64_t sources);  // XCCL_AGGEMM_SOURCES_PER_GEMM
 void RestoreParams();
 
 // A process run in which rank `victim` kills itself: the others must report it (60 s deadline,

@@ -159,6 +159,9 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "0", &Params::aggemm_compute_streams, 0},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "1", &Params::aggemm_compute_streams, 1},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "2", &Params::aggemm_compute_streams, 2},
+      {"XCCL_AGGEMM_SOURCES_PER_GEMM", "0", &Params::aggemm_sources_per_gemm, 0},
+      {"XCCL_AGGEMM_SOURCES_PER_GEMM", "1", &Params::aggemm_sources_per_gemm, 1},
+      {"XCCL_AGGEMM_SOURCES_PER_GEMM", "2", &Params::aggemm_sources_per_gemm, 2},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);
@@ -212,6 +215,9 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_ALLGATHER_LANES", "-2"},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "-1"},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "3"},
+      {"XCCL_AGGEMM_SOURCES_PER_GEMM", "-1"},
+      {"XCCL_AGGEMM_SOURCES_PER_GEMM", "3"},
+      {"XCCL_AGGEMM_SOURCES_PER_GEMM", "two"},
   };
   for (const Malformed& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);

@@ -1,0 +1,43 @@
+// The order in which fused ag_gemm hands the gathered rows to the GEMM plugin, band by band
+// (DESIGN.md section 7): which rows each GEMM call covers, which (source, band) flags it waits
+// for first, and which compute lane runs it. A pure function of the op's geometry, so the op,
+// gemm_plugin_perf (which times the same calls without the exchange) and the unit tests share it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fused/chunk_rule.h"
+
+namespace xccl {
+
+// One flag a GEMM call waits for: band `band` of source rank `source` has landed.
+struct BandWait {
+  int source;
+  int band;
+  bool operator==(const BandWait& o) const { return source == o.source && band == o.band; }
+};
+
+// One call of the plugin's run entry.
+struct GemmStep {
+  int64_t row_begin;            // rows of the gathered A (and of C), counted from source 0's slot
+  int64_t row_end;              // ... exclusive
+  std::vector<BandWait> waits;  // flags seen before the call (none for the own rows)
+  int lane;                     // 0: the caller's stream and plugin context; 1: the side ones
+};
+
+// The steps of one fused call on `rank` of `world` with `padded` rows per source slot cut into
+// `bands` (BandRows; none when padded is 0):
+// - the own rows first, all bands in one call on lane 0, waiting for nothing;
+// - then, band by band, the peers in rotation from rank - 1 (the order in which their rows are
+//   likeliest to be complete: every rank pushes to rank + 1 first). With `sources_per_gemm` 2
+//   and one band per source, two sources consecutive in that rotation share one call where
+//   their slots are adjacent in the window (source s and s - 1, s > 0); a source that cannot
+//   be paired that way gets a call of its own.
+// - with `lanes` 2 the peer calls take the side lane and lane 0 in turn, the side lane first
+//   (so the first peer call can overlap the own rows' GEMM); with 1, all run on lane 0.
+std::vector<GemmStep> FusedGemmSchedule(int rank, int world, int64_t padded,
+                                        const std::vector<RowRange>& bands, int sources_per_gemm,
+                                        int lanes);
+
+}  // namespace xccl
