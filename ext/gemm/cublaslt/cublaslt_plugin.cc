@@ -248,8 +248,29 @@ AlgoKey KeyOf(const xcclGemmProblem& p, int64_t rows) {
 }
 constexpr int64_t kShapeAlgo = -1;  // AlgoKey::rows of the algorithm chosen for the whole problem
 
-// The algorithm for these descriptors of `rows` rows: cached; else the whole problem's if
-// cuBLASLt accepts it for them; else the heuristic's for them. Called with c->mu held.
+// The whole-problem algorithm for p's shape: the one chosen for p.m, else the one chosen for the
+// largest other m of the same n, k, strides and types (an op chooses at m_max and then runs any
+// m up to it), else nullptr. Called with c->mu held.
+const cublasLtMatmulAlgo_t* ShapeAlgoOf(Context* c, const xcclGemmProblem& p) {
+  auto exact = c->algos.find(KeyOf(p, kShapeAlgo));
+  if (exact != c->algos.end()) return &exact->second;
+  const cublasLtMatmulAlgo_t* found = nullptr;
+  for (const auto& [key, algo] : c->algos) {
+    AlgoKey same = key;
+    same.m = p.m;
+    if (key.rows == kShapeAlgo && !(same < KeyOf(p, kShapeAlgo)) && !(KeyOf(p, kShapeAlgo) < same))
+      found = &algo;  // the map is ordered by m within a shape: the last is the largest
+  }
+  return found;
+}
+
+// The algorithm for these descriptors of `rows` rows: cached; else the shape's (ShapeAlgoOf) if
+// cuBLASLt accepts it for them; else the heuristic's for them. Reusing the shape's algorithm for
+// another m keeps the bytes of equal rows equal across m and, more to the point, loads no new
+// kernel inside a call: a first launch can wait for the whole device, and with ranks sharing a
+// GPU whose kernels wait on each other that stalled calls until their deadline (seen on one
+// H200, 4 ranks, M alternating under held ranks, when the choice was keyed by m alone).
+// Called with c->mu held.
 xcclResult_t AlgoFor(Context* c, const xcclGemmProblem& p, int64_t rows, Descriptors& d,
                      cublasLtMatmulAlgo_t* algo) {
   auto it = c->algos.find(KeyOf(p, rows));
@@ -257,13 +278,13 @@ xcclResult_t AlgoFor(Context* c, const xcclGemmProblem& p, int64_t rows, Descrip
     *algo = it->second;
     return xcclSuccess;
   }
-  auto shape = c->algos.find(KeyOf(p, kShapeAlgo));
+  const cublasLtMatmulAlgo_t* shape = ShapeAlgoOf(c, p);
   cublasLtMatmulHeuristicResult_t checked;
-  if (shape != c->algos.end() &&
-      cublasLtMatmulAlgoCheck(c->handle, d.desc, d.la, d.lb, d.lc, d.lc, &shape->second,
-                              &checked) == CUBLAS_STATUS_SUCCESS &&
+  if (shape != nullptr &&
+      cublasLtMatmulAlgoCheck(c->handle, d.desc, d.la, d.lb, d.lc, d.lc, shape, &checked) ==
+          CUBLAS_STATUS_SUCCESS &&
       checked.workspaceSize <= kWorkspaceBytes) {
-    *algo = shape->second;
+    *algo = *shape;
   } else {
     const xcclResult_t r = Heuristic(c, d, algo);
     if (r != xcclSuccess) return r;
