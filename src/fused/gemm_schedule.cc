@@ -1,6 +1,7 @@
 #include "fused/gemm_schedule.h"
 
 #include <cstddef>
+#include <utility>
 
 namespace xccl {
 
@@ -13,25 +14,38 @@ std::vector<GemmStep> FusedGemmSchedule(int rank, int world, int64_t padded,
   // Pairs join whole slots, so only where a band is the whole slot.
   const bool pair_sources = sources_per_gemm >= 2 && bands.size() == 1;
   int turn = 0;
+  auto add = [&](int64_t begin, int64_t end, std::vector<BandWait> waits) {
+    steps.push_back({begin, end, std::move(waits), lanes >= 2 ? (++turn % 2) : 0});
+  };
+  if (pair_sources) {
+    // The peers in rotation, grouped from the end: the last two form a pair where source s is
+    // followed by s - 1 (adjacent slots: no wrap from rank 0 to world - 1), and so on backwards.
+    // Singles that remain fall early, where they overlap the own rows' GEMM on the other lane,
+    // and the call is never a lone small GEMM at the tail.
+    std::vector<std::vector<int>> groups;
+    for (int step = world - 1; step >= 1; --step) {
+      const int source = (rank - step + world) % world;  // the later of a would-be pair
+      const int before = (source + 1) % world;           // the one rotated just before it
+      if (step - 1 >= 1 && source + 1 < world && before == source + 1) {
+        groups.push_back({before, source});
+        --step;
+      } else {
+        groups.push_back({source});
+      }
+    }
+    for (auto g = groups.rbegin(); g != groups.rend(); ++g) {
+      const int low = g->back();  // the lower slot: the later source of the pair
+      std::vector<BandWait> waits;
+      for (int source : *g) waits.push_back({source, 0});
+      add(low * padded, (low + static_cast<int64_t>(g->size())) * padded, std::move(waits));
+    }
+    return steps;
+  }
   for (std::size_t b = 0; b < bands.size(); ++b) {
-    const int band = static_cast<int>(b);
     for (int step = 1; step < world; ++step) {
       const int source = (rank - step + world) % world;
-      const int lane = lanes >= 2 ? (++turn % 2) : 0;
-      // The next source in the rotation is source - 1; it shares this call when its slot sits
-      // just below this one's (no wrap from rank 0 to rank world - 1).
-      if (pair_sources && step + 1 < world && source > 0) {
-        steps.push_back({(source - 1) * padded,
-                         (source + 1) * padded,
-                         {{source, band}, {source - 1, band}},
-                         lane});
-        ++step;
-        continue;
-      }
-      steps.push_back({source * padded + bands[b].begin,
-                       source * padded + bands[b].end,
-                       {{source, band}},
-                       lane});
+      add(source * padded + bands[b].begin, source * padded + bands[b].end,
+          {{source, static_cast<int>(b)}});
     }
   }
   return steps;

@@ -32,8 +32,11 @@ struct GemmStep {
 // - then, band by band, the peers in rotation from rank - 1 (the order in which their rows are
 //   likeliest to be complete: every rank pushes to rank + 1 first). With `sources_per_gemm` 2
 //   and one band per source, two sources consecutive in that rotation share one call where
-//   their slots are adjacent in the window (source s and s - 1, s > 0); a source that cannot
-//   be paired that way gets a call of its own.
+//   their slots are adjacent in the window (source s and then s - 1, s > 0). Pairs are formed
+//   from the end of the rotation backwards, so a source left alone comes early, beside the own
+//   rows' GEMM on the other lane, rather than as a small call at the tail (the first version,
+//   pairing from the front with the lone call last, cost 2-17 points more than bands of two
+//   sources in the four bf16 cells at global M 8192, world 8; docs/PERF.md).
 // - with `lanes` 2 the peer calls take the side lane and lane 0 in turn, the side lane first
 //   (so the first peer call can overlap the own rows' GEMM); with 1, all run on lane 0.
 std::vector<GemmStep> FusedGemmSchedule(int rank, int world, int64_t padded,

@@ -101,21 +101,35 @@ TEST(FusedGemmSchedule, PropertiesHoldForEveryGeometryUpToWorld8) {
             for (int lanes : {1, 2}) CheckProperties({rank, world, padded, chunks, sources, lanes});
 }
 
-// Written out by hand: world 8, 1024 rows per source, one band, sources paired, two lanes.
-TEST(FusedGemmSchedule, PairsAdjacentSlotsInRotationOrder) {
+// Written out by hand: world 8, 1024 rows per source, one band, sources paired from the end of
+// the rotation, two lanes.
+TEST(FusedGemmSchedule, PairsAdjacentSlotsFromTheEndOfTheRotation) {
   const std::vector<RowRange> one_band = BandRows(1024, 1);
   std::vector<GemmStep> s = FusedGemmSchedule(0, 8, 1024, one_band, 2, 2);
   ASSERT_EQ(s.size(), 5u);
-  EXPECT_EQ(s[1].row_begin, 6 * 1024);  // sources 7 and 6
+  EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{7, 0}}));  // alone, beside the own rows
+  EXPECT_EQ(s[1].row_begin, 7 * 1024);
   EXPECT_EQ(s[1].row_end, 8 * 1024);
-  EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{7, 0}, {6, 0}}));
   EXPECT_EQ(s[1].lane, 1);
-  EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{5, 0}, {4, 0}}));
+  EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{6, 0}, {5, 0}}));
+  EXPECT_EQ(s[2].row_begin, 5 * 1024);
+  EXPECT_EQ(s[2].row_end, 7 * 1024);
   EXPECT_EQ(s[2].lane, 0);
-  EXPECT_EQ(s[3].waits, (std::vector<BandWait>{{3, 0}, {2, 0}}));
-  EXPECT_EQ(s[4].waits, (std::vector<BandWait>{{1, 0}}));  // nothing left to pair with
+  EXPECT_EQ(s[3].waits, (std::vector<BandWait>{{4, 0}, {3, 0}}));
+  EXPECT_EQ(s[4].waits, (std::vector<BandWait>{{2, 0}, {1, 0}}));
   EXPECT_EQ(s[4].row_begin, 1024);
-  EXPECT_EQ(s[4].row_end, 2048);
+  EXPECT_EQ(s[4].row_end, 3 * 1024);
+  EXPECT_EQ(s[4].lane, 0);
+  // Rank 2: sources 1, 0, 7, ..., 3; from the end (4, 3), (6, 5), then 7 cannot join 0 (not
+  // adjacent in the window) and goes alone, and (1, 0) pair.
+  s = FusedGemmSchedule(2, 8, 1024, one_band, 2, 1);
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{1, 0}, {0, 0}}));
+  EXPECT_EQ(s[1].row_begin, 0);
+  EXPECT_EQ(s[1].row_end, 2 * 1024);
+  EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{7, 0}}));
+  EXPECT_EQ(s[3].waits, (std::vector<BandWait>{{6, 0}, {5, 0}}));
+  EXPECT_EQ(s[4].waits, (std::vector<BandWait>{{4, 0}, {3, 0}}));
   // Rank 1: source 0 cannot pair with source 7 (not adjacent in the window), so it goes alone.
   s = FusedGemmSchedule(1, 8, 1024, one_band, 2, 1);
   ASSERT_EQ(s.size(), 5u);
