@@ -53,12 +53,14 @@ int ChooseChunks(int64_t m_per_rank, int64_t n, int world, int pinned);
 
 // A band of one source with fewer output tiles than this is paired with the next source's band
 // in one GEMM call (FusedGemmSchedule), when there is one band per source. Measured on one H200
-// (132 SMs; gemm_plugin_perf, cublaslt plugin, world-8 bands on two streams, K 7168, docs/PERF.md
-// "fourth round"): at global M 8192 (1024 rows, 60-100 tiles per source) one-source calls cost
-// +2% to +14% over the whole GEMM and two-source calls -4% to +4% in 7 of 8 cells; at M 16384
-// with N 3840/3648 (120 tiles) the pairs were as good or better; from 200 tiles on (M 16384 with
-// N 6400/6288, all of M 32768) one-source calls were the better by 1-9 points. 128 is about one
-// wave of the H200's SMs: a call smaller than one wave leaves SMs idle in every call.
+// (132 SMs; gemm_plugin_perf, cublaslt plugin, fp8 and bf16, K 7168, world-8 bands on two
+// streams, five runs, docs/PERF.md "fourth round"), two-source calls (g2x2) against one-source
+// calls (c1x2), by the tiles of one source's band:
+//   60 tiles  (M 8192, N 3840/3648):   pairs faster in 16 of 20 cells, 4.2 points on average
+//   100       (M 8192, N 6400/6288):   20 of 20, 5.1 points
+//   120       (M 16384, N 3840/3648):  15 of 20, 2.8 points
+//   200-400   (M 16384 N 6400/6288, M 32768): 5 of 60; single calls 4.7-10 points faster
+// 128 falls between: about one wave of the H200's SMs, below which a call leaves SMs idle.
 constexpr int64_t kPairTileThreshold = 128;
 
 // How many sources' rows one fused GEMM call takes (1 or 2) for m_per_rank rows per source, N

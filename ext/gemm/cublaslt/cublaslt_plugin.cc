@@ -14,7 +14,8 @@
 // One algorithm per problem (m, n, k, leading dimensions, types) and device in a process, chosen
 // at supports(): the fastest, timed over the whole problem, of the heuristic's first 8
 // split-K-free algorithms (XCCL_GEMM_CUBLASLT_TUNE=0: its first, untimed), and used for every
-// band whose row count it accepts (cublasLtMatmulAlgoCheck). Timed, so two processes (or runs)
+// band whose row count it accepts (cublasLtMatmulAlgoCheck), also of a problem whose m it was
+// not chosen for (an op chooses at m_max and runs smaller m: no kernel loads inside a call). Timed, so two processes (or runs)
 // may choose differently and give different bytes; within a process every context of a problem
 // gets the same choice (fused and split ops of one m_max give the same bytes). One algorithm means
 // one summation order, so such a band's bytes equal the full run's. A row count it refuses gets an
