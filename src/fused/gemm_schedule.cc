@@ -18,15 +18,15 @@ std::vector<GemmStep> FusedGemmSchedule(int rank, int world, int64_t padded,
     steps.push_back({begin, end, std::move(waits), lanes >= 2 ? (++turn % 2) : 0});
   };
   if (pair_sources) {
-    // The peers in rotation, grouped from the end: the last two form a pair where source s is
-    // followed by s - 1 (adjacent slots: no wrap from rank 0 to world - 1), and so on backwards.
-    // Singles that remain fall early, where they overlap the own rows' GEMM on the other lane,
-    // and the call is never a lone small GEMM at the tail.
+    // The peers in rotation, grouped from the end: the last two form a pair where source s + 1
+    // is followed by s (adjacent slots: not world - 1 followed by 0 across the wrap), and so on
+    // backwards. A single that remains falls early, beside the own rows' GEMM on the other lane;
+    // only on rank world - 2 is the last source (world - 1) left alone at the tail.
     std::vector<std::vector<int>> groups;
     for (int step = world - 1; step >= 1; --step) {
       const int source = (rank - step + world) % world;  // the later of a would-be pair
       const int before = (source + 1) % world;           // the one rotated just before it
-      if (step - 1 >= 1 && source + 1 < world && before == source + 1) {
+      if (step - 1 >= 1 && before == source + 1) {
         groups.push_back({before, source});
         --step;
       } else {

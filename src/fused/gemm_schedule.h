@@ -34,7 +34,8 @@ struct GemmStep {
 //   and one band per source, two sources consecutive in that rotation share one call where
 //   their slots are adjacent in the window (source s and then s - 1, s > 0). Pairs are formed
 //   from the end of the rotation backwards, so a source left alone comes early, beside the own
-//   rows' GEMM on the other lane, rather than as a small call at the tail (the first version,
+//   rows' GEMM on the other lane, rather than as a small call at the tail (except on rank
+//   world - 2, whose last source, world - 1, cannot pair with 0) (the first version,
 //   pairing from the front with the lone call last, cost 2-17 points more than bands of two
 //   sources in the four bf16 cells at global M 8192, world 8; docs/PERF.md).
 // - with `lanes` 2 the peer calls take the side lane and lane 0 in turn, the side lane first
