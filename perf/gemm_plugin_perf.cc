@@ -16,7 +16,8 @@
 //            small to fill the GPU (M 8192 at world 8: c1x2 +3% to +16%, docs/PERF.md)
 //   op       the GEMM calls fused ag_gemm makes on rank 0 with its defaults (FusedGemmSchedule:
 //            the chunk rule, sources paired by SourcesPerGemm, two compute streams), without the
-//            exchange: the banding cost a default fused call pays
+//            exchange: the banding cost a default fused call pays (at an even world every rank
+//            makes calls of the same sizes in the same order)
 //   nosk     cublasLtMatmul with the heuristic asked for split-K-free algorithms only
 //            (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = NONE), against direct: what the
 //            plugin, which needs split-K off for equal bytes across bands, could get
@@ -31,6 +32,7 @@
 // Usage: gemm_plugin_perf [--plugin PATH] [--dtype fp8|bf16] [--m "8192 16384"]
 //                         [--shapes "6400x7168 ..."] [--world W] [--rounds R] [-n N] [-w W]
 //                         [-d device]
+// Every M must be a multiple of 256 x world (whole 256-row tiles per source, as ag_gemm pads).
 #include <cublasLt.h>
 #include <dlfcn.h>
 
@@ -436,10 +438,12 @@ int main(int argc, char** argv) {
                                         g2x2 = alternating(std::max(1, set.world / 2));
       // What fused ag_gemm would run on rank 0 with its defaults (without the exchange).
       const int64_t per_rank = m / set.world;
-      const int chunks = xccl::ChooseChunks(per_rank, shape.n, set.world, 0);
-      const std::vector<xccl::GemmStep> op_steps =
-          xccl::FusedGemmSchedule(0, set.world, per_rank, xccl::BandRows(per_rank, chunks),
-                                  xccl::SourcesPerGemm(per_rank, shape.n, set.world, chunks, 0), 2);
+      const std::vector<xccl::RowRange> op_bands =
+          xccl::BandRows(per_rank, xccl::ChooseChunks(per_rank, shape.n, set.world, 0));
+      const int op_chunks = static_cast<int>(op_bands.size());
+      const std::vector<xccl::GemmStep> op_steps = xccl::FusedGemmSchedule(
+          0, set.world, per_rank, op_bands,
+          xccl::SourcesPerGemm(per_rank, shape.n, set.world, op_chunks, 0), 2);
       // Variant 0: direct; 1: the plugin's full run; 2-4: c = 1, 2, 4 bands per source; 5: the
       // c = 1 bands on two streams in turn; 6: direct without split-K; 7: bands of two
       // sources' rows on two streams in turn; 8: the op's default schedule.
@@ -468,6 +472,8 @@ int main(int argc, char** argv) {
       // the same calls in another order (2026-11-29, one H200).
       for (int round = 0; round < set.rounds && ok; ++round) {
         for (int i = 0; i < kVariants && ok; ++i) {
+          // Starts 0, 2, 4, ...: every start within 9 rounds, as 2 and kVariants are coprime.
+          static_assert(kVariants % 2 == 1, "the stride of 2 must reach every start");
           const int v = (round * 2 + i) % kVariants;
           double us = 0;
           ok = timer.Time(

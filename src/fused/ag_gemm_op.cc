@@ -367,8 +367,8 @@ xcclResult_t AgGemmOp::Exchange(
   }
   // Own rows first, never waiting; then the peers' rows as they arrive, in the order and
   // grouping of FusedGemmSchedule (host: the calling thread waits; GPU: a wait kernel on the
-  // lane's stream before each GEMM, or, with a tile-wait plugin, one launch per source whose
-  // tiles wait for their own band's flag). With a side lane the peer calls take the two lanes
+  // lane's stream per flag before the GEMM, or, with a tile-wait plugin, one launch per source
+  // whose tiles wait for their own band's flag). With a side lane the peer calls take the two lanes
   // in turn, the side stream forked before the own rows' GEMM (it waits for the epoch advance
   // above) so its first call may overlap it.
   const bool tile_wait = problem_ != nullptr && TileWait();

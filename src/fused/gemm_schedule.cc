@@ -18,26 +18,30 @@ std::vector<GemmStep> FusedGemmSchedule(int rank, int world, int64_t padded,
     steps.push_back({begin, end, std::move(waits), lanes >= 2 ? (++turn % 2) : 0});
   };
   if (pair_sources) {
-    // The peers in rotation, grouped from the end: the last two form a pair where source s + 1
-    // is followed by s (adjacent slots: not world - 1 followed by 0 across the wrap), and so on
-    // backwards. A single that remains falls early, beside the own rows' GEMM on the other lane;
-    // only on rank world - 2 is the last source (world - 1) left alone at the tail.
-    std::vector<std::vector<int>> groups;
+    // The rotation is two runs of adjacent slots, rank - 1 down to 0 and world - 1 down to
+    // rank + 1. Each run pairs from its end, s + 1 with s, so a run of odd length leaves its head
+    // (its earliest source) alone. Singles go first: beside the own rows' GEMM on the other lane a
+    // single makes about one pair's work, and no small call is left for the tail. Then the pairs
+    // in rotation order. At an even world every rank gets exactly one single, so every rank makes
+    // calls of the same sizes in the same order.
+    std::vector<std::vector<int>> singles, pairs;
     for (int step = world - 1; step >= 1; --step) {
       const int source = (rank - step + world) % world;  // the later of a would-be pair
       const int before = (source + 1) % world;           // the one rotated just before it
       if (step - 1 >= 1 && before == source + 1) {
-        groups.push_back({before, source});
+        pairs.push_back({before, source});
         --step;
       } else {
-        groups.push_back({source});
+        singles.push_back({source});
       }
     }
-    for (auto g = groups.rbegin(); g != groups.rend(); ++g) {
-      const int low = g->back();  // the lower slot: the later source of the pair
-      std::vector<BandWait> waits;
-      for (int source : *g) waits.push_back({source, 0});
-      add(low * padded, (low + static_cast<int64_t>(g->size())) * padded, std::move(waits));
+    for (const auto* groups : {&singles, &pairs}) {
+      for (auto g = groups->rbegin(); g != groups->rend(); ++g) {  // built from the end
+        const int low = g->back();  // the lower slot: the later source of a pair
+        std::vector<BandWait> waits;
+        for (int source : *g) waits.push_back({source, 0});
+        add(low * padded, (low + static_cast<int64_t>(g->size())) * padded, std::move(waits));
+      }
     }
     return steps;
   }

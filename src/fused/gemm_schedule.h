@@ -32,12 +32,12 @@ struct GemmStep {
 // - then, band by band, the peers in rotation from rank - 1 (the order in which their rows are
 //   likeliest to be complete: every rank pushes to rank + 1 first). With `sources_per_gemm` 2
 //   and one band per source, two sources consecutive in that rotation share one call where
-//   their slots are adjacent in the window (source s and then s - 1, s > 0). Pairs are formed
-//   from the end of the rotation backwards, so a source left alone comes early, beside the own
-//   rows' GEMM on the other lane, rather than as a small call at the tail (except on rank
-//   world - 2, whose last source, world - 1, cannot pair with 0) (the first version,
-//   pairing from the front with the lone call last, cost 2-17 points more than bands of two
-//   sources in the four bf16 cells at global M 8192, world 8; docs/PERF.md).
+//   their slots are adjacent in the window (source s + 1 and then s; not world - 1 and then 0).
+//   A source that cannot be paired so gets a call of its own, and those come first, beside the
+//   own rows' GEMM on the other lane, then the pairs in rotation order (at world 8: the own
+//   rows, one single, three pairs on every rank). Measured on one H200 at world 8 (docs/PERF.md
+//   "fourth round"): with the single last instead, two of the four bf16 cells at global M 8192
+//   cost 7.6-12.2% over the whole GEMM in each run, against at most 3.3% with it first.
 // - with `lanes` 2 the peer calls take the side lane and lane 0 in turn, the side lane first
 //   (so the first peer call can overlap the own rows' GEMM); with 1, all run on lane 0.
 std::vector<GemmStep> FusedGemmSchedule(int rank, int world, int64_t padded,

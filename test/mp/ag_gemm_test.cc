@@ -319,65 +319,82 @@ TEST_P(AgGemmTest, TwoComputeLanesTakeTheBandsInTurn) {
 
 // XCCL_AGGEMM_SOURCES_PER_GEMM with one band per source: at 2 (and at 0, the rule, which pairs
 // these small shapes) the op makes the GEMM calls of FusedGemmSchedule with two sources, fewer
-// calls than sources from world 4; at 1 one call per source. Each call's rows are checked, and C
-// against the reference and split mode byte for byte.
+// calls than sources from world 4; at 1 one call per source. On one and two compute streams:
+// each call's rows and plugin context (lane) are checked, and C against the reference and split
+// mode byte for byte.
 TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
   const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(kPlugin);
   ASSERT_NE(counting, nullptr) << "cannot load " << kPlugin << ": " << dlerror();
   for (int64_t setting : {2, 1, 0}) {
-    RunOptions options;
-    options.before_init = WithSourcesPerGemm(setting);
-    Run(
-        [counting, setting](RankContext& ctx) {
-          Case fused, split;
-          fused.chunks = 1;
-          split.mode = xcclAgGemmSplit;
-          xcclAgGemm_t f = nullptr, s = nullptr;
-          RANK_EXPECT(
-              ctx,
-              xcclAgGemmCreate(ctx.comm, fused.n, fused.k, fused.m_max, fused.in, fused.out,
-                               fused.mode, fused.chunks, nullptr, counting, &f) == xcclSuccess,
-              "create: " << xcclGetLastError(ctx.comm));
-          if (!ctx.failures.empty() || !Create(ctx, split, &s)) return;
-          const int world = ctx.nranks;
-          const int sources = setting == 1 || world < 3 ? 1 : 2;
-          for (int64_t m : {512, 300}) {
-            const int64_t padded = (m + 255) / 256 * 256;
-            std::vector<uint8_t> cf, cs;
-            CountedGemmBands().clear();
-            if (!CheckedRun(ctx, f, fused, m, 700 + m, &cf)) return;
-            const std::vector<xcclGemmBand> calls = CountedGemmBands();
-            const std::vector<xccl::GemmStep> want = xccl::FusedGemmSchedule(
-                ctx.rank, world, padded, xccl::BandRows(padded, 1), sources, /*lanes=*/1);
+    for (int streams : {1, 2}) {
+      RunOptions options;
+      options.before_init = [setting, streams] {
+        WithSourcesPerGemm(setting)();
+        WithComputeStreams(streams)();
+      };
+      Run(
+          [counting, setting, streams](RankContext& ctx) {
+            Case fused, split;
+            fused.chunks = 1;
+            split.mode = xcclAgGemmSplit;
+            const size_t known = CountedGemmContexts().size();
+            xcclAgGemm_t f = nullptr, s = nullptr;
             RANK_EXPECT(
-                ctx, calls.size() == want.size(),
-                "m " << m << ": " << calls.size() << " GEMM calls, expected " << want.size());
-            for (size_t i = 0; i < calls.size() && i < want.size(); ++i) {
+                ctx,
+                xcclAgGemmCreate(ctx.comm, fused.n, fused.k, fused.m_max, fused.in, fused.out,
+                                 fused.mode, fused.chunks, nullptr, counting, &f) == xcclSuccess,
+                "create: " << xcclGetLastError(ctx.comm));
+            if (!ctx.failures.empty() || !Create(ctx, split, &s)) return;
+            const std::vector<CountedGemmContext*> lanes(CountedGemmContexts().begin() + known,
+                                                         CountedGemmContexts().end());
+            RANK_EXPECT(ctx, lanes.size() == static_cast<size_t>(streams),
+                        streams << " compute streams made " << lanes.size() << " plugin contexts");
+            if (!ctx.failures.empty()) return;
+            const int world = ctx.nranks;
+            const int sources = setting == 1 || world < 3 ? 1 : 2;
+            for (int64_t m : {512, 300}) {
+              const int64_t padded = (m + 255) / 256 * 256;
+              std::vector<uint8_t> cf, cs;
+              CountedGemmBands().clear();
+              CountedGemmRuns().clear();
+              if (!CheckedRun(ctx, f, fused, m, 700 + m, &cf)) return;
+              const std::vector<xcclGemmBand> calls = CountedGemmBands();
+              const std::vector<const CountedGemmContext*> runs = CountedGemmRuns();
+              const std::vector<xccl::GemmStep> want = xccl::FusedGemmSchedule(
+                  ctx.rank, world, padded, xccl::BandRows(padded, 1), sources, streams);
               RANK_EXPECT(
-                  ctx,
-                  calls[i].row_begin == want[i].row_begin && calls[i].row_end == want[i].row_end,
-                  "m " << m << " call " << i << ": rows [" << calls[i].row_begin << ", "
-                       << calls[i].row_end << "), expected [" << want[i].row_begin << ", "
-                       << want[i].row_end << ")");
+                  ctx, calls.size() == want.size(),
+                  "m " << m << ": " << calls.size() << " GEMM calls, expected " << want.size());
+              for (size_t i = 0; i < calls.size() && i < want.size(); ++i) {
+                RANK_EXPECT(
+                    ctx,
+                    calls[i].row_begin == want[i].row_begin && calls[i].row_end == want[i].row_end,
+                    "m " << m << " call " << i << ": rows [" << calls[i].row_begin << ", "
+                         << calls[i].row_end << "), expected [" << want[i].row_begin << ", "
+                         << want[i].row_end << ")");
+                RANK_EXPECT(ctx, i < runs.size() && runs[i] == lanes[want[i].lane],
+                            "m " << m << " call " << i << " ran on the wrong lane (expected "
+                                 << want[i].lane << ")");
+              }
+              if (sources == 2 && world >= 4) {
+                RANK_EXPECT(ctx, calls.size() < static_cast<size_t>(world),
+                            "m " << m << ": " << calls.size() << " calls for " << world
+                                 << " sources: nothing paired");
+              } else {
+                RANK_EXPECT(ctx, calls.size() == static_cast<size_t>(world),
+                            "m " << m << ": " << calls.size() << " calls for " << world
+                                 << " sources, one each expected");
+              }
+              if (!CheckedRun(ctx, s, split, m, 700 + m, &cs)) return;
+              RANK_EXPECT(ctx, cf == cs, "m " << m << ": fused and split differ");
             }
-            if (sources == 2 && world >= 4) {
-              RANK_EXPECT(ctx, calls.size() < static_cast<size_t>(world),
-                          "m " << m << ": " << calls.size() << " calls for " << world
-                               << " sources: nothing paired");
-            } else {
-              RANK_EXPECT(ctx, calls.size() == static_cast<size_t>(world),
-                          "m " << m << ": " << calls.size() << " calls for " << world
-                               << " sources, one each expected");
-            }
-            if (!CheckedRun(ctx, s, split, m, 700 + m, &cs)) return;
-            RANK_EXPECT(ctx, cf == cs, "m " << m << ": fused and split differ");
-          }
-          RANK_EXPECT(ctx,
-                      xcclAgGemmDestroy(f) == xcclSuccess && xcclAgGemmDestroy(s) == xcclSuccess,
-                      "destroy: " << xcclGetLastError(nullptr));
-        },
-        options);
-    RestoreParams();
+            RANK_EXPECT(ctx,
+                        xcclAgGemmDestroy(f) == xcclSuccess && xcclAgGemmDestroy(s) == xcclSuccess,
+                        "destroy: " << xcclGetLastError(nullptr));
+          },
+          options);
+      RestoreParams();
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -70,26 +71,45 @@ void CheckProperties(const Geometry& g) {
     EXPECT_EQ(covered, s.row_end - s.row_begin)
         << "step " << i << " reads rows it did not wait for";
   }
-  // Every peer band waited for exactly once: band by band, the peers in rotation from rank - 1.
+  // Every peer band waited for exactly once: band by band, the peers in rotation from rank - 1;
+  // with pairs, the singles first and then the pairs, each in rotation order.
   std::vector<BandWait> rotation;
   for (size_t b = 0; b < bands.size(); ++b)
     for (int step = 1; step < g.world; ++step)
       rotation.push_back({(g.rank - step + g.world) % g.world, static_cast<int>(b)});
-  EXPECT_EQ(order, rotation);
   for (size_t r = 0; r < times.size(); ++r)
     ASSERT_EQ(times[r], 1) << "row " << r << " multiplied " << times[r] << " times";
-  // As many pairs as the rotation allows: no two consecutive single-source calls whose sources
-  // are adjacent with the first above 0 (those could have shared a call).
-  if (may_pair) {
-    for (size_t i = 2; i < steps.size(); ++i) {
-      if (steps[i - 1].waits.size() != 1 || steps[i].waits.size() != 1) continue;
-      const int first = steps[i - 1].waits[0].source, second = steps[i].waits[0].source;
-      EXPECT_FALSE(first > 0 && second == first - 1)
-          << "sources " << first << " and " << second << " could have been paired";
-    }
-  } else {
+  if (!may_pair) {
+    EXPECT_EQ(order, rotation);
     EXPECT_EQ(steps.size(), 1 + (g.world - 1) * bands.size());
+    return;
   }
+  auto position = [&](int source) { return (g.rank - source + g.world) % g.world; };
+  std::vector<BandWait> by_position = order;
+  std::sort(by_position.begin(), by_position.end(), [&](const BandWait& a, const BandWait& b) {
+    return position(a.source) < position(b.source);
+  });
+  EXPECT_EQ(by_position, rotation);
+  int last_single = 0, last_pair = 0, singles = 0;
+  bool seen_pair = false;
+  for (size_t i = 1; i < steps.size(); ++i) {
+    const std::vector<BandWait>& w = steps[i].waits;
+    if (w.size() == 1) {
+      ++singles;
+      EXPECT_FALSE(seen_pair) << "step " << i << ": a single after a pair";
+      EXPECT_GT(position(w[0].source), last_single) << "step " << i << ": singles out of order";
+      last_single = position(w[0].source);
+    } else {
+      seen_pair = true;
+      EXPECT_EQ(position(w[1].source), position(w[0].source) + 1)
+          << "step " << i << ": a pair of sources not consecutive in the rotation";
+      EXPECT_GT(position(w[0].source), last_pair) << "step " << i << ": pairs out of order";
+      last_pair = position(w[1].source);
+    }
+  }
+  // As many pairs as the rotation allows: its two runs of adjacent slots (rank - 1 down to 0,
+  // world - 1 down to rank + 1) each leave one single when their length is odd.
+  EXPECT_EQ(singles, g.rank % 2 + (g.world - 1 - g.rank) % 2);
 }
 
 TEST(FusedGemmSchedule, PropertiesHoldForEveryGeometryUpToWorld8) {
@@ -101,9 +121,8 @@ TEST(FusedGemmSchedule, PropertiesHoldForEveryGeometryUpToWorld8) {
             for (int lanes : {1, 2}) CheckProperties({rank, world, padded, chunks, sources, lanes});
 }
 
-// Written out by hand: world 8, 1024 rows per source, one band, sources paired from the end of
-// the rotation, two lanes.
-TEST(FusedGemmSchedule, PairsAdjacentSlotsFromTheEndOfTheRotation) {
+// Written out by hand: world 8, 1024 rows per source, one band, sources paired, singles first.
+TEST(FusedGemmSchedule, PairsAdjacentSlotsWithSinglesFirst) {
   const std::vector<RowRange> one_band = BandRows(1024, 1);
   std::vector<GemmStep> s = FusedGemmSchedule(0, 8, 1024, one_band, 2, 2);
   ASSERT_EQ(s.size(), 5u);
@@ -120,16 +139,32 @@ TEST(FusedGemmSchedule, PairsAdjacentSlotsFromTheEndOfTheRotation) {
   EXPECT_EQ(s[4].row_begin, 1024);
   EXPECT_EQ(s[4].row_end, 3 * 1024);
   EXPECT_EQ(s[4].lane, 0);
-  // Rank 2: sources 1, 0, 7, ..., 3; from the end (4, 3), (6, 5), then 7 cannot join 0 (not
-  // adjacent in the window) and goes alone, and (1, 0) pair.
+  // Rank 2: sources 1, 0 | 7, ..., 3: the pairs (1, 0), (6, 5), (4, 3) and 7 alone, which goes
+  // first.
   s = FusedGemmSchedule(2, 8, 1024, one_band, 2, 1);
   ASSERT_EQ(s.size(), 5u);
-  EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{1, 0}, {0, 0}}));
-  EXPECT_EQ(s[1].row_begin, 0);
-  EXPECT_EQ(s[1].row_end, 2 * 1024);
-  EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{7, 0}}));
+  EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{7, 0}}));
+  EXPECT_EQ(s[1].row_begin, 7 * 1024);
+  EXPECT_EQ(s[1].row_end, 8 * 1024);
+  EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{1, 0}, {0, 0}}));
+  EXPECT_EQ(s[2].row_begin, 0);
+  EXPECT_EQ(s[2].row_end, 2 * 1024);
   EXPECT_EQ(s[3].waits, (std::vector<BandWait>{{6, 0}, {5, 0}}));
   EXPECT_EQ(s[4].waits, (std::vector<BandWait>{{4, 0}, {3, 0}}));
+  // Rank 6: 5, ..., 0 | 7: 7 cannot join 0 across the wrap; alone, first.
+  s = FusedGemmSchedule(6, 8, 1024, one_band, 2, 2);
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{7, 0}}));
+  EXPECT_EQ(s[1].lane, 1);
+  EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{5, 0}, {4, 0}}));
+  EXPECT_EQ(s[4].waits, (std::vector<BandWait>{{1, 0}, {0, 0}}));
+  EXPECT_EQ(s[4].lane, 0);
+  // World 5, rank 1: 0 | 4, 3, 2: two singles (0, then 4), then (3, 2).
+  s = FusedGemmSchedule(1, 5, 256, BandRows(256, 1), 2, 1);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{0, 0}}));
+  EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{4, 0}}));
+  EXPECT_EQ(s[3].waits, (std::vector<BandWait>{{3, 0}, {2, 0}}));
   // Rank 1: source 0 cannot pair with source 7 (not adjacent in the window), so it goes alone.
   s = FusedGemmSchedule(1, 8, 1024, one_band, 2, 1);
   ASSERT_EQ(s.size(), 5u);
@@ -174,6 +209,7 @@ TEST(SourcesPerGemm, PairsWhereOneSourceIsUnderAWaveOfTiles) {
   // The setting wins otherwise.
   EXPECT_EQ(SourcesPerGemm(1024, 3840, 8, 1, 1), 1);
   EXPECT_EQ(SourcesPerGemm(8192, 6400, 4, 1, 2), 2);
+  // World 3 (two peers) is enough for the rule to pair: 1 tile.
   EXPECT_EQ(SourcesPerGemm(256, 48, 3, 1, 0), 2);
 }
 

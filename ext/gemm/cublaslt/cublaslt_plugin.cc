@@ -15,14 +15,17 @@
 // at supports(): the fastest, timed over the whole problem, of the heuristic's first 8
 // split-K-free algorithms (XCCL_GEMM_CUBLASLT_TUNE=0: its first, untimed), and used for every
 // band whose row count it accepts (cublasLtMatmulAlgoCheck), also of a problem whose m it was
-// not chosen for (an op chooses at m_max and runs smaller m: no kernel loads inside a call). Timed, so two processes (or runs)
-// may choose differently and give different bytes; within a process every context of a problem
-// gets the same choice (fused and split ops of one m_max give the same bytes). One algorithm means
-// one summation order, so such a band's bytes equal the full run's. A row count it refuses gets an
-// algorithm of its own, cached per row count; its bytes may then differ, and its kernel loads at
-// that band's first run. supports() runs the shape's algorithm once on scratch memory: that loads
-// its kernel before any xccl call (ag_gemm's create ends in a rank agreement), since a kernel's
-// first launch can wait for the whole device, which stalls ranks sharing a GPU in one process.
+// not chosen for (an op chooses at m_max and runs smaller m: no kernel loads inside a call).
+// Timed, so two processes (or runs) may choose differently and give different bytes; within a
+// process every context of a problem gets the same choice (fused and split ops of one m_max give
+// the same bytes). One algorithm means one summation order, so such a band's bytes equal the full
+// run's. A row count it refuses gets an algorithm of its own, cached per row count; its bytes
+// may then differ, and its kernel loads at that band's first run, inside a call (so the stall
+// AlgoFor describes remains possible there; ag_gemm's bands and paired sources are multiples of
+// 256 rows, and no refusal of those has been seen). supports() runs the shape's algorithm once
+// on scratch memory: that loads its kernel before any xccl call (ag_gemm's create ends in a rank
+// agreement), since a kernel's first launch can wait for the whole device, which stalls ranks
+// sharing a GPU in one process.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -37,21 +40,16 @@
 #include <tuple>
 #include <vector>
 
+#include "algo_key.h"
 #include "xccl_gemm.h"
 
 namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
-// A problem (m, n, k, leading dimensions, types) and the row count of a run of it.
-struct AlgoKey {
-  int64_t rows, m, n, k, lda, ldb, ldc;
-  int in, out;
-  bool operator<(const AlgoKey& o) const {
-    return std::tie(rows, m, n, k, lda, ldb, ldc, in, out) <
-           std::tie(o.rows, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.in, o.out);
-  }
-};
+using xccl_cublaslt::AlgoKey;
+using xccl_cublaslt::KeyOf;
+using xccl_cublaslt::kShapeAlgo;
 
 struct Context {
   int device = 0;
@@ -241,30 +239,6 @@ xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo) {
   return r;
 }
 
-AlgoKey KeyOf(const xcclGemmProblem& p, int64_t rows) {
-  AlgoKey key{rows, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, 0, 0};
-  key.in = static_cast<int>(p.a_type);
-  key.out = static_cast<int>(p.c_type);
-  return key;
-}
-constexpr int64_t kShapeAlgo = -1;  // AlgoKey::rows of the algorithm chosen for the whole problem
-
-// The whole-problem algorithm for p's shape: the one chosen for p.m, else the one chosen for the
-// largest other m of the same n, k, strides and types (an op chooses at m_max and then runs any
-// m up to it), else nullptr. Called with c->mu held.
-const cublasLtMatmulAlgo_t* ShapeAlgoOf(Context* c, const xcclGemmProblem& p) {
-  auto exact = c->algos.find(KeyOf(p, kShapeAlgo));
-  if (exact != c->algos.end()) return &exact->second;
-  const cublasLtMatmulAlgo_t* found = nullptr;
-  for (const auto& [key, algo] : c->algos) {
-    AlgoKey same = key;
-    same.m = p.m;
-    if (key.rows == kShapeAlgo && !(same < KeyOf(p, kShapeAlgo)) && !(KeyOf(p, kShapeAlgo) < same))
-      found = &algo;  // the map is ordered by m within a shape: the last is the largest
-  }
-  return found;
-}
-
 // The algorithm for these descriptors of `rows` rows: cached; else the shape's (ShapeAlgoOf) if
 // cuBLASLt accepts it for them; else the heuristic's for them. Reusing the shape's algorithm for
 // another m keeps the bytes of equal rows equal across m and, more to the point, loads no new
@@ -279,7 +253,7 @@ xcclResult_t AlgoFor(Context* c, const xcclGemmProblem& p, int64_t rows, Descrip
     *algo = it->second;
     return xcclSuccess;
   }
-  const cublasLtMatmulAlgo_t* shape = ShapeAlgoOf(c, p);
+  const cublasLtMatmulAlgo_t* shape = xccl_cublaslt::ShapeAlgoOf(c->algos, p);
   cublasLtMatmulHeuristicResult_t checked;
   if (shape != nullptr &&
       cublasLtMatmulAlgoCheck(c->handle, d.desc, d.la, d.lb, d.lc, d.lc, shape, &checked) ==
