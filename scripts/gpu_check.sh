@@ -10,7 +10,8 @@
 #   agemm   ag_gemm_perf with the cublaslt plugin (fp8 and
 #           bf16, Kimi-K3 shapes, with ag-only / gemm-only / overlap columns): one process per
 #           GPU where there are several, else 2 ranks sharing GPU 0 with a DMA queue each
-#           (fp8); fp8 again with the bands on two compute streams
+#           (fp8); fp8 again with one default off: one source per GEMM call (3 or more GPUs),
+#           else one compute stream
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
 #   small   the small-block all_gather (8 B - 256 KiB in all), plain and graph-launched, with the LL
 #           path at its default (8 KiB per rank), at its largest (32 KiB) and without it
@@ -112,15 +113,22 @@ if has_stage agemm; then
       --dtype $dtype --compare vendor --m "$ms" --shapes "$shapes" --rounds 3 -n 5 -w 2 \
       >>"$logs/ag_gemm.txt" 2>&1
   done
-  # The chunk default against the measured fused times (several GPUs), then fused with the
-  # bands' GEMMs on two streams (XCCL_AGGEMM_COMPUTE_STREAMS=2), with split in the same run
-  # again, to decide its default.
+  # The chunk default against the measured fused times (several GPUs), then fused with one
+  # default turned off, split in the same run again: with 3 or more GPUs one source per GEMM
+  # call (XCCL_AGGEMM_SOURCES_PER_GEMM=1, against the default's pairs of sources where bands are
+  # small), else one compute stream (XCCL_AGGEMM_COMPUTE_STREAMS=1, against the default's two).
   if [ "$gpus" -ge 2 ]; then
     python3 perf/fit_chunk_rule.py "$logs/ag_gemm.txt" >"$logs/chunk_fit.txt" 2>&1
   fi
-  env ${queues_env[@]+"${queues_env[@]}"} XCCL_AGGEMM_COMPUTE_STREAMS=2 timeout 180 "$build/perf/ag_gemm_perf" \
+  if [ "$gpus" -ge 3 ]; then
+    off=XCCL_AGGEMM_SOURCES_PER_GEMM=1
+  else
+    off=XCCL_AGGEMM_COMPUTE_STREAMS=1
+  fi
+  echo "# with $off" >"$logs/ag_gemm_off.txt"
+  env ${queues_env[@]+"${queues_env[@]}"} "$off" timeout 180 "$build/perf/ag_gemm_perf" \
     $placement --plugin "$lt" --dtype fp8 --compare vendor --m "8192 16384 32768" \
-    --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 >"$logs/ag_gemm_2streams.txt" 2>&1
+    --shapes "6400x7168 3840x7168" --rounds 3 -n 5 -w 2 >>"$logs/ag_gemm_off.txt" 2>&1
   pack
 fi
 
@@ -223,9 +231,9 @@ fi
     echo "# ag_gemm_perf (us; best fused vs split-xccl; relL2):"
     grep -vE "^# (split-vendor|ag_gemm_perf)" "$logs/ag_gemm.txt" | tail -40
   fi
-  if [ -f "$logs/ag_gemm_2streams.txt" ]; then
-    echo "# ag_gemm_perf, fp8, bands on two compute streams (XCCL_AGGEMM_COMPUTE_STREAMS=2):"
-    grep -vE "^# (split-vendor|ag_gemm_perf)" "$logs/ag_gemm_2streams.txt" | tail -12
+  if [ -f "$logs/ag_gemm_off.txt" ]; then
+    echo "# ag_gemm_perf, fp8, $(head -1 "$logs/ag_gemm_off.txt" | sed 's/^# //'):"
+    grep -vE "^# (split-vendor|ag_gemm_perf|with )" "$logs/ag_gemm_off.txt" | tail -12
   fi
   if [ -f "$logs/chunk_fit.txt" ]; then
     echo "# chunk rule against the measured fused times (perf/fit_chunk_rule.py):"
