@@ -164,11 +164,14 @@ typedef enum {
   xcclAgGemmSplit = 1  /* xcclAllGather of A (and its scales), then one GEMM */
 } xcclAgGemmMode_t;
 
-/* plugin_name: a name ("reference": libxccl-gemm-reference.so) or a path; NULL or "" takes
- * XCCL_GEMM_PLUGIN. plugin: a struct the caller passes instead (then plugin_name must be
- * NULL). chunks: bands per source, 0 = the default rule; a pinned value takes the largest
- * divisor of the row tiles up to it. Refused (nothing allocated): n not a positive multiple
- * of 16, k or m_max < 1, unsupported dtypes, a plugin that does not support the shape, a
+/* plugin_name: a name ("reference": libxccl-gemm-reference.so, found on the library search
+ * path) or a path; NULL or "" takes XCCL_GEMM_PLUGIN. plugin: a struct the caller passes
+ * instead (then plugin_name must be NULL). chunks: bands per source in fused mode, 0 to 8.
+ * 0 = the default rule: the most bands, up to 4, whose output tiles (256 x 256) over the
+ * nranks - 1 peers reach 1024, else 1 (measured, docs/PERF.md); a pinned value takes the
+ * largest divisor of the row tiles up to it. Refused (nothing allocated): n not a positive
+ * multiple of 16, k or m_max < 1, unsupported dtypes, a mode other than the two, chunks
+ * outside 0..8, a plugin that does not support the shape, both plugin_name and plugin, a
  * communicator spanning more than one node, and fused mode on one with fewer DMA queues than
  * peers (xcclInvalidUsage: use split there). Collective: where one rank's
  * argument check, plugin init, shape check or allocation fails, every other rank's create fails
@@ -184,7 +187,8 @@ xcclResult_t xcclAgGemmPaddedM(xcclAgGemm_t op, int64_t m, int64_t* padded_m);
  * scales ([padded_m] fp32; NULL otherwise): a caller may write A there (quantise into it) and
  * pass these pointers to xcclAgGemmRun, which then skips the copy. */
 xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float** scales);
-/* The bands per source the op uses for a call of m rows. */
+/* The bands per source a fused call of m rows uses (a split op answers what a fused op of its
+ * shape would use; it runs one GEMM over all rows). */
 xcclResult_t xcclAgGemmChunks(xcclAgGemm_t op, int64_t m, int* chunks);
 /* C for this call: into `out` ([nranks * padded_m][n] of out_type) or, with out NULL, into
  * the op's own buffer; *result (if not NULL) says where C is. a_scale/b_scale: fp8 only. */

@@ -111,26 +111,34 @@ class AgGemmTest : public ::testing::TestWithParam<std::tuple<RankMode, int>> {
 };
 
 // Every input type and mode on two fresh operand sets, m not a tile multiple (padding rows);
-// fused and split must agree byte for byte.
+// fused and split must agree byte for byte. Fused with one band per source (the rule, at these
+// sizes) and with two (fp8's scales then carry each band's flag).
 TEST_P(AgGemmTest, ModesMatchTheReferenceAndEachOther) {
   Run([](RankContext& ctx) {
-    for (xcclDataType_t in : {xcclBfloat16, xcclFloat16, xcclFloat8e4m3}) {
-      Case fused, split;
-      fused.in = split.in = in;
-      split.mode = xcclAgGemmSplit;
-      xcclAgGemm_t f = nullptr, s = nullptr;
-      if (!Create(ctx, fused, &f) || !Create(ctx, split, &s)) return;
-      for (uint64_t call = 0; call < 2; ++call) {
-        std::vector<uint8_t> cf, cs;
-        const int64_t m = call == 0 ? 300 : 512;
-        if (!CheckedRun(ctx, f, fused, m, call, &cf) || !CheckedRun(ctx, s, split, m, call, &cs))
-          return;
-        RANK_EXPECT(ctx, cf == cs,
-                    xccl::DataTypeName(in) << " call " << call << ": fused and split differ");
+    for (int chunks : {0, 2}) {
+      for (xcclDataType_t in : {xcclBfloat16, xcclFloat16, xcclFloat8e4m3}) {
+        Case fused, split;
+        fused.in = split.in = in;
+        fused.chunks = chunks;
+        split.mode = xcclAgGemmSplit;
+        xcclAgGemm_t f = nullptr, s = nullptr;
+        if (!Create(ctx, fused, &f) || !Create(ctx, split, &s)) return;
+        for (uint64_t call = 0; call < 2; ++call) {
+          std::vector<uint8_t> cf, cs;
+          const int64_t m = call == 0 ? 300 : 512;
+          if (!CheckedRun(ctx, f, fused, m, call, &cf) || !CheckedRun(ctx, s, split, m, call, &cs))
+            return;
+          RANK_EXPECT(ctx, cf == cs,
+                      xccl::DataTypeName(in) << " chunks " << chunks << " call " << call
+                                             << ": fused and split differ");
+        }
+        int used = 0;
+        RANK_EXPECT(ctx, xcclAgGemmChunks(f, 512, &used) == xcclSuccess && used == (chunks ? 2 : 1),
+                    "chunks " << chunks << ": the op uses " << used << " bands");
+        RANK_EXPECT(ctx, xcclAgGemmDestroy(f) == xcclSuccess && xcclAgGemmDestroy(s) == xcclSuccess,
+                    "destroy: " << xcclGetLastError(nullptr));
+        if (!ctx.failures.empty()) return;
       }
-      RANK_EXPECT(ctx, xcclAgGemmDestroy(f) == xcclSuccess && xcclAgGemmDestroy(s) == xcclSuccess,
-                  "destroy: " << xcclGetLastError(nullptr));
-      if (!ctx.failures.empty()) return;
     }
   });
 }
@@ -221,24 +229,31 @@ TEST_P(AgGemmTest, LocalRowsZeroCopyAndOwnOutput) {
   });
 }
 
-// Every signal starts at 0xFFFFFFFE: the first calls cross 2^32, fused and split.
+// Every signal starts at 0xFFFFFFFE: the first calls cross 2^32, fused and split, each mode on
+// a fresh communicator (on one, the first mode's calls would take the wrap and the second's
+// start after it). fp8 with two bands per source, so that several flags per source (raised by
+// the scales' puts) cross it too.
 TEST_P(AgGemmTest, AcrossTheEpochWrap) {
-  RunOptions options;
-  options.before_init = WithEpochBase(0xFFFFFFFEu);
-  Run(
-      [](RankContext& ctx) {
-        for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit}) {
-          Case c;
-          c.k = 8;
-          c.mode = mode;
-          xcclAgGemm_t op = nullptr;
-          if (!Create(ctx, c, &op)) return;
-          for (uint64_t call = 0; call < 4; ++call) CheckedRun(ctx, op, c, 256, 400 + call);
-          xcclAgGemmDestroy(op);
-        }
-      },
-      options);
-  RestoreParams();
+  for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit}) {
+    RunOptions options;
+    options.before_init = WithEpochBase(0xFFFFFFFEu);
+    Run(
+        [mode](RankContext& ctx) {
+          for (xcclDataType_t in : {xcclBfloat16, xcclFloat8e4m3}) {
+            Case c;
+            c.k = 8;
+            c.mode = mode;
+            c.in = in;
+            c.chunks = 2;
+            xcclAgGemm_t op = nullptr;
+            if (!Create(ctx, c, &op)) return;
+            for (uint64_t call = 0; call < 4; ++call) CheckedRun(ctx, op, c, 512, 400 + call);
+            xcclAgGemmDestroy(op);
+          }
+        },
+        options);
+    RestoreParams();
+  }
 }
 
 // XCCL_AGGEMM_COMPUTE_STREAMS=2: fused mode makes a second plugin context (the side lane's)
@@ -471,7 +486,53 @@ TEST_P(AgGemmTest, BadOperandsAreRefused) {
     refused(xcclAgGemmCreate(ctx.comm, int64_t(1) << 60, 16, 256, xcclBfloat16, xcclBfloat16, fused,
                              0, kPlugin, nullptr, &op),
             xcclInvalidArgument, "n = 2^60 (C's size overflows)");
+    refused(xcclAgGemmCreate(ctx.comm, -48, 16, 256, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "negative n");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 256, xcclBfloat16, xcclBfloat16, fused, -1, kPlugin,
+                             nullptr, &op),
+            xcclInvalidArgument, "chunks -1");
+    const xcclGemmPlugin_v1_t* reference_struct = CountingGemmPlugin(kPlugin);
+    RANK_EXPECT(ctx, reference_struct != nullptr, "cannot load " << kPlugin);
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 256, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
+                             reference_struct, &op),
+            xcclInvalidArgument, "a plugin name and a struct both");
+    refused(xcclAgGemmCreate(ctx.comm, 48, 16, 256, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
+                             nullptr, nullptr),
+            xcclInvalidArgument, "NULL op out");
     RANK_EXPECT(ctx, op == nullptr, "a refused create left an op");
+
+    // bf16: the alignment of a and b, and scales where there are none.
+    Case b16;
+    if (!Create(ctx, b16, &op)) return;
+    {
+      const Operands o = MakeOperands(ctx.seed, ctx.rank, 501, 256, b16.n, b16.k, b16.in);
+      std::vector<uint8_t> a_odd(o.a.size() + 1), b_odd(o.b.size() + 1);
+      const std::vector<float> ones(256, 1.0f);
+      refused(xcclAgGemmRun(op, a_odd.data() + 1, nullptr, o.b.data(), nullptr, 256, nullptr,
+                            nullptr, nullptr),
+              xcclInvalidArgument, "misaligned a (bf16)");
+      refused(xcclAgGemmRun(op, o.a.data(), nullptr, b_odd.data() + 1, nullptr, 256, nullptr,
+                            nullptr, nullptr),
+              xcclInvalidArgument, "misaligned b (bf16)");
+      refused(xcclAgGemmRun(op, o.a.data(), ones.data(), o.b.data(), nullptr, 256, nullptr, nullptr,
+                            nullptr),
+              xcclInvalidArgument, "a_scale on a bf16 op");
+      refused(xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), ones.data(), 256, nullptr, nullptr,
+                            nullptr),
+              xcclInvalidArgument, "b_scale on a bf16 op");
+      void* rows = nullptr;
+      int chunks = 0;
+      refused(xcclAgGemmLocalRows(op, 256, nullptr, nullptr), xcclInvalidArgument,
+              "NULL local rows");
+      refused(xcclAgGemmLocalRows(op, 513, &rows, nullptr), xcclInvalidArgument,
+              "local rows above m_max");
+      refused(xcclAgGemmChunks(op, 256, nullptr), xcclInvalidArgument, "NULL chunks");
+      refused(xcclAgGemmChunks(op, -1, &chunks), xcclInvalidArgument, "chunks of negative m");
+      CheckedRun(ctx, op, b16, 256, 501);
+      RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+      op = nullptr;
+    }
 
     Case c;
     c.in = xcclFloat8e4m3;
@@ -491,6 +552,13 @@ TEST_P(AgGemmTest, BadOperandsAreRefused) {
             xcclInvalidArgument, "fp8 without a_scale");
     refused(xcclAgGemmRun(op, o.a.data(), as, o.b.data(), nullptr, 256, nullptr, nullptr, nullptr),
             xcclInvalidArgument, "fp8 without b_scale");
+    std::vector<float> scales_odd(o.a_scale.size() + o.b_scale.size() + 1);
+    const float* as_odd =
+        reinterpret_cast<const float*>(reinterpret_cast<const char*>(scales_odd.data()) + 1);
+    refused(xcclAgGemmRun(op, o.a.data(), as_odd, o.b.data(), bs, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "misaligned a_scale");
+    refused(xcclAgGemmRun(op, o.a.data(), as, o.b.data(), as_odd, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "misaligned b_scale");
     std::vector<uint8_t> odd(8);
     refused(
         xcclAgGemmRun(op, o.a.data(), as, o.b.data(), bs, 256, odd.data() + 1, nullptr, nullptr),
