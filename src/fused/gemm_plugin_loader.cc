@@ -94,6 +94,16 @@ xcclResult_t GemmPlugin::FromStruct(const xcclGemmPlugin_v1_t* plugin,
   return xcclSuccess;
 }
 
+std::string DirectoryOfThisLibrary() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&DirectoryOfThisLibrary), &info) == 0 ||
+      info.dli_fname == nullptr)
+    return ".";
+  const std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
 xcclResult_t GemmPlugin::Load(const std::string& spec_in, std::unique_ptr<GemmPlugin>* out) {
   if (out == nullptr) return Fail(xcclInvalidArgument, "GemmPlugin::Load: out is NULL");
   std::string spec = spec_in;
@@ -117,19 +127,27 @@ xcclResult_t GemmPlugin::Load(const std::string& spec_in, std::unique_ptr<GemmPl
   dlerror();
   // RTLD_LOCAL: two plugins may define the same internal symbols without clashing.
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string origin = file;
   if (handle == nullptr) {
     const std::string why = DlError();
     if (is_path)
       return Fail(xcclInvalidArgument, "GEMM plugin path '%s' (from %s) cannot be loaded: %s",
                   file.c_str(), from, why.c_str());
-    return Fail(xcclInvalidArgument,
-                "unknown GEMM plugin '%s' (from %s): %s is not on the library search path "
-                "(LD_LIBRARY_PATH, rpath, ld.so.conf), or give its path: %s",
-                spec.c_str(), from, file.c_str(), why.c_str());
+    // A name is also looked for beside the library holding this code (libxccl.so, where the
+    // plugins are installed too), so that an install outside the search path still finds them.
+    const std::string beside = DirectoryOfThisLibrary() + "/" + file;
+    handle = dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr)
+      return Fail(xcclInvalidArgument,
+                  "unknown GEMM plugin '%s' (from %s): %s is not on the library search path "
+                  "(LD_LIBRARY_PATH, rpath, ld.so.conf) nor beside libxccl (%s), or give its "
+                  "path: %s",
+                  spec.c_str(), from, file.c_str(), beside.c_str(), why.c_str());
+    origin = beside;
   }
   std::unique_ptr<GemmPlugin> p(new GemmPlugin());
   p->handle_ = handle;  // closed by ~GemmPlugin on every failure below
-  p->origin_ = file;
+  p->origin_ = origin;
 
   dlerror();
   void* sym = dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1);

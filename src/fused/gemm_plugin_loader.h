@@ -46,5 +46,9 @@ xcclResult_t ValidateGemmPlugin(const xcclGemmPlugin_v1_t* plugin, const char* w
 
 // The library file name for a plugin name: libxccl-gemm-<name>.so.
 std::string GemmPluginLibraryName(const std::string& name);
+// The directory of the shared object (libxccl.so, or the executable it is linked into
+// statically) that holds the loader: where a plugin named, not found on the search path, is
+// looked for next. "." if unknown.
+std::string DirectoryOfThisLibrary();
 
 }  // namespace xccl

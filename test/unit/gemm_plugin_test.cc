@@ -3,7 +3,9 @@
 // by name (once its library is resident), through XCCL_GEMM_PLUGIN and as a caller struct.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -217,6 +219,24 @@ TEST(GemmPluginLoaderTest, LoadsReferenceByNameOnceResident) {
   }
   plugin.reset();
   dlclose(resident);
+}
+
+// A name not on the search path is looked for beside the library holding the loader (here the
+// test executable, which links xccl statically): a link to the reference plugin placed there
+// under a name of its own loads by that name, and without the link the name is refused, naming
+// where it looked.
+TEST(GemmPluginLoaderTest, LoadsANameBesideTheLibrary) {
+  REQUIRE_REFERENCE();
+  const std::string name = "beside" + std::to_string(getpid());
+  const std::string link = DirectoryOfThisLibrary() + "/" + GemmPluginLibraryName(name);
+  std::unique_ptr<GemmPlugin> plugin;
+  ExpectRefused(GemmPlugin::Load(name, &plugin), xcclInvalidArgument, {link.c_str()});
+  ASSERT_EQ(symlink(XCCL_GEMM_REFERENCE_PATH, link.c_str()), 0) << link << ": " << strerror(errno);
+  const xcclResult_t loaded = GemmPlugin::Load(name, &plugin);
+  unlink(link.c_str());
+  ASSERT_EQ(loaded, xcclSuccess) << ThreadLastError();
+  EXPECT_EQ(plugin->origin(), link);
+  ExpectReference(*plugin);
 }
 
 TEST(GemmPluginLoaderTest, LoadsReferenceAsCallerStruct) {
