@@ -1,4 +1,4 @@
-// ag_gemm on the host platform with the reference GEMM plugin, at world 2, 4 and 8 (threads;
+// ag_gemm on the host platform with the reference GEMM plugin, at world 2, 3, 4 and 8 (threads;
 // one case as processes): every mode against a double-precision reference of the decoded
 // inputs on fresh operands, padding rows exactly zero, fused and split byte for byte, a
 // partial last column tile, back-to-back calls with held ranks, alternating M, local rows
@@ -395,6 +395,9 @@ TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
                 RANK_EXPECT(ctx, calls.size() < static_cast<size_t>(world),
                             "m " << m << ": " << calls.size() << " calls for " << world
                                  << " sources: nothing paired");
+              } else if (sources == 2) {  // world 3: rank 1's two peers sit across the wrap
+                RANK_EXPECT(ctx, calls.size() == static_cast<size_t>(ctx.rank == 1 ? 3 : 2),
+                            "m " << m << ": " << calls.size() << " calls at world 3");
               } else {
                 RANK_EXPECT(ctx, calls.size() == static_cast<size_t>(world),
                             "m " << m << ": " << calls.size() << " calls for " << world
@@ -745,7 +748,7 @@ TEST_P(AgGemmTest, RanksThatDisagreeOrFailAloneAllFailAtCreate) {
 
 INSTANTIATE_TEST_SUITE_P(HostPlatform, AgGemmTest,
                          ::testing::Combine(::testing::Values(RankMode::kThreads),
-                                            ::testing::Values(2, 4, 8)),
+                                            ::testing::Values(2, 3, 4, 8)),
                          [](const ::testing::TestParamInfo<std::tuple<RankMode, int>>& info) {
                            return std::string(ModeName(std::get<0>(info.param))) + "World" +
                                   std::to_string(std::get<1>(info.param));
