@@ -145,6 +145,17 @@ TEST(GemmPluginLoaderTest, RefusesLibraryWithoutPluginSymbol) {
   EXPECT_EQ(plugin, nullptr);
 }
 
+// A library built for a newer ABI (it exports only xcclGemmPlugin_v2) is refused as too new,
+// naming the symbol it has and the version this xccl speaks, without being called.
+TEST(GemmPluginLoaderTest, RefusesANewerAbiLibrary) {
+  std::unique_ptr<GemmPlugin> plugin;
+  ClearThreadLastError();
+  ExpectRefused(
+      GemmPlugin::Load(XCCL_TEST_FUTURE_PLUGIN_PATH, &plugin), xcclInvalidUsage,
+      {"exports only xcclGemmPlugin_v2", "newer than this xccl", XCCL_GEMM_PLUGIN_SYMBOL_V1});
+  EXPECT_EQ(plugin, nullptr);
+}
+
 // Restores the process's parameters however the test ends.
 struct ParamsGuard {
   Params saved = GetParams();
