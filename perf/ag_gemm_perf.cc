@@ -4,18 +4,30 @@
 // plugin called directly; only where the vendor library runs, never on the host platform),
 // split-xccl (xcclAllGather, then one GEMM), fused with 1, 2 and 4 bands per source and with the
 // default rule, the best of these, its ratio to split-vendor (or split-xccl where there is no
-// vendor), and the largest relative L2 error of any run against a double-precision reference on
-// sampled rows and columns. Times are the median over --rounds rounds of -n calls each (variants
-// interleaved within a round), each call's time the slowest rank's.
+// vendor), and the largest relative L2 error of the variants' C against a double-precision
+// reference on sampled rows and columns. Times are the median over --rounds rounds of -n calls
+// each (variants interleaved within a round), each call's time the slowest rank's.
 //
-// Own flags (the rest are nccl-tests' -np/-t/-g/-n/-w):
-//   --m "4096 8192"        global M list (rows over all ranks; each rank has M / world)
-//   --shapes "96x32 ..."   N x K list
+// Each variant's C is checked once, in the first round, on a poisoned output: the buffer is
+// filled with 0xFF bytes (NaN in bf16) before the variant's first call and read after its timed
+// loop, so a variant that leaves C unwritten shows a non-finite error rather than the C of the
+// variant before it. An error over kMaxRelL2 (or not finite) is reported on stderr and makes the
+// exit status 1.
+//
+// A pinned fused-c2 / fused-c4 column whose count the op clamps to fewer bands (xcclAgGemmChunks)
+// would repeat another count's run under the wrong name: it is not run and shows '-'.
+//
+// Own flags (the rest are nccl-tests' -np/-t/-g/-n/-w and --compare):
+//   --m "M ..."            global M list (rows over all ranks; each rank has M / world, so every
+//                          M must be a multiple of the world size, else the run is refused)
+//   --shapes "NxK ..."     N x K list
 //   --dtype bf16|fp16|fp8  input type (output bf16)
 //   --plugin NAME|PATH     GEMM plugin (default XCCL_GEMM_PLUGIN, else "reference")
 //   --rounds R             rounds (default 3)
-// Defaults are sized for the host platform's scalar reference GEMM; on GPUs pass the Kimi-K3
-// shapes (--m "4096 8192 16384 32768" --shapes "6288x7168 3648x7168 6400x7168 3840x7168").
+// Defaults depend on the platform the binary was built for: on GPUs issue 7's Kimi-K3 TP8 table
+// (M 4096 8192 16384 32768, N x K 6288x7168 3648x7168 6400x7168 3840x7168); on the host
+// platform, whose reference GEMM is scalar C++ and would take hours on those, M 4096 8192 and
+// N x K 96x32 48x32.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -51,12 +63,15 @@ struct Shape {
   int64_t n, k;
 };
 
+// Empty lists until the flags are read: the defaults depend on the platform (ApplyDefaults).
 struct Settings {
-  std::vector<int64_t> global_m{4096, 8192};
-  std::vector<Shape> shapes{{96, 32}, {48, 32}};
+  std::vector<int64_t> global_m;
+  std::vector<Shape> shapes;
   xcclDataType_t in_type = xcclBfloat16;
   std::string plugin;
   int rounds = 3;
+  // Where the lists came from, for the header: "as given" or which defaults.
+  std::string m_from = "as given", shapes_from = "as given";
 };
 
 // The variants of one row, in print order.
@@ -71,6 +86,35 @@ const Variant kVariants[] = {{"split-xccl", xcclAgGemmSplit, 0},
                              {"fused-c4", xcclAgGemmFused, 4},
                              {"fused-def", xcclAgGemmFused, 0}};
 constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
+
+// The largest relative L2 error a checked run may show: bf16 output rounding gives about 2e-3
+// (docs/PERF.md), a wrong band, scale or unwritten row gives far more (as gemm_plugin_perf).
+constexpr double kMaxRelL2 = 1e-2;
+
+// The byte every checked output starts as: 0xFFFF is NaN in bf16 and fp16, 0xFF in fp8 e4m3 and
+// 0xFFFFFFFF in fp32 (the gathered scales), so any element left unwritten poisons the error.
+constexpr uint8_t kPoisonByte = 0xFF;
+
+// Whether this binary was built for a GPU platform (cuda or hip) rather than the host one.
+bool GpuPlatform() { return strcmp(xccl_perf::DeviceBuffers::Platform(), "host") != 0; }
+
+// Issue 7's table (Kimi-K3, TP8) on GPUs; small ones for the host platform's scalar reference
+// GEMM, which needs minutes per row at K = 7168. Fills only what the flags left empty and
+// records which defaults it used, for the header.
+void ApplyDefaults(Settings* set) {
+  const bool gpu = GpuPlatform();
+  const char* kind = gpu ? "GPU defaults (Kimi-K3 TP8)" : "host-platform defaults";
+  if (set->global_m.empty()) {
+    set->global_m =
+        gpu ? std::vector<int64_t>{4096, 8192, 16384, 32768} : std::vector<int64_t>{4096, 8192};
+    set->m_from = kind;
+  }
+  if (set->shapes.empty()) {
+    set->shapes = gpu ? std::vector<Shape>{{6288, 7168}, {3648, 7168}, {6400, 7168}, {3840, 7168}}
+                      : std::vector<Shape>{{96, 32}, {48, 32}};
+    set->shapes_from = kind;
+  }
+}
 
 using xccl_test::Bf16Value;
 using xccl_test::GemmOperands;
@@ -127,7 +171,10 @@ double RelativeL2(const Sample& sample, const uint16_t* c, int64_t rows_per_sour
     err2 += (got - want) * (got - want);
     ref2 += want * want;
   }
-  return std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
+  const double l2 = std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
+  // NaN (a poisoned element left unwritten) as infinity: std::max, which the rank reduction
+  // and the row's worst use, drops a NaN on its right-hand side, so it would vanish.
+  return std::isfinite(l2) ? l2 : HUGE_VAL;
 }
 
 bool Ok(const RankContext& ctx, xcclResult_t r, const char* what, xcclComm_t comm) {
@@ -233,6 +280,7 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
   DirectPlugin gemm(plugin != nullptr ? plugin : (env_plugin != nullptr ? env_plugin : ""),
                     buffers->Device());
   bool ok = true;
+  bool wrong = false;  // a checked run over kMaxRelL2: the run goes on, the exit status is 1
   for (const Shape& s : set.shapes) {
     for (int64_t global_m : set.global_m) {
       const int64_t m = global_m / ctx.nranks;
@@ -256,14 +304,29 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       xcclAgGemmPaddedM(ops[0], m, &padded);
       if (ops[kVariantCount - 1] != nullptr)
         xcclAgGemmChunks(ops[kVariantCount - 1], m, &default_chunks);
+      // A pinned count the op clamps (fewer row tiles than bands, or bands that do not divide
+      // them) would time another count under this column's name: such a column is not run.
+      std::vector<bool> clamped(kVariantCount, false);
+      for (int v = 0; v < kVariantCount; ++v) {
+        int used = 0;
+        if (ops[v] != nullptr && kVariants[v].mode == xcclAgGemmFused && kVariants[v].chunks > 0 &&
+            xcclAgGemmChunks(ops[v], m, &used) == xcclSuccess && used != kVariants[v].chunks)
+          clamped[v] = true;
+      }
       const Operands o = MakeOperands(ctx.rank, m, s, set.in_type);
       const bool fp8 = set.in_type == xcclFloat8e4m3;
       const size_t c_bytes = static_cast<size_t>(ctx.nranks * padded * s.n) * 2;
+      const size_t in_size = TypeSize(set.in_type);
+      const size_t cv_bytes = static_cast<size_t>(ctx.nranks * m * s.n) * 2;
+      const size_t gathered_bytes = static_cast<size_t>(ctx.nranks * m * s.k) * in_size;
+      // Every output and gathered buffer starts as, and is reset to before its checked run,
+      // this pattern (one host copy serves them all).
+      const std::vector<uint8_t> poison(
+          std::max<size_t>({c_bytes, cv_bytes, gathered_bytes, size_t(1)}), kPoisonByte);
       Staged a, b, as, bs, c;
-      std::vector<uint8_t> zeros(c_bytes, 0);
       ok = a.Fill(buffers.get(), o.a.data(), o.a.size()) &&
            b.Fill(buffers.get(), o.b.data(), o.b.size()) &&
-           c.Fill(buffers.get(), zeros.data(), c_bytes) &&
+           c.Fill(buffers.get(), poison.data(), c_bytes) &&
            (!fp8 || (as.Fill(buffers.get(), o.a_scale.data(), o.a_scale.size() * 4) &&
                      bs.Fill(buffers.get(), o.b_scale.data(), o.b_scale.size() * 4)));
       if (!ok) {
@@ -287,14 +350,10 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       const bool with_direct = gemm.ok();
       const bool with_vendor = vendor != nullptr && with_direct;
       Staged gathered, gathered_scales, cv;
-      const size_t in_size = TypeSize(set.in_type);
-      const size_t cv_bytes = static_cast<size_t>(ctx.nranks * m * s.n) * 2;
-      std::vector<uint8_t> none(std::max<size_t>(
-          {cv_bytes, static_cast<size_t>(ctx.nranks * m * s.k) * in_size, size_t(1)}));
       if (with_direct &&
-          (!gathered.Fill(buffers.get(), none.data(), ctx.nranks * m * s.k * in_size) ||
-           !cv.Fill(buffers.get(), none.data(), cv_bytes) ||
-           (fp8 && !gathered_scales.Fill(buffers.get(), none.data(), ctx.nranks * m * 4)))) {
+          (!gathered.Fill(buffers.get(), poison.data(), gathered_bytes) ||
+           !cv.Fill(buffers.get(), poison.data(), cv_bytes) ||
+           (fp8 && !gathered_scales.Fill(buffers.get(), poison.data(), ctx.nranks * m * 4)))) {
         ok = false;
         ctx.sync->Abort();
         break;
@@ -329,7 +388,20 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       auto runs = [&](int v) {
         if (v == kVendor) return with_vendor;
         if (v == kAgOnly || v == kGemmOnly) return with_direct;
-        return ops[v] != nullptr;
+        return ops[v] != nullptr && !clamped[v];
+      };
+      // The buffers variant v writes, poisoned before its first call of the first round (the
+      // checked one). The vendor split and ag-only both fill `gathered`, which gemm-only then
+      // reads: poisoning it before each makes gemm-only's check one of ag-only's gather too.
+      auto poison_outputs = [&](int v) {
+        auto reset = [&](const Staged& buffer, size_t bytes) {
+          return buffers->CopyToDevice(buffer.ptr, poison.data(), bytes);
+        };
+        if (v < kVariantCount) return reset(c, c_bytes);
+        if (v == kGemmOnly) return reset(cv, cv_bytes);
+        const bool gathers =
+            reset(gathered, gathered_bytes) && (!fp8 || reset(gathered_scales, ctx.nranks * m * 4));
+        return gathers && (v != kVendor || reset(cv, cv_bytes));
       };
       std::vector<std::vector<double>> times(kVariantCount + 3);
       double worst_l2 = 0;
@@ -337,6 +409,10 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       for (int round = 0; round < set.rounds && ok; ++round) {
         for (int v = 0; v <= kGemmOnly && ok; ++v) {
           if (!runs(v)) continue;
+          if (round == 0 && !poison_outputs(v)) {
+            ok = false;
+            break;
+          }
           auto call = [&]() {
             if (v == kVendor) return run_vendor();
             if (v == kAgOnly) return run_ag_only();
@@ -370,6 +446,21 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
                                            vendor_run ? m : padded, s.n);
             if (!ctx.sync->AllReduce(ctx.rank, mine, Reduce::kMax, &l2)) break;
             worst_l2 = std::max(worst_l2, l2);
+            if (!(l2 <= kMaxRelL2)) {
+              wrong = true;
+              if (ctx.rank == 0) {
+                const char* name = v == kVendor     ? "split-vendor"
+                                   : v == kGemmOnly ? "gemm-only (over ag-only's gather)"
+                                                    : kVariants[v].name;
+                fprintf(
+                    stderr,
+                    "ag_gemm_perf: M %lld N %lld K %lld: %s: relative L2 error %.2e over "
+                    "%.0e%s\n",
+                    static_cast<long long>(global_m), static_cast<long long>(s.n),
+                    static_cast<long long>(s.k), name, l2, kMaxRelL2,
+                    std::isfinite(l2) ? "" : " (not finite: a poisoned element was never written)");
+              }
+            }
           }
         }
       }
@@ -427,7 +518,7 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
     if (!ok) break;
   }
   xcclCommDestroy(comm);
-  return ok;
+  return ok && !wrong;
 }
 
 std::vector<std::string> Words(const std::string& text) {
@@ -455,7 +546,19 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
     const std::string value = argv[++i];
     if (flag == "--m") {
       set->global_m.clear();
-      for (const std::string& w : Words(value)) set->global_m.push_back(atoll(w.c_str()));
+      for (const std::string& w : Words(value)) {
+        char* end = nullptr;
+        const long long m = strtoll(w.c_str(), &end, 10);
+        if (*end != '\0' || m <= 0) {
+          fprintf(stderr, "ag_gemm_perf: global M '%s' is not a positive integer\n", w.c_str());
+          return false;
+        }
+        set->global_m.push_back(m);
+      }
+      if (set->global_m.empty()) {
+        fprintf(stderr, "ag_gemm_perf: --m needs at least one global M\n");
+        return false;
+      }
     } else if (flag == "--shapes") {
       set->shapes.clear();
       for (const std::string& w : Words(value)) {
@@ -467,6 +570,10 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
           return false;
         }
         set->shapes.push_back(s);
+      }
+      if (set->shapes.empty()) {
+        fprintf(stderr, "ag_gemm_perf: --shapes needs at least one NxK\n");
+        return false;
       }
     } else if (flag == "--dtype") {
       if (value == "bf16")
@@ -490,13 +597,24 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
     }
   }
   *argc = kept;
-  for (int64_t m : set->global_m) {
-    if (m <= 0) {
-      fprintf(stderr, "ag_gemm_perf: every global M must be positive\n");
-      return false;
-    }
-  }
   return true;
+}
+
+// The flags TakeOwnFlags takes, after the harness's usage (which lists only its own).
+void PrintOwnUsage() {
+  printf(
+      "\tOwn flags (defaults: host platform / GPU platforms; this build: %s):\n"
+      "\t[--m \"M ...\"] global M list, rows over all ranks; each rank has M / world, so every M\n"
+      "\t\tmust be a multiple of the world size (np * nthreads * ngpus): others are refused\n"
+      "\t\t(default \"4096 8192\" / \"4096 8192 16384 32768\")\n"
+      "\t[--shapes \"NxK ...\"] N x K list (default \"96x32 48x32\" / \"6288x7168 3648x7168 "
+      "6400x7168 3840x7168\")\n"
+      "\t[--dtype bf16|fp16|fp8] input type, output bf16 (default bf16)\n"
+      "\t[--plugin NAME|PATH] GEMM plugin (default XCCL_GEMM_PLUGIN, else the reference plugin)\n"
+      "\t[--rounds R] rounds of interleaved variants, the median reported (default 3)\n"
+      "\tEach variant's C is checked once, in the first round, on a poisoned output; an error\n"
+      "\tover %.0e or not finite makes the exit status 1.\n",
+      xccl_perf::DeviceBuffers::Platform(), kMaxRelL2);
 }
 
 }  // namespace
@@ -523,21 +641,41 @@ int main(int argc, char** argv) {
   FlagSet flags;
   flags.sizes = flags.check = flags.types = flags.blocking = flags.timed_loop = false;
   int code = ParseOptions(argc, argv, flags, &options);
+  if (code == 0) PrintOwnUsage();  // -h
   if (code >= 0) return code;
+  ApplyDefaults(&set);
+  // Each rank holds M / world rows: a remainder would be dropped without a word and the row
+  // would name an M that never ran.
+  for (int64_t m : set.global_m) {
+    if (m % options.TotalRanks() != 0) {
+      fprintf(stderr,
+              "ag_gemm_perf: global M %lld (M %s) is not a multiple of the world size %d; pass "
+              "--m with multiples of %d\n",
+              static_cast<long long>(m), set.m_from.c_str(), options.TotalRanks(),
+              options.TotalRanks());
+      return 2;
+    }
+  }
   const char* in_name = set.in_type == xcclFloat8e4m3 ? "fp8 e4m3 (ptpc)"
                         : set.in_type == xcclFloat16  ? "fp16"
                                                       : "bf16";
   printf(
       "# ag_gemm_perf: world %d, %s -> bf16, plugin %s, median of %d rounds (variants "
-      "interleaved) of %d calls after %d warm-up, each call the slowest rank's; times in us\n",
+      "interleaved) of %d calls after %d warm-up, each call the slowest rank's; times in us; "
+      "%s\n",
       options.TotalRanks(), in_name,
       set.plugin.empty() ? getenv("XCCL_GEMM_PLUGIN") : set.plugin.c_str(), set.rounds,
-      options.iters, options.warmup_iters);
+      options.iters, options.warmup_iters,
+      ("M " + set.m_from + ", shapes " + set.shapes_from).c_str());
   printf(
       "# split-vendor: '-' where no vendor library runs (the host platform). ag-only: "
       "xcclAllGather of A (and scales) alone; gemm-only: the plugin over the gathered rows "
       "alone; overlap: max(ag-only, gemm-only) / best fused (1.00 = perfect overlap). "
-      "best/split: the best variant against split-vendor, else split-xccl\n");
+      "best/split: the best variant against split-vendor, else split-xccl. fused-c2/c4: '-' "
+      "also where the op clamps the pinned count to fewer bands (xcclAgGemmChunks; def shows "
+      "the default's count): that count is not run and not in best. relL2max: the largest "
+      "relative L2 error; each variant's C is checked once, in the first round, on a poisoned "
+      "output (0xFF bytes, NaN: 'inf' if any sampled element stays unwritten)\n");
   printf("# %7s %6s %6s %12s", "M", "N", "K", "split-vendor");
   for (const Variant& v : kVariants) printf(" %10s", v.name);
   printf(" %9s %9s %7s", "ag-only", "gemm-only", "overlap");
