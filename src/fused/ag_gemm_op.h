@@ -5,8 +5,9 @@
 // Fused mode (host platform): the caller's rows go into the own slot, then every peer gets
 // them over this rank's DMA queue to it, band by band, each band's last put raising the band's
 // flag in the peer's control window; meanwhile the calling thread runs the GEMM on its own rows
-// and then on (band, source) pairs in band order, sources rotated from rank-1, as their flags
-// reach the call's epoch. A peer writes into this rank's window only after this rank published
+// and then on the peers' rows in the calls of FusedGemmSchedule (band by band, sources rotated
+// from rank-1, two adjacent sources per call where bands are small), as their flags reach the
+// call's epoch. A peer writes into this rank's window only after this rank published
 // it for the call's epoch, which it does at the start of the call, after its previous GEMM:
 // no closing barrier is needed. Split mode: xcclAllGather of the slots (and scales), then one
 // GEMM over all rows. Both give the same bytes (a plugin's band results equal its full run).
