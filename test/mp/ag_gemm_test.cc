@@ -264,6 +264,24 @@ TEST_P(AgGemmTest, AcrossTheEpochWrap) {
   }
 }
 
+// A fused op of `fused` over the counting plugin and a split op of `split` (the reference
+// plugin by path). *lanes: the plugin contexts the fused op made, one per compute stream,
+// checked to number `streams`. False (failures recorded) if any of that went wrong.
+bool CreateCountedAndSplit(RankContext& ctx, const xcclGemmPlugin_v1_t* counting, const Case& fused,
+                           const Case& split, int64_t streams, xcclAgGemm_t* f, xcclAgGemm_t* s,
+                           std::vector<CountedGemmContext*>* lanes) {
+  const size_t known = CountedGemmContexts().size();
+  RANK_EXPECT(ctx,
+              xcclAgGemmCreate(ctx.comm, fused.n, fused.k, fused.m_max, fused.in, fused.out,
+                               fused.mode, fused.chunks, nullptr, counting, f) == xcclSuccess,
+              "create: " << xcclGetLastError(ctx.comm));
+  if (!ctx.failures.empty() || !Create(ctx, split, s)) return false;
+  lanes->assign(CountedGemmContexts().begin() + known, CountedGemmContexts().end());
+  RANK_EXPECT(ctx, lanes->size() == static_cast<size_t>(streams),
+              streams << " compute streams made " << lanes->size() << " plugin contexts");
+  return ctx.failures.empty();
+}
+
 // XCCL_AGGEMM_COMPUTE_STREAMS=2: fused mode makes a second plugin context (the side lane's)
 // and the (band, source) pairs take the two in turn, the side lane first, while the own rows
 // stay on the first; C is right and equal byte for byte to split mode's. With 1, one context
@@ -282,17 +300,8 @@ TEST_P(AgGemmTest, TwoComputeLanesTakeTheBandsInTurn) {
           split.mode = xcclAgGemmSplit;
           const size_t known = CountedGemmContexts().size();
           xcclAgGemm_t f = nullptr, s = nullptr;
-          RANK_EXPECT(
-              ctx,
-              xcclAgGemmCreate(ctx.comm, fused.n, fused.k, fused.m_max, fused.in, fused.out,
-                               fused.mode, fused.chunks, nullptr, counting, &f) == xcclSuccess,
-              "create: " << xcclGetLastError(ctx.comm));
-          if (!ctx.failures.empty() || !Create(ctx, split, &s)) return;
-          std::vector<CountedGemmContext*> lanes(CountedGemmContexts().begin() + known,
-                                                 CountedGemmContexts().end());
-          RANK_EXPECT(ctx, lanes.size() == static_cast<size_t>(streams),
-                      streams << " compute streams made " << lanes.size() << " plugin contexts");
-          if (!ctx.failures.empty()) return;
+          std::vector<CountedGemmContext*> lanes;
+          if (!CreateCountedAndSplit(ctx, counting, fused, split, streams, &f, &s, &lanes)) return;
           const int64_t m = 512;
           int chunks = 0;
           RANK_EXPECT(ctx, xcclAgGemmChunks(f, m, &chunks) == xcclSuccess && chunks == 2,
@@ -360,19 +369,10 @@ TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
             Case fused, split;
             fused.chunks = 1;
             split.mode = xcclAgGemmSplit;
-            const size_t known = CountedGemmContexts().size();
             xcclAgGemm_t f = nullptr, s = nullptr;
-            RANK_EXPECT(
-                ctx,
-                xcclAgGemmCreate(ctx.comm, fused.n, fused.k, fused.m_max, fused.in, fused.out,
-                                 fused.mode, fused.chunks, nullptr, counting, &f) == xcclSuccess,
-                "create: " << xcclGetLastError(ctx.comm));
-            if (!ctx.failures.empty() || !Create(ctx, split, &s)) return;
-            const std::vector<CountedGemmContext*> lanes(CountedGemmContexts().begin() + known,
-                                                         CountedGemmContexts().end());
-            RANK_EXPECT(ctx, lanes.size() == static_cast<size_t>(streams),
-                        streams << " compute streams made " << lanes.size() << " plugin contexts");
-            if (!ctx.failures.empty()) return;
+            std::vector<CountedGemmContext*> lanes;
+            if (!CreateCountedAndSplit(ctx, counting, fused, split, streams, &f, &s, &lanes))
+              return;
             const int world = ctx.nranks;
             const int sources = setting == 1 || world < 3 ? 1 : 2;
             for (int64_t m : {512, 300}) {
