@@ -7,6 +7,7 @@
 #include <map>
 
 #include "../ext/gemm/cublaslt/algo_key.h"
+#include "common/float_formats.h"
 #include "xccl_gemm.h"
 
 namespace {
@@ -16,16 +17,9 @@ using xccl_cublaslt::KeyOf;
 using xccl_cublaslt::kShapeAlgo;
 using xccl_cublaslt::ShapeAlgoOf;
 
+// The plugin keys on shape, strides and types; the output type is bf16 throughout.
 xcclGemmProblem Problem(int64_t m, int64_t n, int64_t k, xcclDataType_t in) {
-  xcclGemmProblem p{};
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.lda = p.ldb = k;
-  p.ldc = n;
-  p.a_type = p.b_type = in;
-  p.c_type = xcclBfloat16;
-  return p;
+  return xccl_test::DenseProblem(m, n, k, in, xcclBfloat16);
 }
 
 TEST(CublasltAlgoKey, AnotherMTakesTheLargestChosenMOfTheSameShape) {
@@ -44,7 +38,7 @@ TEST(CublasltAlgoKey, AnotherMTakesTheLargestChosenMOfTheSameShape) {
   };
   EXPECT_EQ(pick(4096, 6400, 7168, xcclFloat8e4m3), 1);  // its own choice first
   EXPECT_EQ(pick(8192, 6400, 7168, xcclFloat8e4m3), 2);
-  EXPECT_EQ(pick(2048, 6400, 7168, xcclFloat8e4m3), 2);  // the largest m, not the closest
+  EXPECT_EQ(pick(2048, 6400, 7168, xcclFloat8e4m3), 2);   // the largest m, not the closest
   EXPECT_EQ(pick(16384, 6400, 7168, xcclFloat8e4m3), 2);  // a band's row count is no choice
   EXPECT_EQ(pick(1024, 6400, 4096, xcclFloat8e4m3), 4);
   EXPECT_EQ(pick(1024, 6400, 7168, xcclBfloat16), 5);
