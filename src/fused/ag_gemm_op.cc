@@ -16,6 +16,7 @@
 #include "core/topology.h"
 #include "fused/chunk_rule.h"
 #include "fused/gemm_schedule.h"
+#include "fused/self_test_pattern.h"
 #include "platform/platform.h"
 #include "platform/side_stream.h"
 
@@ -36,18 +37,6 @@ bool Aligned(const void* p, size_t alignment) {
 int ComputeStreams(const Platform& platform) {
   const int64_t asked = GetParams().aggemm_compute_streams;
   return asked > 0 ? static_cast<int>(asked) : platform.default_compute_streams();
-}
-
-// The self test's byte at position i of source s's slot (or scales) in test round `round`: no
-// two sources, rounds or positions share a pattern, and no byte pattern repeats at short
-// distances, so a misplaced band shows up.
-unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
-  uint64_t x = (static_cast<uint64_t>(round) << 40) ^ (static_cast<uint64_t>(source) << 32) ^
-               (scale ? 0x9E3779B97F4A7C15ull : 0) ^ i;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return static_cast<unsigned char>(x);
 }
 
 }  // namespace
@@ -543,20 +532,17 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   // Check every slot, but report only after the barrier, so no healthy rank waits for one that
   // gave up.
   std::string wrong;
+  const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
   for (int s = 0; s < world && wrong.empty(); ++s) {
-    for (size_t i = 0; i < slot_bytes; ++i) {
-      if (slots[s * slot_bytes + i] != PatternByte(round, s, i, false)) {
-        wrong = "the slot of rank " + std::to_string(s) + " is wrong from row " +
-                std::to_string(i / (shape_.k * in_size())) + " (byte " + std::to_string(i) + ")";
-        break;
-      }
+    const std::string data =
+        DescribeWrongSlot(slots + s * slot_bytes, slot_bytes, row_bytes, round, s, world, false);
+    if (!data.empty()) {
+      wrong = "the slot of rank " + std::to_string(s) + " is wrong: " + data;
+      break;
     }
-    for (size_t i = 0; i < scale_bytes && wrong.empty(); ++i) {
-      if (scales[s * scale_bytes + i] != PatternByte(round, s, i, true)) {
-        wrong = "the scales of rank " + std::to_string(s) + " are wrong from row " +
-                std::to_string(i / sizeof(float));
-      }
-    }
+    const std::string scale = DescribeWrongSlot(scales + s * scale_bytes, scale_bytes,
+                                                sizeof(float), round, s, world, true);
+    if (!scale.empty()) wrong = "the scales of rank " + std::to_string(s) + " are wrong: " + scale;
   }
   XCCL_TRY(Barrier(comm_, stream));
   XCCL_TRY(SyncStream(stream));
