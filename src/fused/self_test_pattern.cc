@@ -5,16 +5,15 @@
 
 namespace xccl {
 
-unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
-  uint64_t x = (static_cast<uint64_t>(round) << 40) ^ (static_cast<uint64_t>(source) << 32) ^
-               (scale ? 0x9E3779B97F4A7C15ull : 0) ^ i;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return static_cast<unsigned char>(x);
-}
-
 namespace {
+
+// splitmix64's finaliser: every input bit moves every output bit.
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
 
 // How many leading bytes identify a pattern: a chance match of 16 bytes is 2^-128.
 constexpr size_t kIdentifyingBytes = 16;
@@ -29,6 +28,16 @@ bool Holds(const unsigned char* got, size_t offset, size_t bytes, uint32_t round
 }
 
 }  // namespace
+
+unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
+  // Two rounds of mixing: the key (round, source, data or scales) first, then the position, so
+  // that no (round, source) pair's bytes are a shifted or XORed copy of another's. (A single
+  // multiply-xorshift of round << 40 ^ source << 32 ^ i let 16-byte runs of two keys agree.)
+  const uint64_t key = (static_cast<uint64_t>(round) << 32) ^
+                       (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 1) ^
+                       (scale ? 1u : 0u);
+  return static_cast<unsigned char>(Mix(Mix(key) ^ i) >> 56);
+}
 
 std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row_bytes,
                               uint32_t round, int source, int world, bool scale) {
@@ -56,8 +65,8 @@ std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row
     }
   }
   snprintf(text, sizeof(text),
-           "; there it holds no rank's pattern of rounds %u-%u:", round - kRoundsAround,
-           round + kRoundsAround);
+           "; there it holds no rank's pattern of the rounds within %u of %u:", kRoundsAround,
+           round);
   out += text;
   for (size_t i = 0; i < probe; ++i) {
     snprintf(text, sizeof(text), " %02x", got[first + i]);

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -369,12 +370,54 @@ void LateRankBody(const PluginChoice& plugin, RankContext& ctx) {
 
 // ---- the tests: every world, every plugin ----
 
+// An op's set-up is done on the device when create returns: rows a rank writes into its local
+// rows right after create (zero copy, on its own non-blocking stream) are still there after a
+// long kernel on the legacy default stream has finished. The window used to be zeroed by
+// cudaMemset, which queues there and returns at once; with the legacy stream busy, the zeroing
+// ran after such rows were written (a whole slot of zeros, seen on 4 processes sharing one H200
+// as a failed self test). Split mode, so that every placement runs it.
+void SetUpBehindABusyLegacyStreamBody(const PluginChoice& plugin, RankContext& ctx) {
+  const int64_t n = 64, k = 64, m = 256;
+  constexpr uint64_t kLegacyBusyNs = 300'000'000;  // far longer than create takes
+  Stream stream;
+  if (!stream.Create(ctx) || !WarmUpDelay(ctx, stream) ||
+      !GPU_OK(ctx, gpu::LaunchDelay(gpu::LegacyStream(), kLegacyBusyNs)))
+    return;
+  xcclAgGemm_t op = nullptr;
+  if (!XCCL_OK(ctx, CreateOp(ctx.comm, plugin, xcclBfloat16, xcclAgGemmSplit, n, k, m, &op)))
+    return;
+  const size_t bytes = static_cast<size_t>(m * k) * 2;
+  HostBytes written(bytes), read(bytes);
+  std::mt19937_64 rng(ctx.seed ^ (0x9E3779B97F4A7C15ull * (ctx.rank + 1)));
+  for (unsigned char& byte : written) byte = static_cast<unsigned char>(rng());
+  void* rows = nullptr;
+  if (XCCL_OK(ctx, xcclAgGemmLocalRows(op, m, &rows, nullptr)) &&
+      GPU_OK(ctx, gpu::MemcpyAsync(rows, written.data(), bytes, stream.get())) &&
+      GPU_OK(ctx, gpu::StreamSynchronize(stream.get())) &&
+      GPU_OK(ctx, gpu::StreamSynchronize(gpu::LegacyStream())) &&
+      GPU_OK(ctx, gpu::MemcpyAsync(read.data(), rows, bytes, stream.get())) &&
+      GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) {
+    size_t first = bytes;
+    for (size_t i = 0; i < bytes && first == bytes; ++i)
+      if (read[i] != written[i]) first = i;
+    RANK_EXPECT(ctx, first == bytes,
+                "local rows written after create changed from byte "
+                    << first << " (now " << int(read[first]) << ", written " << int(written[first])
+                    << "): set-up was still running on the legacy stream");
+  }
+  XCCL_OK(ctx, xcclAgGemmDestroy(op));
+}
+
 TEST_P(GpuAgGemmSequenceTest, PartialLastColumnTile) { RunEveryPlugin(PartialLastColumnTileBody); }
 
 TEST_P(GpuAgGemmSequenceTest, BackToBackWithHeldRanksNoHostSync) { RunEveryPlugin(BackToBackBody); }
 
 TEST_P(GpuAgGemmSequenceTest, AlternatingMWithHeldRanksNoHostSync) {
   RunEveryPlugin(AlternatingMBody);
+}
+
+TEST_P(GpuAgGemmSequenceTest, SetUpIsDoneBehindABusyLegacyStream) {
+  RunEveryPlugin(SetUpBehindABusyLegacyStreamBody);
 }
 
 TEST_P(GpuAgGemmSequenceTest, LocalRowsZeroCopyWithOwnAndCallerOutput) {

@@ -23,6 +23,7 @@
 #include "core/params.h"
 #include "core/topology.h"
 #include "platform/gpu.h"
+#include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/device_kernels.h"
 #include "platform/gpu/gpu_call.h"
 #include "platform/gpu/ll_all_gather.h"
@@ -442,7 +443,7 @@ class GpuPlatform final : public Platform {
     own_window_ = window;
     std::vector<uint32_t> slots(slots_bytes_ / 4, epoch_base);
     slots[ControlLayout::kAbort] = 0;
-    XCCL_GPU_TRY(gpuMemcpy(window, slots.data(), slots_bytes_, gpuMemcpyDefault));
+    XCCL_TRY(CopyToDeviceNow(window, slots.data(), slots_bytes_));
     XCCL_GPU_TRY(gpuIpcGetMemHandle(&announce->handle, window));
     announce->address = reinterpret_cast<uintptr_t>(window);
     announce->ok = 1;
@@ -499,8 +500,7 @@ class GpuPlatform final : public Platform {
     void* device_table = nullptr;
     XCCL_GPU_TRY(gpuMalloc(&device_table, nranks * sizeof(uint32_t*)));
     peer_slots_device_ = static_cast<uint32_t**>(device_table);
-    XCCL_GPU_TRY(
-        gpuMemcpy(device_table, table.data(), nranks * sizeof(uint32_t*), gpuMemcpyDefault));
+    XCCL_TRY(CopyToDeviceNow(device_table, table.data(), nranks * sizeof(uint32_t*)));
     // Every peer's LL region (where this rank's small blocks go).
     std::vector<char*> regions(nranks);
     for (int r = 0; r < nranks; ++r)
@@ -508,7 +508,7 @@ class GpuPlatform final : public Platform {
     void* region_table = nullptr;
     XCCL_GPU_TRY(gpuMalloc(&region_table, nranks * sizeof(char*)));
     ll_regions_device_ = static_cast<char**>(region_table);
-    XCCL_GPU_TRY(gpuMemcpy(region_table, regions.data(), nranks * sizeof(char*), gpuMemcpyDefault));
+    XCCL_TRY(CopyToDeviceNow(region_table, regions.data(), nranks * sizeof(char*)));
     // This rank's inbox in every peer's window (where its pushes go).
     std::vector<char*> dsts(nranks);
     for (int r = 0; r < nranks; ++r)
@@ -516,7 +516,7 @@ class GpuPlatform final : public Platform {
     void* dst_table = nullptr;
     XCCL_GPU_TRY(gpuMalloc(&dst_table, nranks * sizeof(char*)));
     put_dsts_device_ = static_cast<char**>(dst_table);
-    XCCL_GPU_TRY(gpuMemcpy(dst_table, dsts.data(), nranks * sizeof(char*), gpuMemcpyDefault));
+    XCCL_TRY(CopyToDeviceNow(dst_table, dsts.data(), nranks * sizeof(char*)));
     return xcclSuccess;
   }
 

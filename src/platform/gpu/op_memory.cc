@@ -4,6 +4,7 @@
 // waits for the whole device (docs/ARCHITECTURE.md).
 #include "core/error.h"
 #include "platform/gpu.h"
+#include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"
 #include "platform/platform.h"
 
@@ -13,10 +14,11 @@ xcclResult_t AllocateOpBuffer(int device, size_t bytes, void** ptr) {
   XCCL_GPU_TRY(gpuSetDevice(device));
   void* memory = nullptr;
   XCCL_GPU_TRY(gpuMalloc(&memory, bytes == 0 ? 256 : bytes));
-  gpuError_t err = gpuMemset(memory, 0, bytes == 0 ? 256 : bytes);
-  if (err != gpuSuccess) {
+  // Zeroed before any peer can see it (and before the first call fills it).
+  const xcclResult_t zeroed = ZeroDeviceNow(memory, bytes == 0 ? 256 : bytes);
+  if (zeroed != xcclSuccess) {
     (void)gpuFree(memory);
-    XCCL_GPU_TRY(err);
+    return zeroed;
   }
   *ptr = memory;
   return xcclSuccess;
