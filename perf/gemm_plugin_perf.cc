@@ -287,8 +287,11 @@ class DeviceMemory {
     if (ptr_ != nullptr) (void)gpuFree(ptr_);
   }
   bool Allocate(size_t bytes) { return Ok(gpuMalloc(&ptr_, bytes), "device allocation"); }
+  // cudaMemcpy from pageable memory may return before the device has the bytes, and the timed
+  // streams are non-blocking (unordered with it): wait for the device (this tool has it alone).
   bool Upload(const void* data, size_t bytes) {
-    return Allocate(bytes) && Ok(gpuMemcpy(ptr_, data, bytes, gpuMemcpyDefault), "upload");
+    return Allocate(bytes) && Ok(gpuMemcpy(ptr_, data, bytes, gpuMemcpyDefault), "upload") &&
+           Ok(gpuDeviceSynchronize(), "upload");
   }
   template <typename T>
   T* as() const {
