@@ -413,8 +413,8 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       constexpr int kAllVariants = kVariantCount + 3;
       static_assert(kAllVariants % 3 != 0, "the stride of 3 must reach every start");
       for (int round = 0; round < set.rounds && ok; ++round) {
-        for (int i = 0; i < kAllVariants && ok; ++i) {
-          const int v = (round * 3 + i) % kAllVariants;
+        for (int place = 0; place < kAllVariants && ok; ++place) {
+          const int v = (round * 3 + place) % kAllVariants;
           if (!runs(v)) continue;
           if (round == 0 && !poison_outputs(v)) {
             ok = false;

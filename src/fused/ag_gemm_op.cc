@@ -507,10 +507,8 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   }
   unsigned char* slots = static_cast<unsigned char*>(staging_);
   unsigned char* scales = slots + data_bytes;
-  for (size_t i = 0; i < slot_bytes; ++i)
-    slots[rank * slot_bytes + i] = PatternByte(round, rank, i, false);
-  for (size_t i = 0; i < scale_bytes; ++i)
-    scales[rank * scale_bytes + i] = PatternByte(round, rank, i, true);
+  FillPattern(slots + rank * slot_bytes, slot_bytes, round, rank, false);
+  FillPattern(scales + rank * scale_bytes, scale_bytes, round, rank, true);
   XCCL_TRY(CopyAsync(window() + base + rank * slot_bytes, slots + rank * slot_bytes, slot_bytes,
                      stream));
   if (has_scales())

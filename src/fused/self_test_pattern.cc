@@ -20,30 +20,43 @@ constexpr size_t kIdentifyingBytes = 16;
 // How far from the expected round a stale pattern is looked for (earlier and later).
 constexpr uint32_t kRoundsAround = 8;
 
-bool Holds(const unsigned char* got, size_t offset, size_t bytes, uint32_t round, int source,
-           bool scale) {
+// The mixed key of (round, source, data or scales); a pattern's byte i is ByteOf(key, i).
+uint64_t PatternKey(uint32_t round, int source, bool scale) {
+  return Mix((static_cast<uint64_t>(round) << 32) ^
+             (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 1) ^ (scale ? 1u : 0u));
+}
+
+// Mixed again with the position, so that no (round, source) pair's bytes are a shifted or XORed
+// copy of another's. (A single multiply-xorshift of round << 40 ^ source << 32 ^ i let 16-byte
+// runs of two keys agree.)
+unsigned char ByteOf(uint64_t key, size_t i) {
+  return static_cast<unsigned char>(Mix(key ^ i) >> 56);
+}
+
+// Whether got[0, bytes) is bytes [offset, offset + bytes) of the pattern of `key`.
+bool Holds(const unsigned char* got, size_t offset, size_t bytes, uint64_t key) {
   for (size_t i = 0; i < bytes; ++i)
-    if (got[i] != PatternByte(round, source, offset + i, scale)) return false;
+    if (got[i] != ByteOf(key, offset + i)) return false;
   return true;
 }
 
 }  // namespace
 
 unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
-  // Two rounds of mixing: the key (round, source, data or scales) first, then the position, so
-  // that no (round, source) pair's bytes are a shifted or XORed copy of another's. (A single
-  // multiply-xorshift of round << 40 ^ source << 32 ^ i let 16-byte runs of two keys agree.)
-  const uint64_t key = (static_cast<uint64_t>(round) << 32) ^
-                       (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 1) ^
-                       (scale ? 1u : 0u);
-  return static_cast<unsigned char>(Mix(Mix(key) ^ i) >> 56);
+  return ByteOf(PatternKey(round, source, scale), i);
+}
+
+void FillPattern(unsigned char* out, size_t bytes, uint32_t round, int source, bool scale) {
+  const uint64_t key = PatternKey(round, source, scale);
+  for (size_t i = 0; i < bytes; ++i) out[i] = ByteOf(key, i);
 }
 
 std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row_bytes,
                               uint32_t round, int source, int world, bool scale) {
+  const uint64_t expected = PatternKey(round, source, scale);
   size_t wrong = 0, first = bytes;
   for (size_t i = 0; i < bytes; ++i) {
-    if (got[i] == PatternByte(round, source, i, scale)) continue;
+    if (got[i] == ByteOf(expected, i)) continue;
     if (wrong++ == 0) first = i;
   }
   if (wrong == 0) return "";
@@ -52,12 +65,13 @@ std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row
            row_bytes == 0 ? 0 : first / row_bytes, first);
   std::string out = text;
   const size_t probe = std::min(bytes - first, kIdentifyingBytes);
-  for (uint32_t distance = 0; distance <= kRoundsAround; ++distance) {
+  // Fewer bytes than that match some other key by chance too often to name one.
+  for (uint32_t distance = 0; probe == kIdentifyingBytes && distance <= kRoundsAround; ++distance) {
     // Nearer rounds first, the earlier before the later; round numbers wrap like the epoch.
     for (const uint32_t r : {round - distance, round + distance}) {
       for (int s = 0; s < world; ++s) {
         if (r == round && s == source) continue;
-        if (!Holds(got + first, first, probe, r, s, scale)) continue;
+        if (!Holds(got + first, first, probe, PatternKey(r, s, scale))) continue;
         snprintf(text, sizeof(text), "; there it holds rank %d's pattern of round %u", s, r);
         return out + text;
       }

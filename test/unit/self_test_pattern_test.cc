@@ -25,7 +25,9 @@ std::vector<unsigned char> Slot(uint32_t round, int source, size_t bytes, bool s
 TEST(SelfTestPattern, PatternsOfOtherRanksRoundsAndScalesDiffer) {
   // Every pair of keys within 8 rounds and 8 ranks of each other, at random base rounds (the
   // wrap included): they agree in about 1 byte of 256, and in no run of 6 bytes.
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   const size_t bytes = 2048;
   for (int trial = 0; trial < 4; ++trial) {
     const uint32_t base = trial == 0 ? 0xFFFFFFFCu : static_cast<uint32_t>(rng());
@@ -59,35 +61,77 @@ TEST(SelfTestPattern, ARightSlotHasNoDescription) {
   }
 }
 
+constexpr int kWorld = 8;
+constexpr size_t kBytes = 1024, kRowBytes = 64;
+
+// The description of a slot of `source`'s round `round` whose rows from `good` on hold
+// `other`'s pattern of `held_round` instead.
+std::string DescribeStale(uint32_t round, int source, uint32_t held_round, int other, size_t good,
+                          bool scale) {
+  std::vector<unsigned char> slot = Slot(round, source, kBytes, scale);
+  const std::vector<unsigned char> held = Slot(held_round, other, kBytes, scale);
+  std::copy(held.begin() + good * kRowBytes, held.end(), slot.begin() + good * kRowBytes);
+  return DescribeWrongSlot(slot.data(), kBytes, kRowBytes, round, source, kWorld, scale);
+}
+
+std::string Names(int rank, uint32_t round) {
+  return "there it holds rank " + std::to_string(rank) + "'s pattern of round " +
+         std::to_string(round);
+}
+
+// The row number after "from row " in a description.
+size_t FirstRow(const std::string& text) {
+  const std::string row = "from row ";
+  const size_t at = text.find(row);
+  return at == std::string::npos ? ~size_t{0} : std::stoul(text.substr(at + row.size()));
+}
+
 TEST(SelfTestPattern, AStaleOrMisplacedSlotNamesWhosePatternItHolds) {
-  std::mt19937 rng(std::random_device{}());
-  const int world = 8;
-  const size_t bytes = 1024, row_bytes = 64;
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   for (int trial = 0; trial < 50; ++trial) {
-    const uint32_t round = static_cast<uint32_t>(rng());  // also near the wrap
-    const int source = static_cast<int>(rng() % world);
-    const int other = static_cast<int>(rng() % world);
+    const uint32_t round = static_cast<uint32_t>(rng());
+    const int source = static_cast<int>(rng() % kWorld);
+    const int other = static_cast<int>(rng() % kWorld);
     const int32_t shift = static_cast<int32_t>(rng() % 17) - 8;  // -8 ... 8
     if (shift == 0 && other == source) continue;
     const uint32_t held_round = round + static_cast<uint32_t>(shift);
-    // The first `good` rows are right; from there the slot holds the other pattern.
-    const size_t good = rng() % (bytes / row_bytes);
-    std::vector<unsigned char> slot = Slot(round, source, bytes, false);
-    const std::vector<unsigned char> held = Slot(held_round, other, bytes, false);
-    std::copy(held.begin() + good * row_bytes, held.end(), slot.begin() + good * row_bytes);
-    const std::string text =
-        DescribeWrongSlot(slot.data(), bytes, row_bytes, round, source, world, false);
-    // The first wrong byte is at or after the good rows (a byte may agree by chance).
-    const std::string row = "from row ";
-    ASSERT_NE(text.find(row), std::string::npos) << text;
-    const size_t first_row = std::stoul(text.substr(text.find(row) + row.size()));
-    EXPECT_EQ(first_row, good) << text;
-    EXPECT_NE(text.find("holds rank " + std::to_string(other) + "'s pattern of round " +
-                        std::to_string(held_round)),
-              std::string::npos)
+    const size_t good = rng() % (kBytes / kRowBytes);
+    const bool scale = rng() % 2 == 1;
+    const std::string text = DescribeStale(round, source, held_round, other, good, scale);
+    // The first wrong byte is in row `good` (its 64 bytes all agreeing by chance: 2^-512).
+    EXPECT_EQ(FirstRow(text), good) << text;
+    EXPECT_NE(text.find(Names(other, held_round)), std::string::npos)
         << text << " (expected rank " << other << ", round " << held_round << "; slot of rank "
         << source << ", round " << round << ")";
   }
+}
+
+TEST(SelfTestPattern, RoundsAreFoundAcrossTheWrapAndUpTo8Away) {
+  // Across the wrap, both ways.
+  EXPECT_NE(DescribeStale(2, 1, 0xFFFFFFFDu, 1, 0, false).find(Names(1, 0xFFFFFFFDu)),
+            std::string::npos);
+  EXPECT_NE(DescribeStale(0xFFFFFFFEu, 6, 3, 2, 4, true).find(Names(2, 3)), std::string::npos);
+  // 8 rounds away is named, 9 is not.
+  EXPECT_NE(DescribeStale(100, 3, 92, 3, 1, false).find(Names(3, 92)), std::string::npos);
+  EXPECT_NE(DescribeStale(100, 3, 108, 0, 1, false).find(Names(0, 108)), std::string::npos);
+  for (const uint32_t far : {91u, 109u}) {
+    const std::string text = DescribeStale(100, 3, far, 3, 1, false);
+    EXPECT_NE(text.find("no rank's pattern of the rounds within 8 of 100:"), std::string::npos)
+        << text;
+  }
+}
+
+TEST(SelfTestPattern, AFewWrongBytesAtTheEndAreNotAttributed) {
+  // The last 10 bytes hold another key's: too few to name it by, so they show in hex.
+  std::vector<unsigned char> slot = Slot(50, 2, kBytes, false);
+  const std::vector<unsigned char> held = Slot(49, 2, kBytes, false);
+  std::copy(held.end() - 10, held.end(), slot.end() - 10);
+  const std::string text = DescribeWrongSlot(slot.data(), kBytes, kRowBytes, 50, 2, kWorld, false);
+  EXPECT_EQ(FirstRow(text), kBytes / kRowBytes - 1) << text;
+  EXPECT_EQ(text.find("holds rank"), std::string::npos) << text;
+  EXPECT_NE(text.find("no rank's pattern"), std::string::npos) << text;
 }
 
 TEST(SelfTestPattern, LostBytesShowInHexWithTheirCount) {
