@@ -24,7 +24,8 @@
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);
 #           GPU_CHECK_TEST_REGEX narrows it (ctest -R), GPU_CHECK_TEST_EXCLUDE leaves tests out
-#           (ctest -E), GPU_CHECK_TEST_JOBS runs tests side by
+#           (ctest -E), GPU_CHECK_TEST_REPEAT=N runs each up to N times until it fails (for
+#           intermittent failures), GPU_CHECK_TEST_JOBS runs tests side by
 #           side (ctest -j; default 1). On one H200 the whole suite took about 550 s one at a
 #           time (2026-11-29), more than GPU_CHECK_TEST_SECONDS (300) and one device call
 #           leave after the build: split it with the regex or try 2 jobs
@@ -195,6 +196,7 @@ if has_stage tests; then
   timeout "$test_budget" ctest --test-dir "$build" -L gpu -j "${GPU_CHECK_TEST_JOBS:-1}" \
     ${GPU_CHECK_TEST_REGEX:+-R "$GPU_CHECK_TEST_REGEX"} \
     ${GPU_CHECK_TEST_EXCLUDE:+-E "$GPU_CHECK_TEST_EXCLUDE"} \
+    ${GPU_CHECK_TEST_REPEAT:+--repeat "until-fail:$GPU_CHECK_TEST_REPEAT"} \
     --timeout 120 --output-on-failure \
     >"$logs/gpu_tests.txt" 2>&1
   tests_rc=$?
