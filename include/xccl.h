@@ -26,7 +26,12 @@ extern "C" {
 typedef struct xcclComm* xcclComm_t;
 #define XCCL_COMM_NULL NULL
 
-/* Opaque stream handle: cudaStream_t / hipStream_t, or NULL on the host platform. */
+/* Opaque stream handle: cudaStream_t / hipStream_t, or NULL on the host platform.
+ * On a GPU a communicator's calls must also run on the device in the order they were issued:
+ * issue them on one stream, or make each call's stream wait (an event) for the previous call's.
+ * NULL there is the legacy default stream, which every rank of one process sharing a GPU shares:
+ * one rank's call, waiting for its peers, would hold theirs behind it until the deadline. Give
+ * each rank its own stream, created non-blocking, as NCCL users do. */
 typedef void* xcclStream_t;
 
 #define XCCL_UNIQUE_ID_BYTES 128

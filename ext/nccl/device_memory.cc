@@ -37,13 +37,32 @@ int Alloc(void** ptr, size_t bytes, std::string* error) {
 int Free(void* ptr, std::string* error) {
   return Check(XCCL_SHIM_GPU(Free)(ptr), "device free", error);
 }
-int ToDevice(void* dst, const void* src, size_t bytes, std::string* error) {
-  return Check(XCCL_SHIM_GPU(Memcpy)(dst, src, bytes, XCCL_SHIM_GPU(MemcpyHostToDevice)),
+using GpuStream = XCCL_SHIM_GPU(Stream_t);
+int CreateStream(void** stream, std::string* error) {
+  GpuStream created = nullptr;
+  const int r =
+      Check(XCCL_SHIM_GPU(StreamCreateWithFlags)(&created, XCCL_SHIM_GPU(StreamNonBlocking)),
+            "stream creation", error);
+  *stream = created;
+  return r;
+}
+int DestroyStream(void* stream, std::string* error) {
+  return Check(XCCL_SHIM_GPU(StreamDestroy)(static_cast<GpuStream>(stream)), "stream destroy",
+               error);
+}
+int ToDeviceAsync(void* dst, const void* src, size_t bytes, void* stream, std::string* error) {
+  return Check(XCCL_SHIM_GPU(MemcpyAsync)(dst, src, bytes, XCCL_SHIM_GPU(MemcpyHostToDevice),
+                                          static_cast<GpuStream>(stream)),
                "copy to device", error);
 }
-int ToHost(void* dst, const void* src, size_t bytes, std::string* error) {
-  return Check(XCCL_SHIM_GPU(Memcpy)(dst, src, bytes, XCCL_SHIM_GPU(MemcpyDeviceToHost)),
+int ToHostAsync(void* dst, const void* src, size_t bytes, void* stream, std::string* error) {
+  return Check(XCCL_SHIM_GPU(MemcpyAsync)(dst, src, bytes, XCCL_SHIM_GPU(MemcpyDeviceToHost),
+                                          static_cast<GpuStream>(stream)),
                "copy to host", error);
+}
+int Synchronize(void* stream, std::string* error) {
+  return Check(XCCL_SHIM_GPU(StreamSynchronize)(static_cast<GpuStream>(stream)),
+               "stream synchronize", error);
 }
 
 #else  // host platform
@@ -60,14 +79,20 @@ int Free(void* ptr, std::string*) {
   free(ptr);
   return 0;
 }
-int ToDevice(void* dst, const void* src, size_t bytes, std::string*) {
+int CreateStream(void** stream, std::string*) {
+  *stream = nullptr;
+  return 0;
+}
+int DestroyStream(void*, std::string*) { return 0; }
+int ToDeviceAsync(void* dst, const void* src, size_t bytes, void*, std::string*) {
   memcpy(dst, src, bytes);
   return 0;
 }
-int ToHost(void* dst, const void* src, size_t bytes, std::string*) {
+int ToHostAsync(void* dst, const void* src, size_t bytes, void*, std::string*) {
   memcpy(dst, src, bytes);
   return 0;
 }
+int Synchronize(void*, std::string*) { return 0; }
 
 #endif
 

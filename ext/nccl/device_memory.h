@@ -13,9 +13,15 @@ namespace device {
 // *error saying what failed.
 int Alloc(void** ptr, size_t bytes, std::string* error);
 int Free(void* ptr, std::string* error);
-// Synchronous copies (they wait for the legacy default stream, where xccl ran).
-int ToDevice(void* dst, const void* src, size_t bytes, std::string* error);
-int ToHost(void* dst, const void* src, size_t bytes, std::string* error);
+// A private non-blocking stream (nullptr on the host platform), for the shim's own collective
+// work: never the legacy default stream, which ranks of one process sharing a GPU share, so that
+// one rank's call waiting for its peers would hold theirs behind it until the deadline.
+int CreateStream(void** stream, std::string* error);
+int DestroyStream(void* stream, std::string* error);
+// Copies enqueued on `stream` (done at once on the host platform), and the wait for them.
+int ToDeviceAsync(void* dst, const void* src, size_t bytes, void* stream, std::string* error);
+int ToHostAsync(void* dst, const void* src, size_t bytes, void* stream, std::string* error);
+int Synchronize(void* stream, std::string* error);
 
 }  // namespace device
 }  // namespace xccl_shim

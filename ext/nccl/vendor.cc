@@ -240,24 +240,37 @@ ncclResult_t ExchangeVendorId(ncclComm_t comm) {
   const size_t bytes = sizeof(VendorIdBlock);
   std::vector<VendorIdBlock> all(comm->nranks);
   // xccl gathers between device buffers on GPU platforms, so the blocks go through device
-  // memory there (on the host platform these are plain copies).
+  // memory there (on the host platform these are plain copies), on a private stream (see
+  // device::CreateStream: never the legacy one, which threads sharing a GPU share).
   const char* fn = "ncclCommInitRank (vendor id exchange)";
   std::string error;
   void* dev = nullptr;
+  void* stream = nullptr;
   if (int e = device::Alloc(&dev, bytes * (comm->nranks + 1), &error))
     return Fail(static_cast<ncclResult_t>(e), fn, error);
+  if (int e = device::CreateStream(&stream, &error)) {
+    device::Free(dev, &error);
+    return Fail(static_cast<ncclResult_t>(e), fn, error);
+  }
   char* dsend = static_cast<char*>(dev) + bytes * comm->nranks;
-  ncclResult_t r = static_cast<ncclResult_t>(device::ToDevice(dsend, &mine, bytes, &error));
+  ncclResult_t r =
+      static_cast<ncclResult_t>(device::ToDeviceAsync(dsend, &mine, bytes, stream, &error));
   if (r != ncclSuccess) {
     r = Fail(r, fn, error);
   } else {
-    r = CheckXccl(xcclAllGather(dsend, dev, bytes, xcclUint8, comm->xccl, nullptr), fn, comm->xccl);
+    r = CheckXccl(xcclAllGather(dsend, dev, bytes, xcclUint8, comm->xccl, stream), fn, comm->xccl);
     if (r == ncclSuccess) {
-      r = static_cast<ncclResult_t>(device::ToHost(all.data(), dev, bytes * comm->nranks, &error));
+      r = static_cast<ncclResult_t>(
+          device::ToHostAsync(all.data(), dev, bytes * comm->nranks, stream, &error));
+      if (r == ncclSuccess) r = static_cast<ncclResult_t>(device::Synchronize(stream, &error));
       if (r != ncclSuccess) r = Fail(r, fn, error);
     }
   }
-  device::Free(dev, &error);
+  // Nothing may still use the buffer or the stream when they go (also after a failure).
+  std::string cleanup_error;
+  device::Synchronize(stream, &cleanup_error);
+  device::DestroyStream(stream, &cleanup_error);
+  device::Free(dev, &cleanup_error);
   if (r != ncclSuccess) return r;
   if (all[0].magic != kVendorIdMagic)
     return Fail(ncclInternalError, "ncclCommInitRank", "vendor id exchange returned garbage");

@@ -509,24 +509,29 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   unsigned char* scales = slots + data_bytes;
   FillPattern(slots + rank * slot_bytes, slot_bytes, round, rank, false);
   FillPattern(scales + rank * scale_bytes, scale_bytes, round, rank, true);
-  XCCL_TRY(CopyAsync(window() + base + rank * slot_bytes, slots + rank * slot_bytes, slot_bytes,
-                     stream));
-  if (has_scales())
-    XCCL_TRY(CopyAsync(window() + scale_base + rank * scale_bytes, scales + rank * scale_bytes,
-                       scale_bytes, stream));
-  xcclResult_t exchanged = Exchange(m, stream, [](int64_t, int64_t, int) { return xcclSuccess; });
-  if (exchanged != xcclSuccess) return exchanged;
-  if (corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
+  xcclResult_t result =
+      CopyAsync(window() + base + rank * slot_bytes, slots + rank * slot_bytes, slot_bytes, stream);
+  if (result == xcclSuccess && has_scales())
+    result = CopyAsync(window() + scale_base + rank * scale_bytes, scales + rank * scale_bytes,
+                       scale_bytes, stream);
+  if (result == xcclSuccess)
+    result = Exchange(m, stream, [](int64_t, int64_t, int) { return xcclSuccess; });
+  if (result == xcclSuccess && corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
     // Tests only: damage one byte of that source's slot in the window itself.
     unsigned char* bad = scales + all_scale_bytes;
     *bad = PatternByte(round, corrupt_source_, slot_bytes / 2, false) ^ 0x5A;
-    XCCL_TRY(
-        CopyAsync(window() + base + corrupt_source_ * slot_bytes + slot_bytes / 2, bad, 1, stream));
+    result =
+        CopyAsync(window() + base + corrupt_source_ * slot_bytes + slot_bytes / 2, bad, 1, stream);
   }
   corrupt_source_ = -1;
-  XCCL_TRY(CopyAsync(slots, window() + base, data_bytes, stream));
-  if (has_scales()) XCCL_TRY(CopyAsync(scales, window() + scale_base, all_scale_bytes, stream));
-  XCCL_TRY(SyncStream(stream));
+  if (result == xcclSuccess) result = CopyAsync(slots, window() + base, data_bytes, stream);
+  if (result == xcclSuccess && has_scales())
+    result = CopyAsync(scales, window() + scale_base, all_scale_bytes, stream);
+  // Also after a failure: no copy may still read or fill the staging when this returns (the
+  // next self test rewrites it, destroy frees it). Every wait on the stream has a deadline.
+  const xcclResult_t synced = SyncStream(stream);
+  if (result != xcclSuccess) return result;
+  XCCL_TRY(synced);
   // Check every slot, but report only after the barrier, so no healthy rank waits for one that
   // gave up.
   std::string wrong;
