@@ -202,7 +202,9 @@ xcclResult_t xcclAgGemmRun(xcclAgGemm_t op, const void* a, const float* a_scale,
                            xcclStream_t stream);
 /* Collective check of the gather path for m rows: every rank fills its slot with a pattern,
  * the rows are exchanged as in a run, every rank checks every slot, all meet in a barrier, and
- * only then does a rank that found a wrong slot fail (xcclInternalError naming the slot). */
+ * only then does a rank that found a wrong slot fail (xcclInternalError naming the slot, the
+ * count of wrong bytes, the first wrong row, and whose pattern of which round it holds there, if
+ * any). It synchronises the stream (not capturable). */
 xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream);
 xcclResult_t xcclAgGemmDestroy(xcclAgGemm_t op);
 

@@ -44,6 +44,12 @@ xcclResult_t xccl::CorruptAgGemmSlotForTesting(xcclAgGemm_t op, int source) {
   return xcclSuccess;
 }
 
+xcclResult_t xccl::SetAgGemmSelfTestStagingForTesting(xcclAgGemm_t op, size_t bytes) {
+  AgGemmOp* impl = nullptr;
+  XCCL_TRY(ResolveOp(op, "SetAgGemmSelfTestStagingForTesting", &impl));
+  return impl->SetSelfTestStaging(bytes);
+}
+
 namespace {
 
 xcclComm_t CommOf(xcclAgGemm_t handle) {

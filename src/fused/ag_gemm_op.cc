@@ -1,5 +1,6 @@
 #include "fused/ag_gemm_op.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -149,7 +150,26 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
                 "ag_gemm: C of %lld x %lld elements does not fit in memory's address range",
                 static_cast<long long>(problem.m), static_cast<long long>(shape_.n));
   XCCL_TRY(AllocateOpBuffer(device_, layout_.total_bytes(), &window_));
-  return AllocateOpBuffer(device_, output_bytes, &output_);
+  XCCL_TRY(AllocateOpBuffer(device_, output_bytes, &output_));
+  // The self test's staging, here rather than in the call: allocating pinned memory waits for
+  // the device, which inside a call could wait for a peer sharing the GPU that waits for this
+  // rank. A fixed size, so that an op of any m_max holds little pinned memory.
+  size_t max_slot = 0;
+  XCCL_TRY(layout_.SlotBytes(shape_.m_max, &max_slot));
+  return SetSelfTestStaging(
+      std::min(kSelfTestStagingBytes, std::max(max_slot, SlotCheck::kIdentifyingBytes)));
+}
+
+xcclResult_t AgGemmOp::SetSelfTestStaging(size_t bytes) {
+  if (bytes < SlotCheck::kIdentifyingBytes)
+    return Fail(xcclInvalidArgument, "ag_gemm: self test staging of %zu bytes (at least %zu)",
+                bytes, SlotCheck::kIdentifyingBytes);
+  FreeStaging(staging_);
+  staging_ = nullptr;
+  staging_bytes_ = 0;
+  XCCL_TRY(AllocateStaging(bytes, &staging_));
+  staging_bytes_ = bytes;
+  return xcclSuccess;
 }
 
 xcclResult_t AgGemmOp::PrepareSideLane(const xcclGemmProblem& problem) {
@@ -483,6 +503,38 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   return exchanged;
 }
 
+xcclResult_t AgGemmOp::UploadPattern(size_t offset, size_t bytes, uint32_t round, bool scale,
+                                     xcclStream_t stream) {
+  unsigned char* staging = static_cast<unsigned char*>(staging_);
+  for (size_t done = 0; done < bytes; done += staging_bytes_) {
+    const size_t piece = std::min(staging_bytes_, bytes - done);
+    FillPattern(staging, done, piece, round, comm_->rank(), scale);
+    XCCL_TRY(CopyAsync(window() + offset + done, staging, piece, stream));
+    XCCL_TRY(SyncStream(stream));  // before the staging is refilled
+  }
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::CheckSlot(size_t offset, size_t bytes, size_t row_bytes, uint32_t round,
+                                 int source, bool scale, xcclStream_t stream, std::string* wrong) {
+  unsigned char* staging = static_cast<unsigned char*>(staging_);
+  SlotCheck check(round, source, scale);
+  for (size_t done = 0; done < bytes; done += staging_bytes_) {
+    const size_t piece = std::min(staging_bytes_, bytes - done);
+    XCCL_TRY(CopyAsync(staging, window() + offset + done, piece, stream));
+    XCCL_TRY(SyncStream(stream));
+    check.Check(staging, done, piece);
+  }
+  if (!check.wrong()) return xcclSuccess;
+  // The bytes from the first wrong one on, which may straddle two pieces, read once more.
+  const size_t first = check.first_wrong();
+  const size_t shown = std::min(SlotCheck::kIdentifyingBytes, bytes - first);
+  XCCL_TRY(CopyAsync(staging, window() + offset + first, shown, stream));
+  XCCL_TRY(SyncStream(stream));
+  *wrong = check.Describe(bytes, row_bytes, staging, shown, comm_->nranks());
+  return xcclSuccess;
+}
+
 xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   int64_t padded = 0;
   XCCL_TRY(PaddedRows(m, &padded));
@@ -494,59 +546,39 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   XCCL_TRY(layout_.SlotOffset(0, m, &base));
   const size_t scale_bytes = has_scales() ? static_cast<size_t>(padded) * sizeof(float) : 0;
   if (has_scales()) XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
-  // Host staging (pinned on GPUs) holds the pattern going in and every slot coming back: the
-  // slots [world][slot_bytes], then the scales [world][scale_bytes], then one spare byte.
-  const size_t data_bytes = slot_bytes * world, all_scale_bytes = scale_bytes * world;
-  if (staging_ == nullptr) {
-    // Sized for m_max once, so that no later self test allocates or frees.
-    size_t max_slot = 0;
-    XCCL_TRY(layout_.SlotBytes(shape_.m_max, &max_slot));
-    const size_t max_scales =
-        has_scales() ? static_cast<size_t>(layout_.padded_m_max()) * sizeof(float) : 0;
-    XCCL_TRY(AllocateStaging((max_slot + max_scales) * world + 1, &staging_));
-  }
-  unsigned char* slots = static_cast<unsigned char*>(staging_);
-  unsigned char* scales = slots + data_bytes;
-  FillPattern(slots + rank * slot_bytes, slot_bytes, round, rank, false);
-  FillPattern(scales + rank * scale_bytes, scale_bytes, round, rank, true);
-  xcclResult_t result =
-      CopyAsync(window() + base + rank * slot_bytes, slots + rank * slot_bytes, slot_bytes, stream);
-  if (result == xcclSuccess && has_scales())
-    result = CopyAsync(window() + scale_base + rank * scale_bytes, scales + rank * scale_bytes,
-                       scale_bytes, stream);
+  // The own slot and scales through the staging (made at create), a piece at a time.
+  xcclResult_t result = UploadPattern(base + rank * slot_bytes, slot_bytes, round, false, stream);
+  if (result == xcclSuccess)
+    result = UploadPattern(scale_base + rank * scale_bytes, scale_bytes, round, true, stream);
   if (result == xcclSuccess)
     result = Exchange(m, stream, [](int64_t, int64_t, int) { return xcclSuccess; });
   if (result == xcclSuccess && corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
     // Tests only: damage one byte of that source's slot in the window itself.
-    unsigned char* bad = scales + all_scale_bytes;
+    unsigned char* bad = static_cast<unsigned char*>(staging_);
     *bad = PatternByte(round, corrupt_source_, slot_bytes / 2, false) ^ 0x5A;
     result =
         CopyAsync(window() + base + corrupt_source_ * slot_bytes + slot_bytes / 2, bad, 1, stream);
   }
   corrupt_source_ = -1;
-  if (result == xcclSuccess) result = CopyAsync(slots, window() + base, data_bytes, stream);
-  if (result == xcclSuccess && has_scales())
-    result = CopyAsync(scales, window() + scale_base, all_scale_bytes, stream);
+  // Check every slot, but report only after the barrier, so no healthy rank waits for one that
+  // gave up.
+  std::string wrong;
+  const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
+  for (int s = 0; s < world && wrong.empty() && result == xcclSuccess; ++s) {
+    std::string data, scale;
+    result =
+        CheckSlot(base + s * slot_bytes, slot_bytes, row_bytes, round, s, false, stream, &data);
+    if (result == xcclSuccess && data.empty())
+      result = CheckSlot(scale_base + s * scale_bytes, scale_bytes, sizeof(float), round, s, true,
+                         stream, &scale);
+    if (!data.empty()) wrong = "the slot of rank " + std::to_string(s) + " is wrong: " + data;
+    if (!scale.empty()) wrong = "the scales of rank " + std::to_string(s) + " are wrong: " + scale;
+  }
   // Also after a failure: no copy may still read or fill the staging when this returns (the
   // next self test rewrites it, destroy frees it). Every wait on the stream has a deadline.
   const xcclResult_t synced = SyncStream(stream);
   if (result != xcclSuccess) return result;
   XCCL_TRY(synced);
-  // Check every slot, but report only after the barrier, so no healthy rank waits for one that
-  // gave up.
-  std::string wrong;
-  const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
-  for (int s = 0; s < world && wrong.empty(); ++s) {
-    const std::string data =
-        DescribeWrongSlot(slots + s * slot_bytes, slot_bytes, row_bytes, round, s, world, false);
-    if (!data.empty()) {
-      wrong = "the slot of rank " + std::to_string(s) + " is wrong: " + data;
-      break;
-    }
-    const std::string scale = DescribeWrongSlot(scales + s * scale_bytes, scale_bytes,
-                                                sizeof(float), round, s, world, true);
-    if (!scale.empty()) wrong = "the scales of rank " + std::to_string(s) + " are wrong: " + scale;
-  }
   XCCL_TRY(Barrier(comm_, stream));
   XCCL_TRY(SyncStream(stream));
   if (!wrong.empty())

@@ -61,6 +61,11 @@ class AgGemmOp {
   Communicator* comm() const { return comm_; }
   // Tests: the next SelfTest damages this source's slot after the exchange, before the check.
   void CorruptSlotForTesting(int source) { corrupt_source_ = source; }
+  // The self test's staging, replaced by one of `bytes` (at least SlotCheck::kIdentifyingBytes;
+  // create makes min(kSelfTestStagingBytes, a slot at m_max)). Tests use a small one to check
+  // slots in many pieces. Not during a call.
+  xcclResult_t SetSelfTestStaging(size_t bytes);
+  static constexpr size_t kSelfTestStagingBytes = size_t{4} << 20;
 
  private:
   AgGemmOp() = default;
@@ -71,6 +76,13 @@ class AgGemmOp {
   // Create's steps that involve no other rank: the plugin's init and supports (for `problem`, the
   // whole problem at m_max), then the window and output buffers.
   xcclResult_t PrepareLocally(std::unique_ptr<GemmPlugin> plugin, const xcclGemmProblem& problem);
+  // The self test's steps through the staging, a piece at a time, each piece waited for: this
+  // rank's pattern of `round` into the window at `offset`; and the check of the window's bytes
+  // [offset, offset + bytes) as `source`'s pattern (*wrong: "" or what is wrong).
+  xcclResult_t UploadPattern(size_t offset, size_t bytes, uint32_t round, bool scale,
+                             xcclStream_t stream);
+  xcclResult_t CheckSlot(size_t offset, size_t bytes, size_t row_bytes, uint32_t round, int source,
+                         bool scale, xcclStream_t stream, std::string* wrong);
   // The checks of Create's arguments that need no other rank.
   static xcclResult_t CheckShape(const Communicator* comm, const Shape& shape);
   // Every rank learns whether every rank's `mine` succeeded (xcclRemoteError naming the first
@@ -114,10 +126,12 @@ class AgGemmOp {
   int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)
   void* window_ = nullptr;  // the receive slots and scales (WindowLayout)
   void* output_ = nullptr;  // C when the caller passes no buffer
-  // The self test's host staging (pinned on GPUs), made at the first self test for m_max and
-  // freed with the op: freeing pinned memory waits for the whole device, which inside a call
-  // could wait for a peer that shares the GPU and waits for this rank.
+  // The self test's host staging (pinned on GPUs), made at create and freed with the op:
+  // allocating or freeing pinned memory waits for the whole device, which inside a call could
+  // wait for a peer that shares the GPU and waits for this rank. The self test goes through it
+  // a piece of staging_bytes_ at a time.
   void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
   std::vector<void*> peer_windows_;  // fused: every rank's window as this rank addresses it (GPU)
   std::vector<bool> peer_opened_;    // ... and which of those are IPC mappings to close
   int corrupt_source_ = -1;

@@ -15,8 +15,6 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// How many leading bytes identify a pattern: a chance match of 16 bytes is 2^-128.
-constexpr size_t kIdentifyingBytes = 16;
 // How far from the expected round a stale pattern is looked for (earlier and later).
 constexpr uint32_t kRoundsAround = 8;
 
@@ -46,32 +44,37 @@ unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale) {
   return ByteOf(PatternKey(round, source, scale), i);
 }
 
-void FillPattern(unsigned char* out, size_t bytes, uint32_t round, int source, bool scale) {
+void FillPattern(unsigned char* out, size_t offset, size_t bytes, uint32_t round, int source,
+                 bool scale) {
   const uint64_t key = PatternKey(round, source, scale);
-  for (size_t i = 0; i < bytes; ++i) out[i] = ByteOf(key, i);
+  for (size_t i = 0; i < bytes; ++i) out[i] = ByteOf(key, offset + i);
 }
 
-std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row_bytes,
-                              uint32_t round, int source, int world, bool scale) {
-  const uint64_t expected = PatternKey(round, source, scale);
-  size_t wrong = 0, first = bytes;
+SlotCheck::SlotCheck(uint32_t round, int source, bool scale)
+    : round_(round), source_(source), scale_(scale), key_(PatternKey(round, source, scale)) {}
+
+void SlotCheck::Check(const unsigned char* got, size_t offset, size_t bytes) {
   for (size_t i = 0; i < bytes; ++i) {
-    if (got[i] == ByteOf(expected, i)) continue;
-    if (wrong++ == 0) first = i;
+    if (got[i] == ByteOf(key_, offset + i)) continue;
+    ++wrong_;
+    first_ = std::min(first_, offset + i);
   }
-  if (wrong == 0) return "";
+}
+
+std::string SlotCheck::Describe(size_t slot_bytes, size_t row_bytes,
+                                const unsigned char* from_first, size_t available,
+                                int world) const {
   char text[160];
-  snprintf(text, sizeof(text), "%zu of %zu bytes wrong, from row %zu (byte %zu)", wrong, bytes,
-           row_bytes == 0 ? 0 : first / row_bytes, first);
+  snprintf(text, sizeof(text), "%zu of %zu bytes wrong, from row %zu (byte %zu)", wrong_,
+           slot_bytes, row_bytes == 0 ? 0 : first_ / row_bytes, first_);
   std::string out = text;
-  const size_t probe = std::min(bytes - first, kIdentifyingBytes);
-  // Fewer bytes than that match some other key by chance too often to name one.
+  const size_t probe = std::min(available, kIdentifyingBytes);
   for (uint32_t distance = 0; probe == kIdentifyingBytes && distance <= kRoundsAround; ++distance) {
     // Nearer rounds first, the earlier before the later; round numbers wrap like the epoch.
-    for (const uint32_t r : {round - distance, round + distance}) {
+    for (const uint32_t r : {round_ - distance, round_ + distance}) {
       for (int s = 0; s < world; ++s) {
-        if (r == round && s == source) continue;
-        if (!Holds(got + first, first, probe, PatternKey(r, s, scale))) continue;
+        if (r == round_ && s == source_) continue;
+        if (!Holds(from_first, first_, probe, PatternKey(r, s, scale_))) continue;
         snprintf(text, sizeof(text), "; there it holds rank %d's pattern of round %u", s, r);
         return out + text;
       }
@@ -80,13 +83,22 @@ std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row
   }
   snprintf(text, sizeof(text),
            "; there it holds no rank's pattern of the rounds within %u of %u:", kRoundsAround,
-           round);
+           round_);
   out += text;
   for (size_t i = 0; i < probe; ++i) {
-    snprintf(text, sizeof(text), " %02x", got[first + i]);
+    snprintf(text, sizeof(text), " %02x", from_first[i]);
     out += text;
   }
   return out;
+}
+
+std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row_bytes,
+                              uint32_t round, int source, int world, bool scale) {
+  SlotCheck check(round, source, scale);
+  check.Check(got, 0, bytes);
+  if (!check.wrong()) return "";
+  const size_t first = check.first_wrong();
+  return check.Describe(bytes, row_bytes, got + first, bytes - first, world);
 }
 
 }  // namespace xccl

@@ -1,6 +1,7 @@
-// The bytes ag_gemm's self test writes into each rank's slot, and the description of a slot that
-// came back wrong: which rank's pattern of which round it holds, if any, so that a failure says
-// whether bytes were lost, stale or misplaced.
+// The bytes ag_gemm's self test writes into each rank's slot, and the check of a slot that comes
+// back, piece by piece (the self test stages through a small host buffer): a wrong slot is
+// described by the count of wrong bytes, the first wrong row, and which rank's pattern of which
+// round it holds there, if any, so that a failure says whether bytes were lost, stale or misplaced.
 #pragma once
 
 #include <cstddef>
@@ -14,14 +15,39 @@ namespace xccl {
 // distances, so a misplaced band shows up.
 unsigned char PatternByte(uint32_t round, int source, size_t i, bool scale);
 
-// Writes bytes [0, bytes) of that pattern to `out` (PatternByte for each, the key mixed once).
-void FillPattern(unsigned char* out, size_t bytes, uint32_t round, int source, bool scale);
+// Writes bytes [offset, offset + bytes) of that pattern to out[0, bytes) (the key mixed once).
+void FillPattern(unsigned char* out, size_t offset, size_t bytes, uint32_t round, int source,
+                 bool scale);
 
-// What a slot of `bytes` bytes (rows of `row_bytes`) that should hold `source`'s pattern of
-// `round` holds instead: the count of wrong bytes, the first wrong byte and its row, then from
-// there "rank s's pattern of round r" where its next 16 bytes match one of world's ranks within
-// 8 rounds of `round`, else (also where fewer than 16 bytes are left to compare) its bytes in
-// hex. Empty where the slot is right.
+// The check of one slot that should hold `source`'s pattern of `round`, fed in pieces.
+class SlotCheck {
+ public:
+  // How many bytes from the first wrong one name whose pattern the slot holds (a chance match
+  // of 16 bytes is 2^-128; fewer match some key too often).
+  static constexpr size_t kIdentifyingBytes = 16;
+
+  SlotCheck(uint32_t round, int source, bool scale);
+  // got[0, bytes) are the slot's bytes [offset, offset + bytes); pieces in any order.
+  void Check(const unsigned char* got, size_t offset, size_t bytes);
+  bool wrong() const { return wrong_ > 0; }
+  size_t first_wrong() const { return first_; }
+  // The description of a wrong slot of `slot_bytes` bytes in rows of `row_bytes`, given
+  // `available` (up to kIdentifyingBytes) of its bytes from first_wrong() on: the count, the
+  // first wrong byte and its row, then "rank s's pattern of round r" where kIdentifyingBytes
+  // match one of world's ranks within 8 rounds of `round`, else those bytes in hex.
+  std::string Describe(size_t slot_bytes, size_t row_bytes, const unsigned char* from_first,
+                       size_t available, int world) const;
+
+ private:
+  uint32_t round_;
+  int source_;
+  bool scale_;
+  uint64_t key_;
+  size_t wrong_ = 0;
+  size_t first_ = SIZE_MAX;
+};
+
+// SlotCheck over a whole slot held in memory: its description, or "" where it is right.
 std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row_bytes,
                               uint32_t round, int source, int world, bool scale);
 

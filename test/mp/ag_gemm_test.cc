@@ -425,32 +425,47 @@ TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
 }
 
 // Self test: passes on a healthy op; with one corrupted slot it fails on the rank holding it,
-// naming the source, while every other rank passes and none hangs; on a warm op with one rank
-// 0.5 s late it passes.
+// naming the source, the one wrong byte and its row, while every other rank passes and none
+// hangs; on a warm op with one rank 0.5 s late it passes. With the op's own staging (one piece
+// here) and with a staging of 1000 bytes, so that every slot is checked in many pieces that do
+// not line up with rows.
 TEST_P(AgGemmTest, SelfTestPassesAndCatchesACorruptedSlot) {
   Run([](RankContext& ctx) {
-    for (xcclDataType_t in : {xcclBfloat16, xcclFloat8e4m3}) {
-      Case c;
-      c.in = in;
-      xcclAgGemm_t op = nullptr;
-      if (!Create(ctx, c, &op)) return;
-      RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, 512, nullptr) == xcclSuccess,
-                  "healthy self test: " << xcclGetLastError(ctx.comm));
-      const int victim = ctx.nranks - 1;
-      if (ctx.rank == victim) xccl::CorruptAgGemmSlotForTesting(op, 0);
-      xcclResult_t r = xcclAgGemmSelfTest(op, 300, nullptr);
-      if (ctx.rank == victim) {
-        const std::string message = xcclGetLastError(ctx.comm);
-        RANK_EXPECT(ctx,
-                    r == xcclInternalError && message.find("slot of rank 0") != std::string::npos,
-                    "corrupted slot not reported: " << message);
-      } else {
-        RANK_EXPECT(ctx, r == xcclSuccess, "healthy rank failed: " << xcclGetLastError(ctx.comm));
+    for (const size_t staging : {size_t{0}, size_t{1000}}) {
+      for (xcclDataType_t in : {xcclBfloat16, xcclFloat8e4m3}) {
+        Case c;
+        c.in = in;
+        xcclAgGemm_t op = nullptr;
+        if (!Create(ctx, c, &op)) return;
+        if (staging > 0)
+          RANK_EXPECT(ctx, xccl::SetAgGemmSelfTestStagingForTesting(op, staging) == xcclSuccess,
+                      "staging: " << xcclGetLastError(ctx.comm));
+        RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, 512, nullptr) == xcclSuccess,
+                    "healthy self test: " << xcclGetLastError(ctx.comm));
+        const int victim = ctx.nranks - 1;
+        if (ctx.rank == victim) xccl::CorruptAgGemmSlotForTesting(op, 0);
+        xcclResult_t r = xcclAgGemmSelfTest(op, 300, nullptr);
+        if (ctx.rank == victim) {
+          // The op damages the middle byte of the slot (PaddedM(300) rows of k elements).
+          int64_t padded = 0;
+          xcclAgGemmPaddedM(op, 300, &padded);
+          const size_t row_bytes = c.k * (in == xcclFloat8e4m3 ? 1 : 2);
+          const size_t slot_bytes = padded * row_bytes, byte = slot_bytes / 2;
+          const std::string expected = "slot of rank 0 is wrong: 1 of " +
+                                       std::to_string(slot_bytes) + " bytes wrong, from row " +
+                                       std::to_string(byte / row_bytes) + " (byte " +
+                                       std::to_string(byte) + ")";
+          const std::string message = xcclGetLastError(ctx.comm);
+          RANK_EXPECT(ctx, r == xcclInternalError && message.find(expected) != std::string::npos,
+                      "corrupted slot not reported as \"" << expected << "\": " << message);
+        } else {
+          RANK_EXPECT(ctx, r == xcclSuccess, "healthy rank failed: " << xcclGetLastError(ctx.comm));
+        }
+        if (ctx.rank == 0) usleep(500000);
+        RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, 256, nullptr) == xcclSuccess,
+                    "self test with a late rank: " << xcclGetLastError(ctx.comm));
+        xcclAgGemmDestroy(op);
       }
-      if (ctx.rank == 0) usleep(500000);
-      RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, 256, nullptr) == xcclSuccess,
-                  "self test with a late rank: " << xcclGetLastError(ctx.comm));
-      xcclAgGemmDestroy(op);
     }
   });
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -148,6 +149,40 @@ TEST(SelfTestPattern, LostBytesShowInHexWithTheirCount) {
       << text;
   EXPECT_NE(text.find("no rank's pattern of the rounds within 8 of 9: 00 00 00"), std::string::npos)
       << text;
+}
+
+TEST(SelfTestPattern, PiecesInAnyOrderGiveTheWholeSlotsDescription) {
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 20; ++trial) {
+    // A slot with a stale tail from a random row, checked in pieces of random sizes (not row
+    // multiples) fed in reverse order, and filled by FillPattern at piece offsets.
+    std::vector<unsigned char> slot(kBytes);
+    for (size_t done = 0; done < kBytes;) {
+      const size_t piece = std::min<size_t>(1 + rng() % 200, kBytes - done);
+      xccl::FillPattern(slot.data() + done, done, piece, 77, 4, false);
+      done += piece;
+    }
+    EXPECT_EQ(slot, Slot(77, 4, kBytes, false));
+    const size_t good = rng() % (kBytes / kRowBytes);
+    const std::vector<unsigned char> held = Slot(75, 6, kBytes, false);
+    std::copy(held.begin() + good * kRowBytes, held.end(), slot.begin() + good * kRowBytes);
+    std::vector<std::pair<size_t, size_t>> pieces;
+    for (size_t done = 0; done < kBytes;) {
+      const size_t piece = std::min<size_t>(1 + rng() % 300, kBytes - done);
+      pieces.emplace_back(done, piece);
+      done += piece;
+    }
+    xccl::SlotCheck check(77, 4, false);
+    for (auto it = pieces.rbegin(); it != pieces.rend(); ++it)
+      check.Check(slot.data() + it->first, it->first, it->second);
+    ASSERT_TRUE(check.wrong());
+    const size_t first = check.first_wrong();
+    EXPECT_EQ(check.Describe(kBytes, kRowBytes, slot.data() + first, kBytes - first, kWorld),
+              DescribeWrongSlot(slot.data(), kBytes, kRowBytes, 77, 4, kWorld, false));
+    EXPECT_NE(
+        DescribeWrongSlot(slot.data(), kBytes, kRowBytes, 77, 4, kWorld, false).find(Names(6, 75)),
+        std::string::npos);
+  }
 }
 
 }  // namespace
