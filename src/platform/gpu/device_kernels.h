@@ -13,10 +13,12 @@ namespace xccl {
 
 // In host-mapped memory: written by device waits, read by the host.
 struct DeviceFailureRecord {
-  uint32_t code;   // 0, or an xcclResult_t
-  int32_t peer;    // the rank a failed wait was waiting for
+  // 0, or (peer + 1) << 8 | code: the xcclResult_t of the first wait that gave up and the rank
+  // it was waiting for, set together by one CAS, so that the host never reads a code whose rank
+  // is not written yet.
+  uint32_t failure;
   uint32_t abort;  // set by the host: every wait gives up at once
-  uint32_t pad;
+  uint32_t pad[2];
 };
 
 // Loads every kernel of the GPU platform into the current device's context. With lazy loading

@@ -19,12 +19,11 @@ __device__ inline bool Reached(uint32_t current, uint32_t target) {
 // microseconds).
 __device__ inline bool GiveUp(unsigned long long start, int peer, uint64_t timeout_ns,
                               DeviceFailureRecord* record) {
-  if (GpuLoadAcquireSystem(&record->abort) != 0 || GpuLoadAcquireSystem(&record->code) != 0)
+  if (GpuLoadAcquireSystem(&record->abort) != 0 || GpuLoadAcquireSystem(&record->failure) != 0)
     return true;
   if (GpuGlobalTimerNs() - start <= timeout_ns) return false;
-  if (atomicCAS(&record->code, 0u, 8u /* xcclTimeout */) == 0u) {
-    atomicExch(reinterpret_cast<unsigned int*>(&record->peer), static_cast<unsigned int>(peer));
-  }
+  // xcclTimeout (8) and the rank, in one word (DeviceFailureRecord); the first wait keeps it.
+  atomicCAS(&record->failure, 0u, (static_cast<unsigned int>(peer + 1) << 8) | 8u);
   __threadfence_system();
   return true;
 }

@@ -378,10 +378,11 @@ class GpuPlatform final : public Platform {
 
   xcclResult_t PollAsyncFailure(PlatformFailure* failure) override {
     if (record_ == nullptr) return xcclSuccess;
-    const uint32_t code = __atomic_load_n(&record_->code, __ATOMIC_ACQUIRE);
-    if (code == 0) return xcclSuccess;
-    const int peer = __atomic_load_n(&record_->peer, __ATOMIC_ACQUIRE);
-    failure->result = static_cast<xcclResult_t>(code);
+    const uint32_t packed = __atomic_load_n(&record_->failure, __ATOMIC_ACQUIRE);
+    if (packed == 0) return xcclSuccess;
+    // (peer + 1) << 8 | code, written in one word (DeviceFailureRecord).
+    const int peer = static_cast<int>(packed >> 8) - 1;
+    failure->result = static_cast<xcclResult_t>(packed & 0xFFu);
     failure->peer = peer;
     failure->message = "a device-side wait timed out after " + std::to_string(timeout_ms_) +
                        " ms waiting for rank " + std::to_string(peer) +
