@@ -47,10 +47,12 @@ AgGemmOp::~AgGemmOp() {
   DestroySideStream(device_, &side_);
   if (plugin_ && plugin_ctx_ != nullptr) plugin_->api().finalize(plugin_ctx_);
   if (plugin_ && side_plugin_ctx_ != nullptr) plugin_->api().finalize(side_plugin_ctx_);
+  // The output first: freeing device memory waits for the device, so no queued put still
+  // writes into a peer's window when its mapping is closed below.
+  FreeOpBuffer(device_, output_);
   for (size_t r = 0; r < peer_opened_.size(); ++r)
     if (peer_opened_[r]) ClosePeerBuffer(device_, peer_windows_[r]);
   FreeOpBuffer(device_, window_);
-  FreeOpBuffer(device_, output_);
   FreeStaging(staging_);
 }
 

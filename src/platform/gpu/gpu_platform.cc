@@ -575,11 +575,14 @@ class GpuPlatform final : public Platform {
     for (gpuEvent_t event : join_events_)
       if (event != nullptr) (void)gpuEventDestroy(event);
     if (fork_event_ != nullptr) (void)gpuEventDestroy(fork_event_);
-    for (size_t r = 0; r < opened_.size(); ++r)
-      if (opened_[r]) (void)gpuIpcCloseMemHandle(peer_windows_[r]);
+    // The frees first: cudaFree waits for the device, so no kernel queued on a caller's stream
+    // (after an abort they give up at once) still stores into a peer's window when its mapping
+    // is closed below.
     if (peer_slots_device_ != nullptr) (void)gpuFree(peer_slots_device_);
     if (ll_regions_device_ != nullptr) (void)gpuFree(ll_regions_device_);
     if (put_dsts_device_ != nullptr) (void)gpuFree(put_dsts_device_);
+    for (size_t r = 0; r < opened_.size(); ++r)
+      if (opened_[r]) (void)gpuIpcCloseMemHandle(peer_windows_[r]);
     if (own_window_ != nullptr) (void)gpuFree(own_window_);
     if (record_ != nullptr) (void)gpuFreeHost(record_);
   }
