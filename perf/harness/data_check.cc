@@ -1,16 +1,12 @@
 #include "harness/data_check.h"
 
+#include "core/mix64.h"
 #include "harness/datatypes.h"
 
 namespace xccl_perf {
 namespace {
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using xccl::SplitMix64;
 
 // Turns random bits into a finite value of the type by clearing one exponent bit of the
 // all-ones exponent (Inf/NaN) encodings; every other pattern, subnormals included, is kept.

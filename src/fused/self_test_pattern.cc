@@ -3,32 +3,27 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/mix64.h"
+
 namespace xccl {
 
 namespace {
-
-// splitmix64's finaliser: every input bit moves every output bit.
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // How far from the expected round a stale pattern is looked for (earlier and later).
 constexpr uint32_t kRoundsAround = 8;
 
 // The mixed key of (round, source, data or scales); a pattern's byte i is ByteOf(key, i).
 uint64_t PatternKey(uint32_t round, int source, bool scale) {
-  return Mix((static_cast<uint64_t>(round) << 32) ^
-             (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 1) ^ (scale ? 1u : 0u));
+  return SplitMix64((static_cast<uint64_t>(round) << 32) ^
+                    (static_cast<uint64_t>(static_cast<uint32_t>(source)) << 1) ^
+                    (scale ? 1u : 0u));
 }
 
 // Mixed again with the position, so that no (round, source) pair's bytes are a shifted or XORed
 // copy of another's. (A single multiply-xorshift of round << 40 ^ source << 32 ^ i let 16-byte
 // runs of two keys agree.)
 unsigned char ByteOf(uint64_t key, size_t i) {
-  return static_cast<unsigned char>(Mix(key ^ i) >> 56);
+  return static_cast<unsigned char>(SplitMix64(key ^ i) >> 56);
 }
 
 // Whether got[0, bytes) is bytes [offset, offset + bytes) of the pattern of `key`.
