@@ -535,6 +535,24 @@ std::vector<std::string> Words(const std::string& text) {
   return out;
 }
 
+// The words of a list flag's value, each parsed by `parse` into *out (replacing what it held);
+// false, with a message, on a word it refuses or on no words.
+template <typename T, typename Parse>
+bool ParseList(const std::string& value, const char* flag, const char* item, const char* refusal,
+               Parse parse, std::vector<T>* out) {
+  out->clear();
+  for (const std::string& w : Words(value)) {
+    T parsed{};
+    if (!parse(w, &parsed)) {
+      fprintf(stderr, "ag_gemm_perf: %s '%s' %s\n", item, w.c_str(), refusal);
+      return false;
+    }
+    out->push_back(parsed);
+  }
+  if (out->empty()) fprintf(stderr, "ag_gemm_perf: %s needs at least one %s\n", flag, item);
+  return !out->empty();
+}
+
 // Takes this binary's own flags out of argv; false (with a message) on a malformed one.
 bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
   int kept = 1;
@@ -552,36 +570,25 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
     }
     const std::string value = argv[++i];
     if (flag == "--m") {
-      set->global_m.clear();
-      for (const std::string& w : Words(value)) {
-        char* end = nullptr;
-        const long long m = strtoll(w.c_str(), &end, 10);
-        if (*end != '\0' || m <= 0) {
-          fprintf(stderr, "ag_gemm_perf: global M '%s' is not a positive integer\n", w.c_str());
-          return false;
-        }
-        set->global_m.push_back(m);
-      }
-      if (set->global_m.empty()) {
-        fprintf(stderr, "ag_gemm_perf: --m needs at least one global M\n");
-        return false;
-      }
+      const bool ok = ParseList(
+          value, "--m", "global M", "is not a positive integer",
+          [](const std::string& w, int64_t* m) {
+            char* end = nullptr;
+            *m = strtoll(w.c_str(), &end, 10);
+            return *end == '\0' && *m > 0;
+          },
+          &set->global_m);
+      if (!ok) return false;
     } else if (flag == "--shapes") {
-      set->shapes.clear();
-      for (const std::string& w : Words(value)) {
-        Shape s{0, 0};
-        if (sscanf(w.c_str(), "%lldx%lld", reinterpret_cast<long long*>(&s.n),
-                   reinterpret_cast<long long*>(&s.k)) != 2 ||
-            s.n <= 0 || s.k <= 0) {
-          fprintf(stderr, "ag_gemm_perf: shape '%s' is not NxK\n", w.c_str());
-          return false;
-        }
-        set->shapes.push_back(s);
-      }
-      if (set->shapes.empty()) {
-        fprintf(stderr, "ag_gemm_perf: --shapes needs at least one NxK\n");
-        return false;
-      }
+      const bool ok = ParseList(
+          value, "--shapes", "shape", "is not NxK",
+          [](const std::string& w, Shape* s) {
+            return sscanf(w.c_str(), "%lldx%lld", reinterpret_cast<long long*>(&s->n),
+                          reinterpret_cast<long long*>(&s->k)) == 2 &&
+                   s->n > 0 && s->k > 0;
+          },
+          &set->shapes);
+      if (!ok) return false;
     } else if (flag == "--dtype") {
       if (value == "bf16")
         set->in_type = xcclBfloat16;
