@@ -25,10 +25,10 @@
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);
 #           GPU_CHECK_TEST_REGEX narrows it (ctest -R), GPU_CHECK_TEST_EXCLUDE leaves tests out
 #           (ctest -E), GPU_CHECK_TEST_REPEAT=N runs each up to N times until it fails (for
-#           intermittent failures), GPU_CHECK_TEST_JOBS runs tests side by
-#           side (ctest -j; default 1). On one H200 the whole suite took about 550 s one at a
-#           time (2026-11-29), more than GPU_CHECK_TEST_SECONDS (300) and one device call
-#           leave after the build: split it with the regex or try 2 jobs
+#           intermittent failures). The tests hold one lock (RESOURCE_LOCK gpu), so they run one
+#           at a time. On one H200 the whole suite takes about 550 s (2026-11-29), more than
+#           GPU_CHECK_TEST_SECONDS (300) and one device call leave after the build: split it with
+#           the regex, as in docs/PERF.md's sixth round (2026-11-30)
 # Logs go to a folder that is packed into $OUT/logs.tgz after every stage (so a run cut short
 # still brings back what it did); the table goes to stdout and $OUT/summary.txt.
 # Usage: GPU_CHECK_STAGES="multi torch" scripts/gpu_check.sh [build-dir]
@@ -193,7 +193,7 @@ fi
 # ---- tests ----
 tests_rc=0
 if has_stage tests; then
-  timeout "$test_budget" ctest --test-dir "$build" -L gpu -j "${GPU_CHECK_TEST_JOBS:-1}" \
+  timeout "$test_budget" ctest --test-dir "$build" -L gpu \
     ${GPU_CHECK_TEST_REGEX:+-R "$GPU_CHECK_TEST_REGEX"} \
     ${GPU_CHECK_TEST_EXCLUDE:+-E "$GPU_CHECK_TEST_EXCLUDE"} \
     ${GPU_CHECK_TEST_REPEAT:+--repeat "until-fail:$GPU_CHECK_TEST_REPEAT"} \
