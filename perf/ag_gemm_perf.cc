@@ -24,7 +24,7 @@
 //   --dtype bf16|fp16|fp8  input type (output bf16)
 //   --plugin NAME|PATH     GEMM plugin (default XCCL_GEMM_PLUGIN, else "reference")
 //   --rounds R             rounds (default 3)
-// Defaults depend on the platform the binary was built for: on GPUs issue 7's Kimi-K3 TP8 table
+// Defaults depend on the platform the binary was built for: on GPUs the Kimi-K3 TP8 table of issue 4, item 7
 // (M 4096 8192 16384 32768, N x K 6288x7168 3648x7168 6400x7168 3840x7168); on the host
 // platform, whose reference GEMM is scalar C++ and would take hours on those, M 4096 8192 and
 // N x K 96x32 48x32.
@@ -98,7 +98,7 @@ constexpr uint8_t kPoisonByte = 0xFF;
 // Whether this binary was built for a GPU platform (cuda or hip) rather than the host one.
 bool GpuPlatform() { return strcmp(xccl_perf::DeviceBuffers::Platform(), "host") != 0; }
 
-// Issue 7's table (Kimi-K3, TP8) on GPUs; small ones for the host platform's scalar reference
+// The Kimi-K3 TP8 table (issue 4, item 7) on GPUs; small ones for the host platform's scalar reference
 // GEMM, which needs minutes per row at K = 7168. Fills only what the flags left empty and
 // records which defaults it used, for the header.
 void ApplyDefaults(Settings* set) {
@@ -219,6 +219,12 @@ class DirectPlugin {
   DirectPlugin(const DirectPlugin&) = delete;
   DirectPlugin& operator=(const DirectPlugin&) = delete;
   bool ok() const { return api_ != nullptr; }
+  // Asked once per problem before it is timed, as the op asks at create: a plugin may choose
+  // and tune its algorithm there (the cublaslt plugin does), so without it the split-vendor
+  // and gemm-only columns would time another algorithm than the ops run.
+  bool Prepare(const xcclGemmProblem& problem) {
+    return api_->supports(ctx_, &problem) == xcclSuccess;
+  }
   bool Run(const xcclGemmProblem& problem, xcclStream_t stream) {
     const xcclGemmBand all{0, problem.m};
     return api_->run(ctx_, &problem, &all, stream) == xcclSuccess;
@@ -372,6 +378,13 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       vp.c = cv.ptr;
       vp.a_scale = fp8 ? static_cast<const float*>(gathered_scales.ptr) : nullptr;
       vp.b_scale = b_scale;
+      if (with_direct && !gemm.Prepare(vp)) {
+        fprintf(stderr, "ag_gemm_perf: rank %d: the plugin called directly refuses M %lld N %lld\n",
+                ctx.rank, static_cast<long long>(vp.m), static_cast<long long>(vp.n));
+        ok = false;
+        ctx.sync->Abort();
+        break;
+      }
       auto run_vendor = [&]() {
         if (!vendor->AllGather(a.ptr, gathered.ptr, m * s.k * in_size, stream)) return false;
         if (fp8 && !vendor->AllGather(as.ptr, gathered_scales.ptr, m * 4, stream)) return false;
