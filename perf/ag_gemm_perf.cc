@@ -24,8 +24,8 @@
 //   --dtype bf16|fp16|fp8  input type (output bf16)
 //   --plugin NAME|PATH     GEMM plugin (default XCCL_GEMM_PLUGIN, else "reference")
 //   --rounds R             rounds (default 3)
-// Defaults depend on the platform the binary was built for: on GPUs the Kimi-K3 TP8 table of issue 4, item 7
-// (M 4096 8192 16384 32768, N x K 6288x7168 3648x7168 6400x7168 3840x7168); on the host
+// Defaults depend on the platform the binary was built for: on GPUs the Kimi-K3 TP8 table of issue
+// 4, item 7 (M 4096 8192 16384 32768, N x K 6288x7168 3648x7168 6400x7168 3840x7168); on the host
 // platform, whose reference GEMM is scalar C++ and would take hours on those, M 4096 8192 and
 // N x K 96x32 48x32.
 #include <dlfcn.h>
@@ -98,8 +98,8 @@ constexpr uint8_t kPoisonByte = 0xFF;
 // Whether this binary was built for a GPU platform (cuda or hip) rather than the host one.
 bool GpuPlatform() { return strcmp(xccl_perf::DeviceBuffers::Platform(), "host") != 0; }
 
-// The Kimi-K3 TP8 table (issue 4, item 7) on GPUs; small ones for the host platform's scalar reference
-// GEMM, which needs minutes per row at K = 7168. Fills only what the flags left empty and
+// The Kimi-K3 TP8 table (issue 4, item 7) on GPUs; small ones for the host platform's scalar
+// reference GEMM, which needs minutes per row at K = 7168. Fills only what the flags left empty and
 // records which defaults it used, for the header.
 void ApplyDefaults(Settings* set) {
   const bool gpu = GpuPlatform();

@@ -256,9 +256,9 @@ TEST_P(AgGemmTest, LocalRowsZeroCopyAndOwnOutput) {
             memset(own, 0xA5, c_bytes);
           }
           void* result = nullptr;
-          const xcclResult_t r = xcclAgGemmRun(op, rows, fp8 ? scales : nullptr, o.b.data(),
-                                               fp8 ? o.b_scale.data() : nullptr, m, out, &result,
-                                               nullptr);
+          const xcclResult_t r =
+              xcclAgGemmRun(op, rows, fp8 ? scales : nullptr, o.b.data(),
+                            fp8 ? o.b_scale.data() : nullptr, m, out, &result, nullptr);
           RANK_EXPECT(ctx, r == xcclSuccess && result != nullptr,
                       what << ": " << xcclGetLastError(ctx.comm));
           if (r != xcclSuccess || result == nullptr) break;
