@@ -70,12 +70,12 @@ void GroupNodes(Topology* topology) {
       topology->local_ranks.push_back(r);
 }
 
-xcclResult_t RequireOneNode(const Topology& topology, const char* platform) {
+xcclResult_t RequireOneNode(const Topology& topology, const char* who) {
   if (topology.node_count == 1) return xcclSuccess;
   return Fail(xcclInvalidUsage,
-              "the %s platform reaches the ranks of one node only (no network transport is built "
-              "yet), but these %d ranks span %d nodes",
-              platform, topology.nranks, topology.node_count);
+              "%s reaches the ranks of one node only (no network transport is built yet), but "
+              "these %d ranks span %d nodes",
+              who, topology.nranks, topology.node_count);
 }
 
 xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, Topology* out) {

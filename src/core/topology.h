@@ -38,9 +38,10 @@ struct Topology {
 RankInfo DescribeThisRank(int device);
 // Groups ranks into nodes by host_hash; pure, for tests.
 void GroupNodes(Topology* topology);
-// xcclInvalidUsage naming `platform` unless every rank is on this node: the platforms reach
-// peers through shared memory or device mappings only, and no network transport is built yet.
-xcclResult_t RequireOneNode(const Topology& topology, const char* platform);
+// xcclInvalidUsage naming `who` (e.g. "the host platform") unless every rank is on this node:
+// the platforms reach peers through shared memory or device mappings only, and no network
+// transport is built yet.
+xcclResult_t RequireOneNode(const Topology& topology, const char* who);
 
 xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, Topology* out);
 

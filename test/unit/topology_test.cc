@@ -200,7 +200,7 @@ TEST(TopologyTest, RequireOneNodeRefusesSeveralNodes) {
     GroupNodes(&topology);
     ASSERT_EQ(topology.node_count, nodes);
     ClearThreadLastError();
-    xcclResult_t result = RequireOneNode(topology, "testplat");
+    xcclResult_t result = RequireOneNode(topology, "the testplat platform");
     if (nodes == 1) {
       EXPECT_EQ(result, xcclSuccess);
       EXPECT_TRUE(ThreadLastError().empty());

@@ -100,7 +100,7 @@ class GpuPlatform final : public Platform {
 
   xcclResult_t Init(Bootstrap* bootstrap) {
     const int nranks = topology_.nranks;
-    XCCL_TRY(RequireOneNode(topology_, name()));
+    XCCL_TRY(RequireOneNode(topology_, (std::string("the ") + name() + " platform").c_str()));
     XCCL_GPU_TRY(gpuSetDevice(device_));
     XCCL_GPU_TRY(PreloadKernels());
     const Params& params = GetParams();

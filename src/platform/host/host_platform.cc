@@ -51,7 +51,7 @@ class HostPlatform final : public Platform {
 
   xcclResult_t Init(Bootstrap* bootstrap) {
     const int nranks = topology_.nranks;
-    XCCL_TRY(RequireOneNode(topology_, "host"));
+    XCCL_TRY(RequireOneNode(topology_, "the host platform"));
     RemoveStaleShmObjects();
     // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight
     // ranks fit a container's default 64 MiB /dev/shm with room to spare.
