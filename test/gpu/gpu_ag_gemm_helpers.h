@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -51,12 +52,16 @@ inline bool BytesEqualAcrossModes(const PluginChoice& plugin) {
   return strcmp(plugin.path, XCCL_GEMM_REFERENCE_PATH) == 0;
 }
 
-// The plugin's struct with run_tile_wait cleared, for xcclAgGemmCreate's struct argument (the
-// library stays loaded for the process).
-inline const xcclGemmPlugin_v1_t* WithoutTileWait(const char* path) {
+// The plugin at `path`'s struct (the library stays loaded for the process), else NULL.
+inline const xcclGemmPlugin_v1_t* LoadPluginStruct(const char* path) {
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return nullptr;
-  auto* api = static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
+  return static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
+}
+
+// The plugin's struct with run_tile_wait cleared, for xcclAgGemmCreate's struct argument.
+inline const xcclGemmPlugin_v1_t* WithoutTileWait(const char* path) {
+  const xcclGemmPlugin_v1_t* api = LoadPluginStruct(path);
   if (api == nullptr) return nullptr;
   static xcclGemmPlugin_v1_t copy;
   copy = *api;
@@ -64,14 +69,45 @@ inline const xcclGemmPlugin_v1_t* WithoutTileWait(const char* path) {
   return &copy;
 }
 
+// Tile-wait launches made, in this process, through the struct WithCountedTileWait gives: a
+// test that expects the fused path to take the plugin's tile-wait entry checks that it grew.
+inline std::atomic<int64_t>& TileWaitLaunches() {
+  static std::atomic<int64_t> launches{0};
+  return launches;
+}
+
+// The plugin's struct with run_tile_wait counted (TileWaitLaunches), else NULL (no such entry).
+inline const xcclGemmPlugin_v1_t* WithCountedTileWait(const char* path) {
+  using Entry = decltype(xcclGemmPlugin_v1_t::run_tile_wait);
+  static Entry original = nullptr;
+  static xcclGemmPlugin_v1_t copy;
+  const xcclGemmPlugin_v1_t* api = LoadPluginStruct(path);
+  if (api == nullptr || api->run_tile_wait == nullptr) return nullptr;
+  original = api->run_tile_wait;
+  copy = *api;
+  copy.run_tile_wait = [](void* ctx, const xcclGemmProblem* problem, const xcclGemmTileWait* wait,
+                          void* stream) {
+    TileWaitLaunches().fetch_add(1);
+    return original(ctx, problem, wait, stream);
+  };
+  return &copy;
+}
+
+// The reference plugin with its tile-wait entry: its struct with that entry counted.
+inline bool CountsTileWaits(const PluginChoice& plugin) {
+  return !plugin.without_tile_wait && strcmp(plugin.path, XCCL_GEMM_REFERENCE_PATH) == 0;
+}
+
 inline xcclResult_t CreateOp(xcclComm_t comm, const PluginChoice& plugin, xcclDataType_t in,
                              xcclAgGemmMode_t mode, int64_t n, int64_t k, int64_t m_max,
                              xcclAgGemm_t* op, int chunks = 0) {
-  const xcclGemmPlugin_v1_t* stripped =
-      plugin.without_tile_wait ? WithoutTileWait(plugin.path) : nullptr;
-  if (plugin.without_tile_wait && stripped == nullptr) return xcclInternalError;
+  const xcclGemmPlugin_v1_t* api = plugin.without_tile_wait  ? WithoutTileWait(plugin.path)
+                                   : CountsTileWaits(plugin) ? WithCountedTileWait(plugin.path)
+                                                             : nullptr;
+  if ((plugin.without_tile_wait || CountsTileWaits(plugin)) && api == nullptr)
+    return xcclInternalError;
   return xcclAgGemmCreate(comm, n, k, m_max, in, xcclBfloat16, mode, chunks,
-                          stripped != nullptr ? nullptr : plugin.path, stripped, op);
+                          api != nullptr ? nullptr : plugin.path, api, op);
 }
 
 inline void ForEachPlugin(const std::function<void(const PluginChoice&)>& run) {

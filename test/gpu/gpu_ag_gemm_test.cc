@@ -25,10 +25,12 @@ class GpuAgGemmTest : public GpuWorldTest {};
 
 // One rank's part: split everywhere; fused where the communicator has a DMA queue per peer
 // (refused otherwise); fused and split byte for byte; then the fused (else split) call captured
-// in a graph and replayed with fresh A each time.
+// in a graph and replayed with fresh A each time, another rank held on the device before each
+// replay: the peers' waits must read the device epoch of that replay (a wait target baked into
+// the graph would pass at once and read the previous replay's rows).
 void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
   Stream stream;
-  if (!stream.Create(ctx)) return;
+  if (!stream.Create(ctx) || !WarmUpDelay(ctx, stream)) return;
   const int64_t n = 64, k = 64, m = 200, m_max = 256, padded = 256;
   int queues = 0;
   if (!XCCL_OK(ctx, xcclCommQueueCount(ctx.comm, &queues))) return;
@@ -66,9 +68,15 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
       xcclAgGemm_t op = ops[t][mode];
       if (op == nullptr) continue;
       if (!GPU_OK(ctx, gpu::MemsetAsync(c.get(), kPoisonByte, c_bytes, stream.get()))) return;
+      const int64_t tile_waits = TileWaitLaunches().load();
       if (!XCCL_OK(ctx, xcclAgGemmRun(op, a.get(), a_scale, b.get(), b_scale, m, c.get(), nullptr,
                                       stream.xccl())))
         return;
+      // A fused call over a plugin with a tile-wait entry takes it (one launch per peer source),
+      // rather than waiting per band on the stream.
+      if (mode == kFused && CountsTileWaits(plugin))
+        RANK_EXPECT(ctx, TileWaitLaunches().load() > tile_waits,
+                    "the fused call made no tile-wait launch");
       HostBytes got(c_bytes);
       if (!GPU_OK(ctx, gpu::MemcpyAsync(got.data(), c.get(), c_bytes, stream.get())) ||
           !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
@@ -110,6 +118,7 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
           (fp8 && (!GPU_OK(ctx, gpu::MemcpyAsync(as.get(), ps.data(), m * 4, stream.get())) ||
                    !GPU_OK(ctx, gpu::MemcpyAsync(bs.get(), pbs.data(), n * 4, stream.get())))) ||
           !GPU_OK(ctx, gpu::MemsetAsync(c.get(), kPoisonByte, c_bytes, stream.get())) ||
+          (static_cast<int>(replay % ctx.nranks) == ctx.rank && !HoldOnDevice(ctx, stream)) ||
           !GPU_OK(ctx, gpu::GraphLaunch(exec, stream.get())))
         break;
       HostBytes got(c_bytes);
