@@ -85,7 +85,8 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
       int64_t bad_padding = 0;
       const double rel = AgGemmError(ctx, got.data(), in, m, n, k, /*call=*/0, &bad_padding);
       const char* what = mode == 0 ? "split" : "fused";
-      RANK_EXPECT(ctx, rel <= 1e-2, what << (fp8 ? " fp8" : " bf16") << ": relative L2 " << rel);
+      RANK_EXPECT(ctx, rel <= kAgGemmTolerance,
+                  what << (fp8 ? " fp8" : " bf16") << ": relative L2 " << rel);
       RANK_EXPECT(ctx, bad_padding == 0, what << ": " << bad_padding << " padding values not 0");
       RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m, stream.xccl()) == xcclSuccess,
                   what << " self test: " << xcclGetLastError(ctx.comm));
@@ -127,7 +128,7 @@ void SplitAndFusedBody(const PluginChoice& plugin, RankContext& ctx) {
         break;
       int64_t bad_padding = 0;
       const double rel = AgGemmError(ctx, got.data(), in, m, n, k, replay, &bad_padding);
-      RANK_EXPECT(ctx, rel <= 1e-2 && bad_padding == 0,
+      RANK_EXPECT(ctx, rel <= kAgGemmTolerance && bad_padding == 0,
                   "graph replay " << replay << (fp8 ? " fp8" : " bf16") << ": relative L2 " << rel
                                   << ", " << bad_padding << " padding values not 0");
     }

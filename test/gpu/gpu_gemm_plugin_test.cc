@@ -110,7 +110,9 @@ TEST_P(GpuGemmPluginTest, CublasltMatchesReferenceAndBandsMatchFull) {
     ref2 += w * w;
   }
   const double rel = std::sqrt(err2 / ref2);
-  EXPECT_LE(rel, 1e-2) << "cublaslt vs reference, " << (fp8 ? "fp8 ptpc" : "bf16");
+  // Two results each rounded to bf16 (about 1.7e-3 apart from the exact one each, at most
+  // about twice that apart from each other).
+  EXPECT_LE(rel, 5e-3) << "cublaslt vs reference, " << (fp8 ? "fp8 ptpc" : "bf16");
   EXPECT_TRUE(got1 == got2) << "two bands differ from the full run";
 }
 
