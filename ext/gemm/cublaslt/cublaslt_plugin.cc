@@ -38,6 +38,7 @@
 #include <mutex>
 #include <new>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "algo_key.h"
@@ -57,6 +58,9 @@ struct Context {
   void* workspace = nullptr;
   std::mutex mu;
   std::map<AlgoKey, cublasLtMatmulAlgo_t> algos;
+  // For calls whose buffers are less aligned than the algorithm in `algos` needs: the
+  // heuristic's choice for that alignment (AlignedFor).
+  std::map<std::pair<AlgoKey, uint32_t>, cublasLtMatmulAlgo_t> by_alignment;
 };
 
 bool CudaType(xcclDataType_t t, cudaDataType_t* out) {
@@ -206,17 +210,26 @@ void TurnSplitKOff(cublasLtMatmulAlgo_t* algo) {
 // (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK): up to `max` of them, best first. Asking for them
 // beats taking the first answer and turning split-K off afterwards, which left that kernel's
 // tiling tuned for a split it no longer did (docs/PERF.md: 0.91-0.95 of cuBLASLt at M 32768).
+// `alignment`: the bytes every buffer's address is a multiple of (cuBLASLt assumes 256).
 xcclResult_t SplitKFreeCandidates(Context* c, Descriptors& d, int max,
-                                  std::vector<cublasLtMatmulAlgo_t>* out) {
+                                  std::vector<cublasLtMatmulAlgo_t>* out,
+                                  uint32_t alignment = 256) {
   std::vector<cublasLtMatmulHeuristicResult_t> results(max);
   const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
   cublasLtMatmulPreference_t pref = nullptr;
   int found = 0;
-  if (d.Check(cublasLtMatmulPreferenceCreate(&pref)) &&
+  bool set =
+      d.Check(cublasLtMatmulPreferenceCreate(&pref)) &&
       d.Check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                    &kWorkspaceBytes, sizeof(kWorkspaceBytes))) &&
       d.Check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                                   &no_reduction, sizeof(no_reduction))))
+                                                   &no_reduction, sizeof(no_reduction)));
+  for (cublasLtMatmulPreferenceAttributes_t attribute :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    set = set && (alignment >= 256 || d.Check(cublasLtMatmulPreferenceSetAttribute(
+                                          pref, attribute, &alignment, sizeof(alignment))));
+  if (set)
     d.Check(cublasLtMatmulAlgoGetHeuristic(c->handle, d.desc, d.la, d.lb, d.lc, d.lc, pref, max,
                                            results.data(), &found));
   if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
@@ -231,10 +244,11 @@ xcclResult_t SplitKFreeCandidates(Context* c, Descriptors& d, int max,
   return out->empty() ? xcclInvalidArgument : xcclSuccess;
 }
 
-// The heuristic's best split-K-free algorithm for these descriptors.
-xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo) {
+// The heuristic's best split-K-free algorithm for these descriptors (and buffer alignment).
+xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo,
+                       uint32_t alignment = 256) {
   std::vector<cublasLtMatmulAlgo_t> candidates;
-  const xcclResult_t r = SplitKFreeCandidates(c, d, 1, &candidates);
+  const xcclResult_t r = SplitKFreeCandidates(c, d, 1, &candidates, alignment);
   if (r == xcclSuccess) *algo = candidates.front();
   return r;
 }
@@ -268,19 +282,61 @@ xcclResult_t AlgoFor(Context* c, const xcclGemmProblem& p, int64_t rows, Descrip
   return xcclSuccess;
 }
 
+// The largest power of two, up to 256, that `ptr` is a multiple of.
+uint32_t AlignmentOf(const void* ptr) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(ptr) | 256u;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+// Whether `algo` works on buffers whose addresses are multiples of `alignment` bytes (its own
+// minimum for each of A, B, C and D, which also covers the leading dimensions it was chosen for).
+bool AcceptsAlignment(const cublasLtMatmulAlgo_t& algo, uint32_t alignment) {
+  for (cublasLtMatmulAlgoCapAttributes_t attribute :
+       {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES}) {
+    uint32_t need = 0;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(&algo, attribute, &need, sizeof(need), &written) !=
+            CUBLAS_STATUS_SUCCESS ||
+        need > alignment)
+      return false;
+  }
+  return true;
+}
+
+// `*algo` (chosen, as cuBLASLt's heuristic assumes, for 256-byte-aligned buffers) if it accepts
+// buffers aligned to `alignment` only, else the heuristic's choice for that alignment, cached.
+// The tuned algorithm usually needs 16 bytes, so a caller's B or C at a 16-byte offset keeps it;
+// only a call it cannot run takes another kernel (loaded then: see AlgoFor). Called with c->mu.
+xcclResult_t AlignedFor(Context* c, const xcclGemmProblem& p, int64_t rows, Descriptors& d,
+                        uint32_t alignment, cublasLtMatmulAlgo_t* algo) {
+  if (alignment >= 256 || AcceptsAlignment(*algo, alignment)) return xcclSuccess;
+  const auto key = std::make_pair(KeyOf(p, rows), alignment);
+  auto it = c->by_alignment.find(key);
+  if (it != c->by_alignment.end()) {
+    *algo = it->second;
+    return xcclSuccess;
+  }
+  const xcclResult_t r = Heuristic(c, d, algo, alignment);
+  if (r == xcclSuccess) c->by_alignment[key] = *algo;
+  return r;
+}
+
 xcclResult_t Matmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int64_t row_end,
                     cudaStream_t stream) {
   Descriptors d(p, row_begin, row_end);
   if (d.result != xcclSuccess) return d.result;
-  cublasLtMatmulAlgo_t algo;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    const xcclResult_t r = AlgoFor(c, p, row_end - row_begin, d, &algo);
-    if (r != xcclSuccess) return r;
-  }
   const size_t in_size = p.a_type == xcclFloat8e4m3 ? 1 : 2;
   const char* a = static_cast<const char*>(p.a) + row_begin * p.lda * in_size;
   char* cptr = static_cast<char*>(p.c) + row_begin * p.ldc * 2;
+  const uint32_t alignment = std::min({AlignmentOf(p.b), AlignmentOf(a), AlignmentOf(cptr)});
+  cublasLtMatmulAlgo_t algo;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    xcclResult_t r = AlgoFor(c, p, row_end - row_begin, d, &algo);
+    if (r == xcclSuccess) r = AlignedFor(c, p, row_end - row_begin, d, alignment, &algo);
+    if (r != xcclSuccess) return r;
+  }
   const float alpha = 1.0f, beta = 0.0f;
   d.Check(cublasLtMatmul(c->handle, d.desc, &alpha, p.b, d.la, a, d.lb, &beta, cptr, d.lc, cptr,
                          d.lc, &algo, c->workspace, kWorkspaceBytes, stream));
