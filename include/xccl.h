@@ -198,9 +198,9 @@ xcclResult_t xcclAgGemmChunks(xcclAgGemm_t op, int64_t m, int* chunks);
 /* C for this call: into `out` ([nranks * padded_m][n] of out_type) or, with out NULL, into
  * the op's own buffer; *result (if not NULL) says where C is. a_scale/b_scale: fp8 only.
  * Operands are dense (row strides k and n). The op refuses pointers not aligned to their
- * element size; a plugin may need more: the cublaslt plugin chooses its algorithm for
- * 256-byte-aligned buffers (cuBLASLt's default), so pass b and out aligned to 256 bytes there
- * (the op's own buffers and local_rows are). */
+ * element size. The cublaslt plugin tunes for 256-byte-aligned b and out (the op's own buffers
+ * and local_rows are); less aligned ones run its algorithm where it accepts them, else
+ * cuBLASLt's choice for their alignment, which may be slower. */
 xcclResult_t xcclAgGemmRun(xcclAgGemm_t op, const void* a, const float* a_scale, const void* b,
                            const float* b_scale, int64_t m, void* out, void** result,
                            xcclStream_t stream);
