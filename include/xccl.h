@@ -120,8 +120,8 @@ xcclResult_t xcclCommInitAll(xcclComm_t* comms, int ndev, const int* devlist);
  * Finalize checks the handle: every call has already completed (host) or handed all of its
  * work, the DMA queues' included, to the caller's stream (GPU), so there is nothing of xccl's
  * own to flush; synchronise those streams before Destroy. Destroy frees. Abort frees without
- * waiting, also when peers are gone. After Destroy/Abort the handle must not be used (a call with it
- * returns xcclInvalidArgument). */
+ * waiting, also when peers are gone. After Destroy/Abort the handle must not be used (a call with
+ * it returns xcclInvalidArgument). */
 xcclResult_t xcclCommFinalize(xcclComm_t comm);
 xcclResult_t xcclCommDestroy(xcclComm_t comm);
 xcclResult_t xcclCommAbort(xcclComm_t comm);

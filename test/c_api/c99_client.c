@@ -9,14 +9,14 @@
 #include "xccl.h"
 #include "xccl_gemm.h" /* only compiled: the plugin ABI header must be C99-clean too */
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    xcclResult_t r_ = (call);                                                          \
-    if (r_ != xcclSuccess) {                                                           \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, xcclGetErrorString(r_),          \
-              xcclGetLastError(NULL));                                                 \
-      return 1;                                                                        \
-    }                                                                                  \
+#define CHECK(call)                                                         \
+  do {                                                                      \
+    xcclResult_t r_ = (call);                                               \
+    if (r_ != xcclSuccess) {                                                \
+      fprintf(stderr, "%s failed: %s: %s\n", #call, xcclGetErrorString(r_), \
+              xcclGetLastError(NULL));                                      \
+      return 1;                                                             \
+    }                                                                       \
   } while (0)
 
 int main(void) {

@@ -24,7 +24,14 @@ struct AlgoKey {
 constexpr int64_t kShapeAlgo = -1;
 
 inline AlgoKey KeyOf(const xcclGemmProblem& p, int64_t rows) {
-  return AlgoKey{rows,  p.m,   p.n, p.k, p.lda, p.ldb, p.ldc, static_cast<int>(p.a_type),
+  return AlgoKey{rows,
+                 p.m,
+                 p.n,
+                 p.k,
+                 p.lda,
+                 p.ldb,
+                 p.ldc,
+                 static_cast<int>(p.a_type),
                  static_cast<int>(p.c_type)};
 }
 
