@@ -127,7 +127,11 @@ xcclResult_t xcclCommDestroy(xcclComm_t comm);
 xcclResult_t xcclCommAbort(xcclComm_t comm);
 
 /* The first asynchronous failure of this communicator (a dead peer, a missed deadline), or
- * xcclSuccess. Once an error is recorded, collectives on this communicator return it. */
+ * xcclSuccess. Once an error is recorded, collectives on this communicator return it.
+ * A collective call refused for its own arguments (xcclInvalidArgument, nothing moved) has not
+ * happened, as in NCCL: the peers' matching calls fail at their deadline naming this rank, and
+ * the communicator is then failed. Treat such a refusal as fatal to the communicator (abort
+ * it): a next call made before the peers' deadline would be paired with their pending one. */
 xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* asyncError);
 
 xcclResult_t xcclCommCount(const xcclComm_t comm, int* count);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "core/byte_range.h"
 #include "core/datatype.h"
 #include "core/error.h"
 
@@ -32,7 +33,7 @@ xcclResult_t CheckAllGatherArgs(const void* send, void* recv, size_t count, int 
     return Fail(xcclInvalidArgument, "xcclAllGather: recvbuff + %zu bytes wraps the address space",
                 total);
   const bool in_place = send_begin == recv_begin + rank * *block_bytes;
-  const bool overlaps = send_begin < recv_begin + total && recv_begin < send_begin + *block_bytes;
+  const bool overlaps = ByteRange{send, *block_bytes}.Overlaps(ByteRange{recv, total});
   if (overlaps && !in_place)
     return Fail(xcclInvalidArgument,
                 "xcclAllGather: sendbuff overlaps recvbuff but is not recvbuff + rank * "

@@ -10,6 +10,7 @@
 
 #include "collectives/all_gather.h"
 #include "collectives/barrier.h"
+#include "core/byte_range.h"
 #include "core/datatype.h"
 #include "core/deadline.h"
 #include "core/error.h"
@@ -306,6 +307,47 @@ xcclResult_t AgGemmOp::CheckRun(const void* a, const float* a_scale, const void*
   return xcclSuccess;
 }
 
+xcclResult_t AgGemmOp::CheckRunBuffers(const void* a, const float* a_scale, const void* b,
+                                       const float* b_scale, int64_t m, const void* out) {
+  if (m == 0) return xcclSuccess;  // nothing is read or written
+  void* rows = nullptr;
+  float* scales = nullptr;
+  XCCL_TRY(LocalRows(m, &rows, &scales));
+  const size_t scale_bytes = has_scales() ? sizeof(float) : 0;
+  const ByteRange window_range{window_, layout_.total_bytes()};
+  const ByteRange a_range{a, static_cast<size_t>(m * shape_.k) * in_size()};
+  const ByteRange a_scale_range{a_scale, static_cast<size_t>(m) * scale_bytes};
+  const ByteRange b_range{b, static_cast<size_t>(shape_.n * shape_.k) * in_size()};
+  const ByteRange b_scale_range{b_scale, static_cast<size_t>(shape_.n) * scale_bytes};
+  const ByteRange out_range{
+      out, out == nullptr
+               ? 0
+               : static_cast<size_t>(comm_->nranks() * PaddedM(m) * shape_.n) * out_size()};
+  if ((a != rows && a_range.Overlaps(window_range)) ||
+      (a_scale != scales && a_scale_range.Overlaps(window_range)))
+    return Fail(xcclInvalidArgument,
+                "ag_gemm: a (%p) or a_scale (%p) lies in the op's window but not at this rank's "
+                "own rows for m = %lld (%p, %p: xcclAgGemmLocalRows); peers' rows land there",
+                a, static_cast<const void*>(a_scale), static_cast<long long>(m), rows,
+                static_cast<void*>(scales));
+  if (b_range.Overlaps(window_range) || b_scale_range.Overlaps(window_range))
+    return Fail(xcclInvalidArgument,
+                "ag_gemm: b (%p) or b_scale (%p) lies in the op's window, where peers' rows land "
+                "during the call",
+                b, static_cast<const void*>(b_scale));
+  if (out_range.Overlaps(window_range))
+    return Fail(xcclInvalidArgument,
+                "ag_gemm: out (%p, %zu bytes) overlaps the op's window (%p, %zu bytes), which "
+                "holds the gathered rows the GEMM reads",
+                out, out_range.bytes, window_, window_range.bytes);
+  if (out_range.Overlaps(b_range) || out_range.Overlaps(b_scale_range))
+    return Fail(xcclInvalidArgument,
+                "ag_gemm: out (%p, %zu bytes) overlaps b or b_scale, which the GEMM reads while "
+                "it writes C",
+                out, out_range.bytes);
+  return xcclSuccess;
+}
+
 xcclResult_t AgGemmOp::FillOwnSlot(const void* a, const float* a_scale, int64_t m,
                                    xcclStream_t stream) {
   const int64_t padded = PaddedM(m);
@@ -482,6 +524,7 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   if (out != nullptr && !Aligned(out, out_size()))
     return Fail(xcclInvalidArgument, "ag_gemm: out (%p) must be aligned to %zu bytes", out,
                 out_size());
+  XCCL_TRY(CheckRunBuffers(a, a_scale, b, b_scale, m, out));
   void* c = out != nullptr ? out : output_;
   if (result != nullptr) *result = c;
   if (m == 0) return xcclSuccess;  // every rank has m == 0: nothing to gather or multiply

@@ -91,6 +91,11 @@ class AgGemmOp {
   static xcclResult_t AgreeAcrossRanks(Communicator* comm, const Shape& shape, xcclResult_t mine);
   xcclResult_t CheckRun(const void* a, const float* a_scale, const void* b, const float* b_scale,
                         int64_t m) const;
+  // Where the caller's buffers lie: none in the window (peers' rows land there during the
+  // call) except A and its scales at this rank's own slot (LocalRows), and out clear of B and
+  // its scales (the GEMM reads them while it writes C).
+  xcclResult_t CheckRunBuffers(const void* a, const float* a_scale, const void* b,
+                               const float* b_scale, int64_t m, const void* out);
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
   xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m, xcclStream_t stream);
   // Create's step for two compute streams (XCCL_AGGEMM_COMPUTE_STREAMS=2, or 0 on a platform

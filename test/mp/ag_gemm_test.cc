@@ -514,11 +514,17 @@ TEST_P(AgGemmTest, SelfTestPassesAndCatchesACorruptedSlot) {
 TEST_P(AgGemmTest, BadOperandsAreRefused) {
   Run([](RankContext& ctx) {
     xcclAgGemm_t op = nullptr;
-    auto refused = [&](xcclResult_t r, xcclResult_t want, const char* what) {
+    // `says`, where given: a piece of the message that names this refusal's reason.
+    auto refused = [&](xcclResult_t r, xcclResult_t want, const char* what,
+                       const char* says = nullptr) {
       RANK_EXPECT(
           ctx, r == want,
           what << ": got " << xcclGetErrorString(r) << " (" << xcclGetLastError(nullptr) << ")");
       RANK_EXPECT(ctx, strlen(xcclGetLastError(nullptr)) > 0, what << ": no message");
+      if (says != nullptr)
+        RANK_EXPECT(
+            ctx, strstr(xcclGetLastError(nullptr), says) != nullptr,
+            what << ": the message does not say '" << says << "': " << xcclGetLastError(nullptr));
     };
     const xcclAgGemmMode_t fused = xcclAgGemmFused;
     refused(xcclAgGemmCreate(ctx.comm, 40, 16, 256, xcclBfloat16, xcclBfloat16, fused, 0, kPlugin,
@@ -628,6 +634,34 @@ TEST_P(AgGemmTest, BadOperandsAreRefused) {
     refused(
         xcclAgGemmRun(op, o.a.data(), as, o.b.data(), bs, 256, odd.data() + 1, nullptr, nullptr),
         xcclInvalidArgument, "misaligned out");
+    // Buffers where peers' rows land, or that the GEMM reads while it writes C: out at the own
+    // rows, A and its scales inside the window but not at the own rows, B in the window, out
+    // over B and over b_scale.
+    void* rows = nullptr;
+    float* own_scales = nullptr;
+    RANK_EXPECT(ctx, xcclAgGemmLocalRows(op, 256, &rows, &own_scales) == xcclSuccess,
+                xcclGetLastError(ctx.comm));
+    char* row_bytes = static_cast<char*>(rows);
+    refused(xcclAgGemmRun(op, o.a.data(), as, o.b.data(), bs, 256, rows, nullptr, nullptr),
+            xcclInvalidArgument, "out in the op's window", "out (");
+    refused(xcclAgGemmRun(op, row_bytes + c.k, as, o.b.data(), bs, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "a in the window, one row past the own rows", "own rows");
+    refused(xcclAgGemmRun(op, rows, own_scales + 1, o.b.data(), bs, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "a_scale in the window, one past the own scales", "own rows");
+    refused(xcclAgGemmRun(op, o.a.data(), as, rows, bs, 256, nullptr, nullptr, nullptr),
+            xcclInvalidArgument, "b in the op's window", "b (");
+    const size_t c_bytes = static_cast<size_t>(ctx.nranks * 256 * c.n) * 2;
+    std::vector<uint8_t> shared(c_bytes + o.b.size());
+    memcpy(shared.data() + c_bytes - 16, o.b.data(), o.b.size());
+    refused(xcclAgGemmRun(op, o.a.data(), as, shared.data() + c_bytes - 16, bs, 256, shared.data(),
+                          nullptr, nullptr),
+            xcclInvalidArgument, "out over b's first bytes", "overlaps b");
+    std::vector<float> out_and_scales(c_bytes / sizeof(float) + c.n);
+    memcpy(out_and_scales.data() + c_bytes / sizeof(float) - 1, bs, c.n * sizeof(float));
+    refused(xcclAgGemmRun(op, o.a.data(), as, o.b.data(),
+                          out_and_scales.data() + c_bytes / sizeof(float) - 1, 256,
+                          out_and_scales.data(), nullptr, nullptr),
+            xcclInvalidArgument, "out over b_scale's first value", "overlaps b");
     int64_t padded = 0;
     refused(xcclAgGemmPaddedM(op, 100, nullptr), xcclInvalidArgument, "NULL padded_m");
     RANK_EXPECT(ctx, xcclAgGemmPaddedM(op, 100, &padded) == xcclSuccess && padded == 256,
