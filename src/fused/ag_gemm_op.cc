@@ -434,11 +434,19 @@ xcclResult_t AgGemmOp::Exchange(
                         two_lanes ? 2 : 1);
   xcclResult_t result = two_lanes ? ForkSideStream(side_, stream) : xcclSuccess;
   const bool forked = two_lanes && result == xcclSuccess;  // else nothing to join
+  // A GEMM that fails does not end the call: the waits go on (only the GEMMs stop), so every
+  // peer's rows have landed before this rank ends the operation, the peers see a call like any
+  // other, and only this rank reports the failure; the communicator stays usable. A failed
+  // wait ends the call and fails the communicator.
+  xcclResult_t gemm = xcclSuccess;
   // No steps only for an empty slot (nothing to multiply).
   if (result == xcclSuccess && !steps.empty())
-    result = gemm_band(steps[0].row_begin, steps[0].row_end, 0);
+    gemm = gemm_band(steps[0].row_begin, steps[0].row_end, 0);
   PlatformFailure failure;
-  for (int step = 1; step < world && tile_wait && result == xcclSuccess; ++step) {
+  // Tile-wait launches are GEMM and waits in one: after a failed one nothing more is launched
+  // (the device's own waits and the closing barrier bound the rest).
+  for (int step = 1; step < world && tile_wait && result == xcclSuccess && gemm == xcclSuccess;
+       ++step) {
     const int source = (rank - step + world) % world;
     xcclGemmTileWait wait{};
     wait.row_begin = source * padded;
@@ -448,10 +456,10 @@ xcclResult_t AgGemmOp::Exchange(
     wait.flags = platform->DeviceSlot(ControlLayout::BandFlag(source, 0, world));
     wait.epoch = platform->DeviceEpoch();
     wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
-    result = plugin_->api().run_tile_wait(plugin_ctx_, problem_, &wait, stream);
-    if (result != xcclSuccess)
-      result = Fail(result, "ag_gemm: GEMM plugin '%s' failed on the tile-wait rows of rank %d",
-                    plugin_->name(), source);
+    gemm = plugin_->api().run_tile_wait(plugin_ctx_, problem_, &wait, stream);
+    if (gemm != xcclSuccess)
+      gemm = Fail(gemm, "ag_gemm: GEMM plugin '%s' failed on the tile-wait rows of rank %d",
+                  plugin_->name(), source);
   }
   for (size_t i = 1; i < steps.size() && !tile_wait && result == xcclSuccess; ++i) {
     const GemmStep& step = steps[i];
@@ -465,7 +473,7 @@ xcclResult_t AgGemmOp::Exchange(
       result = comm_->RecordFailure("ag_gemm", failure);
       break;
     }
-    result = gemm_band(step.row_begin, step.row_end, step.lane);
+    if (gemm == xcclSuccess) gemm = gemm_band(step.row_begin, step.row_end, step.lane);
   }
   // The caller's stream waits for the side lane's bands, even after a failure (nothing of the
   // call may be left running beside the stream).
@@ -474,15 +482,20 @@ xcclResult_t AgGemmOp::Exchange(
     if (result == xcclSuccess) result = joined;
   }
   // Host: the queues still read the own slot until they are done. GPU: the queues join the
-  // stream and a closing barrier follows. Either way, even after a failure.
+  // stream and a closing barrier follows. Either way, even after a failure, and then with a
+  // deadline of its own (the call's may have passed in a wait that timed out, and the queues
+  // must be drained before the caller may destroy the op).
   PlatformFailure end_failure;
-  xcclResult_t ended = platform->EndOperation(epoch, deadline, &end_failure);
-  // After a failure no peer may write the window any more: the caller may destroy the op.
+  const bool failed = result != xcclSuccess || gemm != xcclSuccess;
+  xcclResult_t ended = platform->EndOperation(
+      epoch, failed ? Deadline(comm_->timeout_ms()) : deadline, &end_failure);
+  // After a failed wait no peer may write the window any more: the caller may destroy the op.
+  // (After a failed GEMM every wait was met: every peer's rows have landed.)
   if (result != xcclSuccess || ended != xcclSuccess)
     platform->CloseRecvBuffer(epoch, Deadline(comm_->timeout_ms()));
   if (result != xcclSuccess) return result;
   if (ended != xcclSuccess) return comm_->RecordFailure("ag_gemm", end_failure);
-  return xcclSuccess;
+  return gemm;
 }
 
 bool AgGemmOp::TileWait() const {

@@ -212,6 +212,67 @@ TEST_P(AgGemmTest, AlternatingM) {
   });
 }
 
+// One rank's GEMM plugin fails: in round 0 on its own rows (its first run() of the call), in
+// round 1 on the first peer call. Only that rank fails, naming the plugin and the rows; its
+// peers' calls complete with the right C at once (not at a deadline); and a last call on every
+// rank is right again: the communicator stays usable. Fused (the waits go on after the failed
+// GEMM) and split; a short deadline, so a peer left waiting fails the test quickly.
+TEST_P(AgGemmTest, AFailedGemmFailsOnlyItsRank) {
+  const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(kPlugin);
+  ASSERT_NE(counting, nullptr) << "cannot load " << kPlugin;
+  RunOptions options;
+  options.before_init = WithTimeoutMs(10000);
+  Run(
+      [counting](RankContext& ctx) {
+        const int failing = ctx.nranks - 1;
+        for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit}) {
+          Case c;
+          c.mode = mode;
+          c.chunks = 1;
+          xcclAgGemm_t op = nullptr;
+          RANK_EXPECT(ctx,
+                      xcclAgGemmCreate(ctx.comm, c.n, c.k, c.m_max, c.in, c.out, c.mode, c.chunks,
+                                       nullptr, counting, &op) == xcclSuccess,
+                      "create: " << xcclGetLastError(ctx.comm));
+          if (op == nullptr) return;
+          const int64_t m = 300;
+          // Split makes one GEMM call: it fails in round 0 only.
+          const int rounds = mode == xcclAgGemmFused ? 2 : 1;
+          for (int round = 0; round < rounds && ctx.failures.empty(); ++round) {
+            const uint64_t call = 700 + round;
+            const std::string what =
+                std::string(ModeText(mode)) + " round " + std::to_string(round);
+            if (ctx.rank != failing) {
+              const auto start = std::chrono::steady_clock::now();
+              CheckedRun(ctx, op, c, m, call);
+              const double seconds =
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              RANK_EXPECT(ctx, seconds < 5.0,
+                          what << ": a peer of the failing rank took " << seconds << " s");
+              continue;
+            }
+            CountedGemmFailIn() = round + 1;
+            const Operands o = MakeOperands(ctx.seed, ctx.rank, call, m, c.n, c.k, c.in);
+            std::vector<uint8_t> out(
+                static_cast<size_t>(ctx.nranks * ((m + 255) / 256 * 256) * c.n) * TypeSize(c.out));
+            const xcclResult_t r = xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), nullptr, m,
+                                                 out.data(), nullptr, nullptr);
+            CountedGemmFailIn() = 0;
+            RANK_EXPECT(ctx,
+                        r == xcclInternalError &&
+                            strstr(xcclGetLastError(ctx.comm), "GEMM plugin") != nullptr,
+                        what << ": the failing rank got " << xcclGetErrorString(r) << ": "
+                             << xcclGetLastError(ctx.comm));
+          }
+          // Every rank, the failing one too: right again.
+          CheckedRun(ctx, op, c, m, 750);
+          RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+        }
+      },
+      options);
+  RestoreParams();
+}
+
 // A written straight into the op's local rows (and scales): no copy; C into the op's own
 // buffer when out is NULL, into the caller's otherwise. Both modes and input types; m shrinks
 // from call to call (256, 200, 136), so the rows a call leaves out of its slot held the last

@@ -41,6 +41,12 @@ inline std::vector<xcclGemmBand>& CountedGemmBands() {
   return bands;
 }
 
+// Tests of a failing GEMM: the n-th run() this thread makes from now on fails (0: none does).
+inline int& CountedGemmFailIn() {
+  thread_local int n = 0;
+  return n;
+}
+
 inline xcclResult_t CountingInit(void** ctx, int device) {
   auto* counted = new CountedGemmContext;
   const xcclResult_t r = WrappedGemmPlugin()->init(&counted->inner, device);
@@ -70,6 +76,8 @@ inline xcclResult_t CountingSupports(void* ctx, const xcclGemmProblem* problem) 
 inline xcclResult_t CountingRun(void* ctx, const xcclGemmProblem* problem, const xcclGemmBand* band,
                                 void* stream) {
   auto* counted = static_cast<CountedGemmContext*>(ctx);
+  int& fail_in = CountedGemmFailIn();
+  if (fail_in > 0 && --fail_in == 0) return xcclInternalError;
   ++counted->bands;
   CountedGemmRuns().push_back(counted);
   CountedGemmBands().push_back(*band);
