@@ -157,6 +157,9 @@ xcclResult_t xcclAgGemmDestroy(xcclAgGemm_t op) {
       return Fail(xcclInvalidArgument, "xcclAgGemmDestroy: %p is not an ag_gemm op",
                   static_cast<void*>(op));
     if (!op->op) return Fail(xcclInvalidArgument, "xcclAgGemmDestroy: the op was destroyed");
+    // Not under a call of this communicator on another thread (it may be using the op).
+    Communicator::OperationGuard exclusive(op->op->comm());
+    XCCL_TRY(exclusive.Acquire("xcclAgGemmDestroy"));
     op->op.reset();
     return xcclSuccess;
   });

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -271,6 +272,40 @@ TEST_P(AgGemmTest, AFailedGemmFailsOnlyItsRank) {
       },
       options);
   RestoreParams();
+}
+
+// Destroy while a call on the op runs on another thread is refused (xcclInvalidUsage), not done
+// under it: rank 0 runs on a second thread while its peers start 300 ms late and tries to
+// destroy meanwhile; after the call every rank's C is right and destroy succeeds.
+TEST_P(AgGemmTest, DestroyDuringARunIsRefused) {
+  Run([](RankContext& ctx) {
+    Case c;
+    xcclAgGemm_t op = nullptr;
+    if (!Create(ctx, c, &op)) return;
+    const int64_t m = 256;
+    if (ctx.rank == 0) {
+      const Operands o = MakeOperands(ctx.seed, ctx.rank, 800, m, c.n, c.k, c.in);
+      std::vector<uint8_t> out(static_cast<size_t>(ctx.nranks * m * c.n) * TypeSize(c.out), 0xA5);
+      xcclResult_t ran = xcclInternalError;
+      std::thread caller([&] {  // records nothing itself: the checks stay on this thread
+        ran = xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), nullptr, m, out.data(), nullptr,
+                            nullptr);
+      });
+      usleep(100000);
+      const xcclResult_t r = xcclAgGemmDestroy(op);
+      RANK_EXPECT(
+          ctx, r == xcclInvalidUsage,
+          "destroy during a run: " << xcclGetErrorString(r) << ": " << xcclGetLastError(nullptr));
+      caller.join();
+      RANK_EXPECT(ctx, ran == xcclSuccess,
+                  "the run beside the destroy: " << xcclGetErrorString(ran));
+      if (ran == xcclSuccess) CheckC(ctx, c, out.data(), m, 800, "the run beside the destroy");
+    } else {
+      usleep(300000);
+      CheckedRun(ctx, op, c, m, 800);
+    }
+    RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
+  });
 }
 
 // A written straight into the op's local rows (and scales): no copy; C into the op's own
