@@ -608,8 +608,17 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   xcclResult_t result = UploadPattern(base + rank * slot_bytes, slot_bytes, round, false, stream);
   if (result == xcclSuccess)
     result = UploadPattern(scale_base + rank * scale_bytes, scale_bytes, round, true, stream);
-  if (result == xcclSuccess)
-    result = Exchange(m, stream, [](int64_t, int64_t, int) { return xcclSuccess; });
+  if (result != xcclSuccess) {
+    // The peers are about to wait for this rank's rows: fail the communicator now, naming this
+    // rank and why, rather than leave them to their deadline (or, on a GPU, to a slot check
+    // that would blame the data).
+    PlatformFailure failure;
+    failure.result = result;
+    failure.message = "its self test could not stage its pattern (" + ThreadLastError() + ")";
+    (void)SyncStream(stream);
+    return comm_->RecordFailure("ag_gemm", failure);
+  }
+  result = Exchange(m, stream, [](int64_t, int64_t, int) { return xcclSuccess; });
   if (result == xcclSuccess && corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
     // Tests only: damage one byte of that source's slot in the window itself.
     unsigned char* bad = static_cast<unsigned char*>(staging_);
@@ -639,6 +648,9 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   XCCL_TRY(synced);
   XCCL_TRY(Barrier(comm_, stream));
   XCCL_TRY(SyncStream(stream));
+  // A failure the device recorded (a peer that never took part: GPU waits end at their deadline
+  // on the device) is the cause of any wrong slot: report it first.
+  XCCL_TRY(comm_->CheckHealthy("ag_gemm self test"));
   if (!wrong.empty())
     return Fail(xcclInternalError, "ag_gemm self test on rank %d (m = %lld): %s", rank,
                 static_cast<long long>(m), wrong.c_str());
