@@ -202,7 +202,7 @@ xcclResult_t xcclAgGemmChunks(xcclAgGemm_t op, int64_t m, int* chunks);
 /* C for this call: into `out` ([nranks * padded_m][n] of out_type) or, with out NULL, into
  * the op's own buffer; *result (if not NULL) says where C is. a_scale/b_scale: fp8 only.
  * Every rank must pass the same m (as every rank of an all_gather passes the same count): a
- * mismatch is not detected in fused mode and gives a wrong C. Operands are dense (row strides
+ * mismatch is not detected and gives a wrong C. Operands are dense (row strides
  * k and n). The op refuses pointers not aligned to their
  * element size. The cublaslt plugin tunes for 256-byte-aligned b and out (the op's own buffers
  * and local_rows are); less aligned ones run its algorithm where it accepts them, else
