@@ -20,7 +20,7 @@
 // Own flags (the rest are nccl-tests' -np/-t/-g/-n/-w and --compare):
 //   --m "M ..."            global M list (rows over all ranks; each rank has M / world, so every
 //                          M must be a multiple of the world size, else the run is refused)
-//   --shapes "NxK ..."     N x K list
+//   --shapes "NxK ..."     N x K list (N a multiple of 16)
 //   --dtype bf16|fp16|fp8  input type (output bf16)
 //   --plugin NAME|PATH     GEMM plugin (default XCCL_GEMM_PLUGIN, else "reference")
 //   --rounds R             rounds (default 3)
@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -566,6 +567,9 @@ bool ParseList(const std::string& value, const char* flag, const char* item, con
   return !out->empty();
 }
 
+// More rounds than any sensible run (each round calls every variant -n times per cell).
+constexpr int kMaxRounds = 10000;
+
 // Takes this binary's own flags out of argv; false (with a message) on a malformed one.
 bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
   int kept = 1;
@@ -594,11 +598,13 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
       if (!ok) return false;
     } else if (flag == "--shapes") {
       const bool ok = ParseList(
-          value, "--shapes", "shape", "is not NxK",
+          value, "--shapes", "shape",
+          "is not NxK with N a positive multiple of 16 (ag_gemm's rule) and K positive",
           [](const std::string& w, Shape* s) {
-            return sscanf(w.c_str(), "%lldx%lld", reinterpret_cast<long long*>(&s->n),
-                          reinterpret_cast<long long*>(&s->k)) == 2 &&
-                   s->n > 0 && s->k > 0;
+            int used = 0;
+            return sscanf(w.c_str(), "%lldx%lld%n", reinterpret_cast<long long*>(&s->n),
+                          reinterpret_cast<long long*>(&s->k), &used) == 2 &&
+                   static_cast<size_t>(used) == w.size() && s->n > 0 && s->n % 16 == 0 && s->k > 0;
           },
           &set->shapes);
       if (!ok) return false;
@@ -616,11 +622,15 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
     } else if (flag == "--plugin") {
       set->plugin = value;
     } else {
-      set->rounds = atoi(value.c_str());
-      if (set->rounds < 1) {
-        fprintf(stderr, "ag_gemm_perf: --rounds must be at least 1\n");
+      char* end = nullptr;
+      errno = 0;
+      const long rounds = strtol(value.c_str(), &end, 10);
+      if (errno != 0 || end == value.c_str() || *end != '\0' || rounds < 1 || rounds > kMaxRounds) {
+        fprintf(stderr, "ag_gemm_perf: --rounds takes an integer in [1, %d], not '%s'\n",
+                kMaxRounds, value.c_str());
         return false;
       }
+      set->rounds = static_cast<int>(rounds);
     }
   }
   *argc = kept;
@@ -634,11 +644,12 @@ void PrintOwnUsage() {
       "\t[--m \"M ...\"] global M list, rows over all ranks; each rank has M / world, so every M\n"
       "\t\tmust be a multiple of the world size (np * nthreads * ngpus): others are refused\n"
       "\t\t(default \"4096 8192\" / \"4096 8192 16384 32768\")\n"
-      "\t[--shapes \"NxK ...\"] N x K list (default \"96x32 48x32\" / \"6288x7168 3648x7168 "
-      "6400x7168 3840x7168\")\n"
+      "\t[--shapes \"NxK ...\"] N x K list, N a multiple of 16 (default \"96x32 48x32\" /\n"
+      "\t\t\"6288x7168 3648x7168 6400x7168 3840x7168\")\n"
       "\t[--dtype bf16|fp16|fp8] input type, output bf16 (default bf16)\n"
       "\t[--plugin NAME|PATH] GEMM plugin (default XCCL_GEMM_PLUGIN, else the reference plugin)\n"
-      "\t[--rounds R] rounds of interleaved variants, the median reported (default 3)\n"
+      "\t[--rounds R] rounds of interleaved variants, the median reported (1 to 10000,\n"
+      "\t\tdefault 3)\n"
       "\tEach variant's C is checked once, in the first round, on a poisoned output; an error\n"
       "\tover %.0e or not finite makes the exit status 1.\n",
       xccl_perf::DeviceBuffers::Platform(), kMaxRelL2);

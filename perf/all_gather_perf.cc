@@ -99,9 +99,12 @@ class AllGatherRank {
     // The largest row gathers at most max_bytes, and each rank contributes an nranks-th of it.
     recv_capacity_ = options_.max_bytes;
     send_capacity_ = options_.max_bytes / ctx_.nranks;
+    // One at a time: after a refused receive buffer, allocating (and filling) the send buffer
+    // would only hold the failure up.
     recv_ = buffers_->Allocate(recv_capacity_);
+    if (recv_ == nullptr) return Fail();
     send_ = buffers_->Allocate(send_capacity_);
-    if (recv_ == nullptr || send_ == nullptr) return Fail();
+    if (send_ == nullptr) return Fail();
     if (!buffers_->HostAccessible()) {
       recv_host_.resize(recv_capacity_);
       send_host_.resize(send_capacity_);

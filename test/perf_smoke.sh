@@ -24,5 +24,21 @@ l2=$(awk '{print $NF}' <<<"$row")
 [[ $l2 =~ ^[0-9]+(\.[0-9]+)?e[-+][0-9]+$ ]] || fail "ag_gemm_perf relative error '$l2' is not a number: $row"
 awk -v e="${l2:-1}" 'BEGIN { exit !(e + 0 <= 5e-3) }' || fail "ag_gemm_perf relative error $l2: $row"
 
+# Bad input ends the run at once with a non-zero status and a message naming it: a receive
+# buffer no machine can give (the run used to go on allocating and filling the send buffers
+# until a timeout), and ag_gemm_perf values with trailing junk or out of range.
+refused() {  # expected-status command...: the command must exit with that status within 20 s
+  local want=$1
+  shift
+  local got=0
+  out=$(timeout 20 "$@" 2>&1) || got=$?
+  [ "$got" -eq "$want" ] || fail "$* exited $got, not $want: $(tail -2 <<<"$out")"
+}
+refused 1 "$perf/all_gather_perf" -t 2 -b 1024G -e 1024G
+refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --rounds 3abc
+refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --rounds 99999999999
+refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --shapes 16x16,32x32
+refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --shapes 15x16
+
 [ $status -eq 0 ] && echo "perf smoke: OK"
 exit $status

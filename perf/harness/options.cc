@@ -94,7 +94,7 @@ void PrintUsage(const char* argv0, const FlagSet& set) {
 bool ParseInt(const char* text, long min_value, long* out) {
   errno = 0;
   char* end = nullptr;
-  long value = strtol(text, &end, 0);
+  long value = strtol(text, &end, 10);  // decimal: "010" is ten, as -b reads it
   if (errno != 0 || end == text || *end != '\0' || value < min_value || value > INT_MAX) {
     return false;
   }
