@@ -567,6 +567,20 @@ bool ParseList(const std::string& value, const char* flag, const char* item, con
   return !out->empty();
 }
 
+// A plugin given by name (not a path) resolves to the one built in this tree where there is one,
+// so that `--plugin reference` from the build directory finds what the default finds; else
+// the name stands, for the library to look up (search path, beside libxccl: installed).
+std::string BuiltPlugin(const std::string& name) {
+#ifdef XCCL_PERF_BUILT_PLUGINS
+  if (!name.empty() && name.find('/') == std::string::npos) {
+    const std::string built =
+        std::string(XCCL_PERF_BUILT_PLUGINS) + "/" + name + "/libxccl-gemm-" + name + ".so";
+    if (access(built.c_str(), R_OK) == 0) return built;
+  }
+#endif
+  return name;
+}
+
 // More rounds than any sensible run (each round calls every variant -n times per cell).
 constexpr int kMaxRounds = 10000;
 
@@ -663,16 +677,9 @@ int main(int argc, char** argv) {
   xccl_test::RequestEagerModuleLoading();  // ranks sharing a GPU launch cuBLASLt between calls
   Settings set;
   if (!TakeOwnFlags(&argc, argv, &set)) return 2;
-  if (set.plugin.empty() &&
-      (getenv("XCCL_GEMM_PLUGIN") == nullptr || !*getenv("XCCL_GEMM_PLUGIN"))) {
-    // The reference plugin: the one built beside this binary, else by name (installed).
-#ifdef XCCL_PERF_REFERENCE_PLUGIN
-    set.plugin =
-        access(XCCL_PERF_REFERENCE_PLUGIN, R_OK) == 0 ? XCCL_PERF_REFERENCE_PLUGIN : "reference";
-#else
+  if (set.plugin.empty() && (getenv("XCCL_GEMM_PLUGIN") == nullptr || !*getenv("XCCL_GEMM_PLUGIN")))
     set.plugin = "reference";
-#endif
-  }
+  set.plugin = BuiltPlugin(set.plugin);
   Options options;
   options.iters = 2;
   options.warmup_iters = 1;
