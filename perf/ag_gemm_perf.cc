@@ -685,6 +685,7 @@ int main(int argc, char** argv) {
   options.warmup_iters = 1;
   FlagSet flags;
   flags.sizes = flags.check = flags.types = flags.blocking = flags.timed_loop = false;
+  flags.nccl_tests = false;
   int code = ParseOptions(argc, argv, flags, &options);
   if (code == 0) PrintOwnUsage();  // -h
   if (code >= 0) return code;

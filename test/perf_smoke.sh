@@ -35,6 +35,12 @@ refused() {  # expected-status command...: the command must exit with that statu
   [ "$got" -eq "$want" ] || fail "$* exited $got, not $want: $(tail -2 <<<"$out")"
 }
 refused 1 "$perf/all_gather_perf" -t 2 -b 1024G -e 1024G
+refused 2 "$perf/all_gather_perf" -t 2 -b 1K -e 1K -R 1
+# nccl-tests' own flags are taken, -m (calls per timed iteration) shown in the header.
+out=$("$perf/all_gather_perf" -t 2 -b 1K -e 4K -f 2 -o sum -r 0 -p 1 -N 1 -R 0 -C 0 -T 20 -m 4 \
+  -n 4 -w 1 2>&1) || fail "all_gather_perf with nccl-tests flags exited $?: $out"
+grep -q "agg iters: 4 " <<<"$out" || fail "all_gather_perf -m 4: not in the header: $out"
+grep -q "Out of bounds values : 0 OK" <<<"$out" || fail "all_gather_perf -m 4: wrong values: $out"
 refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --rounds 3abc
 refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --rounds 99999999999
 refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --shapes 16x16,32x32

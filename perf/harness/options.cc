@@ -16,7 +16,7 @@
 namespace xccl_perf {
 namespace {
 
-enum class Group { kAlways, kSizes, kCheck, kTypes, kBlocking, kTimedLoop };
+enum class Group { kAlways, kSizes, kCheck, kTypes, kBlocking, kTimedLoop, kNcclTests };
 
 struct Flag {
   char short_name;  // 0: long form only
@@ -52,6 +52,18 @@ constexpr Flag kFlags[] = {
      "<R> time every measurement R times, report the median"},
     {0, "compare", Group::kAlways, true,
      "<vendor> also time the vendor library (XCCL_VENDOR_LIB, default libnccl.so.2)"},
+    {'m', "agg_iters", Group::kTimedLoop, true,
+     "<n> calls per timed iteration, issued back to back (xccl has no group calls)"},
+    {'T', "timeout", Group::kNcclTests, true, "<seconds> every wait's deadline (XCCL_TIMEOUT_MS)"},
+    // nccl-tests' flags that mean nothing here, taken so that its scripts run; values that would
+    // ask for something not built are refused.
+    {'o', "op", Group::kNcclTests, true,
+     "<sum/prod/min/max/avg/all> taken for nccl-tests scripts: nothing here reduces"},
+    {'r', "root", Group::kNcclTests, true, "<root> taken for nccl-tests scripts: no root here"},
+    {'p', "parallel_init", Group::kNcclTests, true, "<0/1> ranks always initialise in parallel"},
+    {'N', "run_cycles", Group::kNcclTests, true, "<1> one pass over the sizes (only 1)"},
+    {'R', "local_register", Group::kNcclTests, true, "<0> no buffer registration yet (only 0)"},
+    {'C', "report_cputime", Group::kNcclTests, true, "<0> the device's time (only 0)"},
     {'h', "help", Group::kAlways, false, ""},
 };
 
@@ -67,6 +79,8 @@ bool Enabled(const Flag& flag, const FlagSet& set) {
       return set.blocking;
     case Group::kTimedLoop:
       return set.timed_loop;
+    case Group::kNcclTests:
+      return set.nccl_tests;
     case Group::kAlways:
       return true;
   }
@@ -125,6 +139,11 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     o->json_path = value;
     return true;
   }
+  if (name == "op") {
+    for (const char* op : {"sum", "prod", "min", "max", "avg", "all"})
+      if (strcmp(value, op) == 0) return true;
+    return bad("expected sum, prod, min, max, avg or all");
+  }
   if (name == "compare") {
     if (strcmp(value, "vendor") == 0) {
       o->compare_vendor = true;
@@ -142,17 +161,23 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     long max_value;
   };
   constexpr IntFlag kInts[] = {
-      {"nthreads", 1, 1024},      {"ngpus", 1, 1024},    {"np", 1, 1024},
-      {"stepfactor", 1, INT_MAX}, {"iters", 1, INT_MAX}, {"warmup_iters", 0, INT_MAX},
-      {"check", 0, INT_MAX},      {"blocking", 0, 1},    {"average", 0, 3},
-      {"cudagraph", 0, INT_MAX},  {"repeats", 1, 1000},
+      {"nthreads", 1, 1024},      {"ngpus", 1, 1024},       {"np", 1, 1024},
+      {"stepfactor", 1, INT_MAX}, {"iters", 1, INT_MAX},    {"warmup_iters", 0, INT_MAX},
+      {"check", 0, INT_MAX},      {"blocking", 0, 1},       {"average", 0, 3},
+      {"cudagraph", 0, INT_MAX},  {"repeats", 1, 1000},     {"agg_iters", 1, 1 << 20},
+      {"timeout", 1, 86400},      {"root", 0, INT_MAX},     {"parallel_init", 0, 1},
+      {"run_cycles", 1, 1},       {"local_register", 0, 0}, {"report_cputime", 0, 0},
   };
   for (const IntFlag& spec : kInts) {
     if (name != spec.name) continue;
     if (!ParseInt(value, spec.min_value, &number) || number > spec.max_value) {
-      char range[64];
-      snprintf(range, sizeof(range), "expected an integer in [%ld, %ld]", spec.min_value,
-               spec.max_value);
+      char range[160];
+      if (spec.min_value == spec.max_value)  // an nccl-tests flag whose other values are not built
+        snprintf(range, sizeof(range), "only %ld is supported here (%s)", spec.min_value,
+                 flag.usage);
+      else
+        snprintf(range, sizeof(range), "expected an integer in [%ld, %ld]", spec.min_value,
+                 spec.max_value);
       return bad(range);
     }
     int v = static_cast<int>(number);
@@ -167,6 +192,8 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     if (name == "average") o->average = static_cast<Average>(v);
     if (name == "cudagraph") o->graph_launches = v;
     if (name == "repeats") o->repeats = v;
+    if (name == "agg_iters") o->agg_iters = v;
+    if (name == "timeout") o->timeout_s = v;
     return true;
   }
   return bad("unhandled flag");
@@ -287,6 +314,10 @@ int ParseOptions(int argc, char** argv, const FlagSet& set, Options* options) {
     // Multiplying zero never reaches maxbytes.
     fprintf(stderr, "minbytes must be positive when stepfactor is above 1\n");
     return 2;
+  }
+  if (options->timeout_s > 0) {
+    // Read by every rank's init (threads now, processes after the fork).
+    setenv("XCCL_TIMEOUT_MS", std::to_string(options->timeout_s * 1000L).c_str(), 1);
   }
   if (options->graph_launches > 0 && !DeviceBuffers::SupportsGraphs()) {
     fprintf(stderr, "-G (graph launches) needs a GPU platform; this build is for %s\n",

@@ -35,6 +35,10 @@ struct Options {
   // --repeats R: every measurement's timed loop runs R times and the median time is reported
   // (each rank's median, then -a across ranks), so a figure is the median of several runs.
   int repeats = 1;
+  // nccl-tests' -m: calls per timed iteration; the reported time is per call.
+  int agg_iters = 1;
+  // nccl-tests' -T: every wait's deadline in seconds (sets XCCL_TIMEOUT_MS); 0 leaves it be.
+  int timeout_s = 0;
   // -J: where to write every row as JSON; empty for none.
   std::string json_path;
   // --compare vendor: time the vendor library (NCCL through XCCL_VENDOR_LIB) beside xccl.
@@ -56,9 +60,12 @@ struct FlagSet {
   bool check = true;     // -c
   bool types = true;     // -d
   bool blocking = true;  // -z
-  // -a -G -J --repeats: what the harness's timed loop and report do with the times; off for a
+  // -a -G -J -m --repeats: what the harness's timed loop and report do with the times; off for a
   // binary that times and reports by itself (ag_gemm_perf).
   bool timed_loop = true;
+  // -T, and nccl-tests' flags that mean nothing here (-o -r -p -N -R -C), taken so that its
+  // scripts run.
+  bool nccl_tests = true;
 };
 
 // Parses argv into *options. Returns -1 to go on, otherwise the exit code (0 after -h).

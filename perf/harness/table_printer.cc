@@ -21,7 +21,7 @@ void PrintRunHeader(const Options& o) {
       "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
       "agg iters: %d validation: %d graph: %d\n",
       o.threads, o.gpus, o.min_bytes, o.max_bytes, factor ? o.step_factor : o.step_bytes,
-      factor ? "factor" : "bytes", o.warmup_iters, o.iters, 1, o.check, o.graph_launches);
+      factor ? "factor" : "bytes", o.warmup_iters, o.iters, o.agg_iters, o.check, o.graph_launches);
   if (o.blocking)
     printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
   if (o.repeats > 1)

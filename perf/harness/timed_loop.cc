@@ -17,7 +17,7 @@ TimedLoop::~TimedLoop() {
 bool TimedLoop::Prepare() {
   if (options_.graph_launches <= 0) return true;
   if (!device_.BeginCapture()) return false;
-  for (int i = 0; i < options_.iters; ++i) {
+  for (long i = 0; i < static_cast<long>(options_.iters) * options_.agg_iters; ++i) {
     if (!call_()) {
       device_.AbortCapture();
       return false;
@@ -56,7 +56,7 @@ bool TimedLoop::Attend() {
 
 bool TimedLoop::RunOnce(double* seconds) {
   if (!device_.StartTimer()) return false;
-  long calls = options_.iters;
+  long calls = static_cast<long>(options_.iters) * options_.agg_iters;
   if (captured_) {
     for (int l = 0; l < options_.graph_launches; ++l) {
       if (!device_.LaunchCaptured()) return false;
@@ -64,7 +64,8 @@ bool TimedLoop::RunOnce(double* seconds) {
     calls *= options_.graph_launches;
   } else {
     for (int i = 0; i < options_.iters; ++i) {
-      if (!call_()) return false;
+      for (int a = 0; a < options_.agg_iters; ++a)
+        if (!call_()) return false;
       if (options_.blocking && (!device_.Synchronize() || !sync_.Barrier())) return false;
     }
   }
