@@ -36,6 +36,7 @@ refused() {  # expected-status command...: the command must exit with that statu
 }
 refused 1 "$perf/all_gather_perf" -t 2 -b 1024G -e 1024G
 refused 2 "$perf/all_gather_perf" -t 2 -b 1K -e 1K -R 1
+refused 2 "$perf/all_gather_perf" -t 2 -b 1K -e 1K -J /nonexistent-dir/x.json
 # nccl-tests' own flags are taken, -m (calls per timed iteration) shown in the header.
 out=$("$perf/all_gather_perf" -t 2 -b 1K -e 4K -f 2 -o sum -r 0 -p 1 -N 1 -R 0 -C 0 -T 20 -m 4 \
   -n 4 -w 1 2>&1) || fail "all_gather_perf with nccl-tests flags exited $?: $out"

@@ -1,6 +1,7 @@
 #include "harness/options.h"
 
 #include <libgen.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -314,6 +315,17 @@ int ParseOptions(int argc, char** argv, const FlagSet& set, Options* options) {
     // Multiplying zero never reaches maxbytes.
     fprintf(stderr, "minbytes must be positive when stepfactor is above 1\n");
     return 2;
+  }
+  if (!options->json_path.empty()) {
+    // Found out now, not after a sweep of minutes: the file is written at the end.
+    std::string dir = options->json_path;
+    const size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : dir.substr(0, slash));
+    if (access(dir.c_str(), W_OK) != 0) {
+      fprintf(stderr, "cannot write -J %s: %s: %s\n", options->json_path.c_str(), dir.c_str(),
+              strerror(errno));
+      return 2;
+    }
   }
   if (options->timeout_s > 0) {
     // Read by every rank's init (threads now, processes after the fork).
