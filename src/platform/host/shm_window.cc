@@ -148,7 +148,8 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
   if (failed >= 0)
     return Fail(xcclSystemError,
                 "rank %d could not create or map the shared-memory control windows (see its "
-                "log; is /dev/shm full or not writable?)",
+                "log: /dev/shm full or not writable, or, with many ranks in one process, each "
+                "mapping every rank's window, the mapping limit vm.max_map_count reached)",
                 failed);
   return xcclSuccess;
 }
