@@ -34,7 +34,8 @@ refused() {  # expected-status command...: the command must exit with that statu
   out=$(timeout 20 "$@" 2>&1) || got=$?
   [ "$got" -eq "$want" ] || fail "$* exited $got, not $want: $(tail -2 <<<"$out")"
 }
-refused 1 "$perf/all_gather_perf" -t 2 -b 1024G -e 1024G
+# (200000G: beyond a process's address space, refused whatever the overcommit policy)
+refused 1 "$perf/all_gather_perf" -t 2 -b 200000G -e 200000G
 refused 2 "$perf/all_gather_perf" -t 2 -b 1K -e 1K -R 1
 refused 2 "$perf/all_gather_perf" -t 2 -b 1K -e 1K -J /nonexistent-dir/x.json
 # nccl-tests' own flags are taken, -m (calls per timed iteration) shown in the header.
