@@ -109,6 +109,10 @@ inline xcclGemmProblem DenseProblem(int64_t m, int64_t n, int64_t k, xcclDataTyp
   return p;
 }
 
+// Rows per source in ag_gemm's C for a call of m rows (xcclAgGemmPaddedM's documented answer,
+// computed here so that buffers can be sized before an op exists, and independently of it).
+inline int64_t PaddedRows(int64_t m) { return (m + 255) / 256 * 256; }
+
 // How far ag_gemm's C is from a double-precision GEMM of the decoded inputs. C holds `padded`
 // rows per source, row-major with n columns of out_type; source s's operands come from
 // operands_of(s), this rank's B from `mine`. Returns the relative L2 error over the m real rows

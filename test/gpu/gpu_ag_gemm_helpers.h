@@ -157,10 +157,6 @@ inline void DestroyOps(RankContext& ctx, xcclAgGemm_t* ops, int count) {
 
 // ---- operands and the reference ----
 
-// Rows per source in C for a call of m rows (xcclAgGemmPaddedM's documented answer, computed
-// here so that buffers can be sized before the op exists).
-inline int64_t PaddedRows(int64_t m) { return (m + 255) / 256 * 256; }
-
 // Rank `rank`'s operands of call `call`: any rank can regenerate any rank's.
 inline GemmOperands MakeAgGemmOperands(uint64_t seed, int rank, uint64_t call, int64_t m, int64_t n,
                                        int64_t k, xcclDataType_t t) {

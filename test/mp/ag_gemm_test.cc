@@ -74,7 +74,7 @@ bool Create(RankContext& ctx, const Case& c, xcclAgGemm_t* op) {
 // margin, the "about 2e-3".
 void CheckC(RankContext& ctx, const Case& c, const void* result, int64_t m, uint64_t call,
             const std::string& what, double tolerance = 2.5e-3) {
-  const int64_t padded = (m + 255) / 256 * 256;
+  const int64_t padded = PaddedRows(m);
   const Operands mine = MakeOperands(ctx.seed, ctx.rank, call, m, c.n, c.k, c.in);
   int64_t nonzero_padding = 0;
   const double rel = GatheredGemmError(
@@ -90,7 +90,7 @@ void CheckC(RankContext& ctx, const Case& c, const void* result, int64_t m, uint
 bool CheckedRun(RankContext& ctx, xcclAgGemm_t op, const Case& c, int64_t m, uint64_t call,
                 std::vector<uint8_t>* out_bytes = nullptr) {
   const Operands o = MakeOperands(ctx.seed, ctx.rank, call, m, c.n, c.k, c.in);
-  const int64_t padded = (m + 255) / 256 * 256;
+  const int64_t padded = PaddedRows(m);
   std::vector<uint8_t> out(static_cast<size_t>(ctx.nranks * padded * c.n) * TypeSize(c.out), 0xA5);
   void* result = nullptr;
   xcclResult_t r = xcclAgGemmRun(op, o.a.data(), o.a_scale.empty() ? nullptr : o.a_scale.data(),
@@ -254,8 +254,8 @@ TEST_P(AgGemmTest, AFailedGemmFailsOnlyItsRank) {
             }
             CountedGemmFailIn() = round + 1;
             const Operands o = MakeOperands(ctx.seed, ctx.rank, call, m, c.n, c.k, c.in);
-            std::vector<uint8_t> out(
-                static_cast<size_t>(ctx.nranks * ((m + 255) / 256 * 256) * c.n) * TypeSize(c.out));
+            std::vector<uint8_t> out(static_cast<size_t>(ctx.nranks * PaddedRows(m) * c.n) *
+                                     TypeSize(c.out));
             const xcclResult_t r = xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), nullptr, m,
                                                  out.data(), nullptr, nullptr);
             CountedGemmFailIn() = 0;
@@ -329,7 +329,7 @@ TEST_P(AgGemmTest, LocalRowsZeroCopyAndOwnOutput) {
         const int64_t ms[] = {256, 200, 136};
         for (int i = 0; i < 3 && ctx.failures.empty(); ++i) {
           const int64_t m = ms[i];
-          const int64_t padded = (m + 255) / 256 * 256;
+          const int64_t padded = PaddedRows(m);
           const size_t c_bytes = static_cast<size_t>(ctx.nranks * padded * c.n) * TypeSize(c.out);
           const uint64_t call = 300 + i;
           const std::string what = std::string(ModeText(mode)) + (fp8 ? " fp8" : " bf16") +
@@ -512,7 +512,7 @@ TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
             const int world = ctx.nranks;
             const int sources = setting == 1 || world < 3 ? 1 : 2;
             for (int64_t m : {512, 300}) {
-              const int64_t padded = (m + 255) / 256 * 256;
+              const int64_t padded = PaddedRows(m);
               std::vector<uint8_t> cf, cs;
               CountedGemmBands().clear();
               CountedGemmRuns().clear();
