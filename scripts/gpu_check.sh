@@ -114,6 +114,8 @@ if has_stage agemm; then
     env ${queues_env[@]+"${queues_env[@]}"} timeout 240 "$build/perf/ag_gemm_perf" $placement --plugin "$lt" \
       --dtype $dtype --compare vendor --m "$ms" --shapes "$shapes" --rounds 3 -n 5 -w 2 \
       >>"$logs/ag_gemm.txt" 2>&1
+    echo "# $dtype done at ${SECONDS}s" >>"$logs/stage_times.txt"
+    pack  # a call cut short still brings back the tables that finished
   done
   # The chunk default against the measured fused times (several GPUs), then fused with one
   # default turned off, split in the same run again: with 3 or more GPUs one source per GEMM
