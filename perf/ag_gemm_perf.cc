@@ -44,6 +44,7 @@
 
 #include "common/eager_module_loading.h"
 #include "common/float_formats.h"
+#include "harness/built_plugin.h"
 #include "harness/device_buffers.h"
 #include "harness/launcher.h"
 #include "harness/options.h"
@@ -266,6 +267,16 @@ bool SetUpVendor(const RankContext& ctx, xccl_perf::DeviceBuffers& buffers,
   return true;
 }
 
+// The table's column names: printed by rank 0 once the vendor line above them is out, so that
+// the header reads top down as nccl-tests' does.
+void PrintColumnHeader() {
+  printf("# %7s %6s %6s %12s", "M", "N", "K", "split-vendor");
+  for (const Variant& v : kVariants) printf(" %10s", v.name);
+  printf(" %9s %9s %7s", "ag-only", "gemm-only", "overlap");
+  printf("  %3s %10s %7s %9s\n", "def", "best", "x split", "relL2max");
+  fflush(stdout);
+}
+
 bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id) {
   // The rank's device first (a GPU build binds the thread to it), then the communicator.
   std::unique_ptr<xccl_perf::DeviceBuffers> buffers = xccl_perf::DeviceBuffers::Create(ctx.rank);
@@ -283,6 +294,7 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
     xcclCommAbort(comm);
     return false;
   }
+  if (ctx.rank == 0) PrintColumnHeader();
   const char* env_plugin = getenv("XCCL_GEMM_PLUGIN");
   DirectPlugin gemm(plugin != nullptr ? plugin : (env_plugin != nullptr ? env_plugin : ""),
                     buffers->Device());
@@ -567,20 +579,6 @@ bool ParseList(const std::string& value, const char* flag, const char* item, con
   return !out->empty();
 }
 
-// A plugin given by name (not a path) resolves to the one built in this tree where there is one,
-// so that `--plugin reference` from the build directory finds what the default finds; else
-// the name stands, for the library to look up (search path, beside libxccl: installed).
-std::string BuiltPlugin(const std::string& name) {
-#ifdef XCCL_PERF_BUILT_PLUGINS
-  if (!name.empty() && name.find('/') == std::string::npos) {
-    const std::string built =
-        std::string(XCCL_PERF_BUILT_PLUGINS) + "/" + name + "/libxccl-gemm-" + name + ".so";
-    if (access(built.c_str(), R_OK) == 0) return built;
-  }
-#endif
-  return name;
-}
-
 // More rounds than any sensible run (each round calls every variant -n times per cell).
 constexpr int kMaxRounds = 10000;
 
@@ -679,7 +677,7 @@ int main(int argc, char** argv) {
   if (!TakeOwnFlags(&argc, argv, &set)) return 2;
   if (set.plugin.empty() && (getenv("XCCL_GEMM_PLUGIN") == nullptr || !*getenv("XCCL_GEMM_PLUGIN")))
     set.plugin = "reference";
-  set.plugin = BuiltPlugin(set.plugin);
+  set.plugin = xccl_perf::BuiltPlugin(set.plugin);
   Options options;
   options.iters = 2;
   options.warmup_iters = 1;
@@ -722,10 +720,6 @@ int main(int argc, char** argv) {
       "the default's count): that count is not run and not in best. relL2max: the largest "
       "relative L2 error; each variant's C is checked once, in the first round, on a poisoned "
       "output (0xFF bytes, NaN: 'inf' if any sampled element stays unwritten)\n");
-  printf("# %7s %6s %6s %12s", "M", "N", "K", "split-vendor");
-  for (const Variant& v : kVariants) printf(" %10s", v.name);
-  printf(" %9s %9s %7s", "ag-only", "gemm-only", "overlap");
-  printf("  %3s %10s %7s %9s\n", "def", "best", "x split", "relL2max");
   xcclUniqueId id;
   if (xcclGetUniqueId(&id) != xcclSuccess) {
     fprintf(stderr, "ag_gemm_perf: xcclGetUniqueId: %s\n", xcclGetLastError(nullptr));

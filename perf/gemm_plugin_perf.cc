@@ -29,7 +29,7 @@
 // rounds of -n calls after -w warm-ups, the variants interleaved within each round, each round
 // starting at another variant.
 //
-// Usage: gemm_plugin_perf [--plugin PATH] [--dtype fp8|bf16] [--m "8192 16384"]
+// Usage: gemm_plugin_perf [--plugin NAME|PATH] [--dtype fp8|bf16] [--m "8192 16384"]
 //                         [--shapes "6400x7168 ..."] [--world W] [--rounds R] [-n N] [-w W]
 //                         [-d device]
 // Every M must be a multiple of 256 x world (whole 256-row tiles per source, as ag_gemm pads).
@@ -49,6 +49,7 @@
 #include "common/float_formats.h"
 #include "fused/chunk_rule.h"
 #include "fused/gemm_schedule.h"
+#include "harness/built_plugin.h"
 #include "platform/gpu.h"
 #include "xccl_gemm.h"
 
@@ -337,19 +338,15 @@ double RelativeL2(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
   return norm > 0 ? std::sqrt(diff / norm) : (diff > 0 ? INFINITY : 0.0);
 }
 
-std::string DefaultPlugin(const char* argv0) {
-  std::string dir = argv0;
-  const size_t slash = dir.rfind('/');
-  dir = slash == std::string::npos ? "." : dir.substr(0, slash);
-  return dir + "/../ext/gemm/cublaslt/libxccl-gemm-cublaslt.so";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Settings set;
   if (!ParseArgs(argc, argv, &set)) return 2;
-  if (set.plugin.empty()) set.plugin = DefaultPlugin(argv[0]);
+  // By default (or by name) the plugin built in this tree; a name not built here is dlopen's
+  // to find, by its library name.
+  set.plugin = xccl_perf::BuiltPlugin(set.plugin.empty() ? "cublaslt" : set.plugin);
+  if (set.plugin.find('/') == std::string::npos) set.plugin = "libxccl-gemm-" + set.plugin + ".so";
   const int64_t max_m = *std::max_element(set.global_m.begin(), set.global_m.end());
   int64_t max_n = 0, max_k = 0;
   for (const Shape& s : set.shapes) {

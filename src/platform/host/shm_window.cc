@@ -121,6 +121,9 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
         (announce[r].slot_count != slot_count || announce[r].data_bytes != data_bytes))
       odd = r;
   int mapped_all = odd < 0 ? 1 : 0;
+  // One warning per rank, not one per failed mapping: at hundreds of ranks in one process the
+  // mapping limit fails most of them, and a line each would bury the error that follows.
+  int unmapped = 0, first_unmapped = -1, first_err = 0;
   for (int r = 0; r < nranks && odd < 0; ++r) {
     if (r == rank) continue;
     if (!announce[r].ok) {
@@ -129,11 +132,17 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
     }
     maps_[r] = MapObject(announce[r].name, bytes_, /*create=*/false, &err);
     if (maps_[r] == nullptr) {
-      XCCL_WARN(kLogPlatform, "mapping rank %d's window %s failed: %s", r, announce[r].name,
-                strerror(err));
+      if (unmapped++ == 0) {
+        first_unmapped = r;
+        first_err = err;
+      }
       mapped_all = 0;
     }
   }
+  if (unmapped > 0)
+    XCCL_WARN(kLogPlatform, "mapping %d of %d peers' windows failed, first rank %d's (%s): %s",
+              unmapped, nranks - 1, first_unmapped, announce[first_unmapped].name,
+              strerror(first_err));
   int failed = -1;
   const xcclResult_t exchanged =
       ExchangeVerdicts(bootstrap, mapped_all && announce[rank].ok, &failed);
