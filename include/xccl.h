@@ -149,7 +149,10 @@ const char* xcclGetLastError(xcclComm_t comm);
 
 /* NCCL semantics: recvbuff holds nranks blocks of sendcount elements, block r from rank r.
  * In place when sendbuff == recvbuff + rank * sendcount * size. On the host platform the call
- * returns when this rank's recvbuff is complete. */
+ * returns when this rank's recvbuff is complete. Every rank passes the same count: on the host
+ * platform ranks that pass different counts all fail at once (xcclInvalidUsage, "different
+ * counts"), except that a rank passing 0 takes no part and returns at once, its peers failing at
+ * their deadline (xcclTimeout, naming it); on a GPU a mismatch is not detected. */
 xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream);
 
@@ -216,6 +219,8 @@ xcclResult_t xcclAgGemmRun(xcclAgGemm_t op, const void* a, const float* a_scale,
  * count of wrong bytes, the first wrong row, and whose pattern of which round it holds there, if
  * any). It synchronises the stream (not capturable). */
 xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream);
+/* Frees the op. Before or after its communicator's destroy or abort: after it, every other call
+ * on the op is refused (xcclInvalidArgument), and destroy frees what the op holds. */
 xcclResult_t xcclAgGemmDestroy(xcclAgGemm_t op);
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 #include "collectives/all_gather.h"
 
 #include <algorithm>
+#include <string>
 
 namespace xccl {
 
@@ -71,12 +72,33 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
     char* own = out + rank * bytes + offset;
     if (src != own) platform->LocalCopy(own, src, piece);
     PlatformFailure failure;
+    // A peer whose piece has another size passed another count (pieces are cut alike from
+    // equal counts): nothing of it is copied, the wait for the others goes on, and then this
+    // rank fails. That peer finds the same mismatch in this rank's piece, so both fail at once.
+    int odd_peer = -1;
+    size_t odd_bytes = 0;
     xcclResult_t result = platform->WaitArrivals(
         epoch, deadline,
         [&](int peer) {
+          size_t arrived = piece;
+          if (platform->InboxBlockBytes(epoch, peer, &arrived) && arrived != piece) {
+            if (odd_peer < 0) {
+              odd_peer = peer;
+              odd_bytes = arrived;
+            }
+            return;
+          }
           platform->LocalCopy(out + peer * bytes + offset, platform->Inbox(epoch, peer), piece);
         },
         &failure);
+    if (result == xcclSuccess && odd_peer >= 0) {
+      failure.result = result = xcclInvalidUsage;
+      failure.peer = odd_peer;
+      failure.message = "rank " + std::to_string(odd_peer) + " sent a piece of " +
+                        std::to_string(odd_bytes) + " bytes at offset " + std::to_string(offset) +
+                        " of its block where this rank's is " + std::to_string(piece) +
+                        " bytes: the ranks passed different counts";
+    }
     if (result == xcclSuccess) result = platform->EndOperation(epoch, deadline, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
     offset += piece;

@@ -1,7 +1,9 @@
 // The ag_gemm entry points of the C API. An op handle is a small shell that is never freed:
 // destroy releases the op and marks the shell, so a destroyed handle is refused by name
 // instead of being dereferenced after free (as communicator handles are).
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/api_guard.h"
@@ -16,23 +18,45 @@ struct xcclAgGemm {
   static constexpr uint64_t kMagic = 0x78636c6167656d6dull;  // "xclagemm"
   uint64_t magic = kMagic;
   xcclComm_t comm = nullptr;
-  std::unique_ptr<AgGemmOp> op;  // null once destroyed
+  std::unique_ptr<AgGemmOp> op;       // null once destroyed
+  std::atomic<bool> released{false};  // claimed by the one destroy that frees `op`
 };
 
 namespace {
 
-xcclResult_t ResolveOp(xcclAgGemm_t handle, const char* function, AgGemmOp** op) {
+xcclResult_t CheckHandle(xcclAgGemm_t handle, const char* function) {
   if (handle == nullptr) return Fail(xcclInvalidArgument, "%s: op is NULL", function);
   if (handle->magic != xcclAgGemm::kMagic)
     return Fail(xcclInvalidArgument, "%s: %p is not an ag_gemm op", function,
                 static_cast<void*>(handle));
-  if (!handle->op) return Fail(xcclInvalidArgument, "%s: the op was destroyed", function);
-  // The communicator may have been destroyed under the op: its handle says so.
+  return xcclSuccess;
+}
+
+// The op of a live handle whose communicator is live and healthy. The communicator first: after
+// its destroy the op must not be touched (a destroy of the op may be freeing it).
+xcclResult_t ResolveOp(xcclAgGemm_t handle, const char* function, AgGemmOp** op) {
+  XCCL_TRY(CheckHandle(handle, function));
   Communicator* comm = nullptr;
   XCCL_TRY(ResolveComm(handle->comm, function, &comm));
+  if (handle->released.load() || !handle->op)
+    return Fail(xcclInvalidArgument, "%s: the op was destroyed", function);
   XCCL_TRY(comm->CheckHealthy(function));
   *op = handle->op.get();
   return xcclSuccess;
+}
+
+// ResolveOp under the communicator's call guard, held by `exclusive` for the caller's scope: the
+// op is looked up once the guard is held, so a destroy on another thread (which takes the same
+// guard) can free it neither under the call nor between the lookup and its use.
+xcclResult_t ResolveOpExclusive(xcclAgGemm_t handle, const char* function,
+                                std::optional<Communicator::OperationGuard>* exclusive,
+                                AgGemmOp** op) {
+  XCCL_TRY(CheckHandle(handle, function));
+  Communicator* comm = nullptr;
+  XCCL_TRY(ResolveComm(handle->comm, function, &comm));
+  exclusive->emplace(comm);
+  XCCL_TRY((*exclusive)->Acquire(function));
+  return ResolveOp(handle, function, op);
 }
 
 }  // namespace
@@ -102,8 +126,9 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
 
 xcclResult_t xcclAgGemmPaddedM(xcclAgGemm_t op, int64_t m, int64_t* padded_m) {
   return GuardedCall("xcclAgGemmPaddedM", CommOf(op), [&]() -> xcclResult_t {
+    std::optional<Communicator::OperationGuard> exclusive;
     AgGemmOp* impl = nullptr;
-    XCCL_TRY(ResolveOp(op, "xcclAgGemmPaddedM", &impl));
+    XCCL_TRY(ResolveOpExclusive(op, "xcclAgGemmPaddedM", &exclusive, &impl));
     if (padded_m == nullptr)
       return Fail(xcclInvalidArgument, "xcclAgGemmPaddedM: padded_m is NULL");
     return impl->PaddedRows(m, padded_m);
@@ -112,8 +137,9 @@ xcclResult_t xcclAgGemmPaddedM(xcclAgGemm_t op, int64_t m, int64_t* padded_m) {
 
 xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float** scales) {
   return GuardedCall("xcclAgGemmLocalRows", CommOf(op), [&]() -> xcclResult_t {
+    std::optional<Communicator::OperationGuard> exclusive;
     AgGemmOp* impl = nullptr;
-    XCCL_TRY(ResolveOp(op, "xcclAgGemmLocalRows", &impl));
+    XCCL_TRY(ResolveOpExclusive(op, "xcclAgGemmLocalRows", &exclusive, &impl));
     if (rows == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmLocalRows: rows is NULL");
     return impl->LocalRows(m, rows, scales);
   });
@@ -121,8 +147,9 @@ xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float*
 
 xcclResult_t xcclAgGemmChunks(xcclAgGemm_t op, int64_t m, int* chunks) {
   return GuardedCall("xcclAgGemmChunks", CommOf(op), [&]() -> xcclResult_t {
+    std::optional<Communicator::OperationGuard> exclusive;
     AgGemmOp* impl = nullptr;
-    XCCL_TRY(ResolveOp(op, "xcclAgGemmChunks", &impl));
+    XCCL_TRY(ResolveOpExclusive(op, "xcclAgGemmChunks", &exclusive, &impl));
     if (chunks == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmChunks: chunks is NULL");
     return impl->Chunks(m, chunks);
   });
@@ -132,34 +159,38 @@ xcclResult_t xcclAgGemmRun(xcclAgGemm_t op, const void* a, const float* a_scale,
                            const float* b_scale, int64_t m, void* out, void** result,
                            xcclStream_t stream) {
   return GuardedCall("xcclAgGemmRun", CommOf(op), [&]() -> xcclResult_t {
+    std::optional<Communicator::OperationGuard> exclusive;
     AgGemmOp* impl = nullptr;
-    XCCL_TRY(ResolveOp(op, "xcclAgGemmRun", &impl));
-    Communicator::OperationGuard exclusive(impl->comm());
-    XCCL_TRY(exclusive.Acquire("xcclAgGemmRun"));
+    XCCL_TRY(ResolveOpExclusive(op, "xcclAgGemmRun", &exclusive, &impl));
     return impl->Run(a, a_scale, b, b_scale, m, out, result, stream);
   });
 }
 
 xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream) {
   return GuardedCall("xcclAgGemmSelfTest", CommOf(op), [&]() -> xcclResult_t {
+    std::optional<Communicator::OperationGuard> exclusive;
     AgGemmOp* impl = nullptr;
-    XCCL_TRY(ResolveOp(op, "xcclAgGemmSelfTest", &impl));
-    Communicator::OperationGuard exclusive(impl->comm());
-    XCCL_TRY(exclusive.Acquire("xcclAgGemmSelfTest"));
+    XCCL_TRY(ResolveOpExclusive(op, "xcclAgGemmSelfTest", &exclusive, &impl));
     return impl->SelfTest(m, stream);
   });
 }
 
 xcclResult_t xcclAgGemmDestroy(xcclAgGemm_t op) {
   return GuardedCall("xcclAgGemmDestroy", CommOf(op), [&]() -> xcclResult_t {
-    if (op == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmDestroy: op is NULL");
-    if (op->magic != xcclAgGemm::kMagic)
-      return Fail(xcclInvalidArgument, "xcclAgGemmDestroy: %p is not an ag_gemm op",
-                  static_cast<void*>(op));
-    if (!op->op) return Fail(xcclInvalidArgument, "xcclAgGemmDestroy: the op was destroyed");
-    // Not under a call of this communicator on another thread (it may be using the op).
-    Communicator::OperationGuard exclusive(op->op->comm());
-    XCCL_TRY(exclusive.Acquire("xcclAgGemmDestroy"));
+    XCCL_TRY(CheckHandle(op, "xcclAgGemmDestroy"));
+    // Not under a call of this communicator on another thread (it may be using the op). After
+    // the communicator's destroy or abort there is no guard to take and none needed: that
+    // release waited for the calls in flight, later ones are refused, and the op holds only
+    // memory of its own (it may be destroyed in either order).
+    std::optional<Communicator::OperationGuard> exclusive;
+    Communicator* comm = nullptr;
+    if (op->comm->magic.load() != xcclComm::kDead) {
+      XCCL_TRY(ResolveComm(op->comm, "xcclAgGemmDestroy", &comm));
+      exclusive.emplace(comm);
+      XCCL_TRY(exclusive->Acquire("xcclAgGemmDestroy"));
+    }
+    if (op->released.exchange(true))
+      return Fail(xcclInvalidArgument, "xcclAgGemmDestroy: the op was destroyed");
     op->op.reset();
     return xcclSuccess;
   });

@@ -1,8 +1,11 @@
 // A point in time after which a wait gives up. Every blocking wait in xccl takes one.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+
+#include "core/timeout_limit.h"
 
 namespace xccl {
 
@@ -10,7 +13,8 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
   explicit Deadline(int64_t timeout_ms)
-      : timeout_ms_(timeout_ms), end_(Clock::now() + std::chrono::milliseconds(timeout_ms)) {}
+      : timeout_ms_(timeout_ms),
+        end_(Clock::now() + std::chrono::milliseconds(std::min(timeout_ms, kMaxTimeoutMs))) {}
   bool Expired() const { return Clock::now() >= end_; }
   int64_t timeout_ms() const { return timeout_ms_; }
   // Milliseconds left (0 once expired).

@@ -42,7 +42,12 @@ struct ControlLayout {
   static int BandFlag(int src, int band, int nranks) {
     return kFirstPeerSlot + 2 * nranks + src * kMaxBands + band;
   }
-  static int SlotCount(int nranks) { return kFirstPeerSlot + 2 * nranks + nranks * kMaxBands; }
+  // Host: the size of the block `src` last put into this rank's inbox for an epoch of this
+  // parity (the inboxes alternate by epoch parity, so a peer one operation ahead writes the other).
+  static int InboxBytes(int parity, int src, int nranks) {
+    return kFirstPeerSlot + 2 * nranks + nranks * kMaxBands + parity * nranks + src;
+  }
+  static int SlotCount(int nranks) { return kFirstPeerSlot + 4 * nranks + nranks * kMaxBands; }
   // A put's signal_slot when nothing waits on that put alone (the next put of its queue
   // signals).
   static constexpr int kNoSignal = -1;
@@ -109,6 +114,12 @@ class Platform {
                         int signal_slot) = 0;
   // This rank's inbox holding `src`'s block of operation `epoch` (valid once it arrived).
   virtual const void* Inbox(uint32_t epoch, int src) const = 0;
+  // The size of `src`'s block in that inbox, as its put gave it (valid once it arrived), so that
+  // ranks that passed different counts fail instead of copying a stale tail. false where the
+  // host cannot know it (GPU: the puts and the wait are stream-ordered).
+  virtual bool InboxBlockBytes(uint32_t /*epoch*/, int /*src*/, size_t* /*bytes*/) const {
+    return false;
+  }
 
   // Copies within this rank (host: calling thread; GPU: on the operation's stream).
   virtual void LocalCopy(void* dst, const void* src, size_t bytes) = 0;

@@ -17,13 +17,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/timeout_limit.h"
 
 namespace xccl {
 
 namespace {
-
-// Far enough for any real timeout, near enough that steady_clock arithmetic cannot overflow.
-constexpr int64_t kMaxTimeoutMs = int64_t{1} << 40;  // ~35 years
 
 constexpr uint16_t kWireFamilyIpv4 = 4;
 constexpr uint16_t kWireFamilyIpv6 = 6;

@@ -309,6 +309,43 @@ TEST_P(AgGemmTest, DestroyDuringARunIsRefused) {
   });
 }
 
+// The op may outlive its communicator: after the communicator's destroy (even ranks) or abort
+// (odd ranks), every call on the op is refused naming the communicator, destroy frees it, and a
+// second destroy is refused. (Destroy used to take the freed communicator's call guard: a write
+// into freed memory, seen by AddressSanitizer.)
+TEST_P(AgGemmTest, DestroyAfterTheCommunicatorIsGone) {
+  RunOptions options;
+  options.skip_destroy = true;
+  Run(
+      [](RankContext& ctx) {
+        Case c;
+        xcclAgGemm_t op = nullptr;
+        if (!Create(ctx, c, &op)) return;
+        CheckedRun(ctx, op, c, 256, 900);
+        const bool destroy = ctx.rank % 2 == 0;
+        const xcclResult_t released = destroy ? xcclCommDestroy(ctx.comm) : xcclCommAbort(ctx.comm);
+        RANK_EXPECT(ctx, released == xcclSuccess,
+                    (destroy ? "destroy: " : "abort: ") << xcclGetLastError(nullptr));
+        int64_t padded = 0;
+        const xcclResult_t query = xcclAgGemmPaddedM(op, 256, &padded);
+        const std::string message = xcclGetLastError(nullptr);
+        RANK_EXPECT(ctx, query == xcclInvalidArgument,
+                    "a query after the communicator went: " << xcclGetErrorString(query));
+        RANK_EXPECT(ctx, message.find("destroyed or aborted") != std::string::npos, message);
+        const xcclResult_t first = xcclAgGemmDestroy(op);
+        RANK_EXPECT(ctx, first == xcclSuccess,
+                    "destroy after the communicator: " << xcclGetLastError(nullptr));
+        const xcclResult_t second = xcclAgGemmDestroy(op);
+        RANK_EXPECT(ctx, second == xcclInvalidArgument,
+                    "a second destroy: " << xcclGetErrorString(second));
+        RANK_EXPECT(ctx,
+                    std::string(xcclGetLastError(nullptr)).find("the op was destroyed") !=
+                        std::string::npos,
+                    xcclGetLastError(nullptr));
+      },
+      options);
+}
+
 // A written straight into the op's local rows (and scales): no copy; C into the op's own
 // buffer when out is NULL, into the caller's otherwise. Both modes and input types; m shrinks
 // from call to call (256, 200, 136), so the rows a call leaves out of its slot held the last

@@ -179,6 +179,51 @@ TEST_P(DifferentCountsTest, EveryRankFailsAndNoBufferIsOverrun) {
   }
 }
 
+// The same below the eager size, where blocks go through the peers' inboxes without waiting
+// for a receive buffer: each rank compares the size of every piece that arrived with its own, so
+// a mismatch fails every rank instead of returning a block with a stale tail (an earlier call's
+// bytes in the inbox) or cut short. A matched call with other data comes first, so that the
+// inboxes hold bytes a stale tail would show.
+TEST_P(DifferentCountsTest, EagerBlocksFailEveryRankToo) {
+  for (const int odd : {0, 2}) {
+    SCOPED_TRACE("odd rank " + std::to_string(odd));
+    RunOptions options;
+    options.before_init = WithTimeoutMs(30000);
+    options.skip_destroy = true;
+    std::atomic<int> invalid_usage{0};
+    auto failures = RunRanks(
+        GetParam(), 4,
+        [&](RankContext& ctx) {
+          const size_t base = 64;  // 256 bytes of int32 per rank: far below the eager limit
+          std::vector<int32_t> warm_send(base, 100 + ctx.rank), warm_recv(base * ctx.nranks, -7);
+          const xcclResult_t warm =
+              xcclAllGather(warm_send.data(), warm_recv.data(), base, xcclInt32, ctx.comm, nullptr);
+          RANK_EXPECT(ctx, warm == xcclSuccess, "the matched call: " << xcclGetLastError(ctx.comm));
+          if (warm != xcclSuccess) return;
+          const size_t count = ctx.rank != odd ? base : odd == 0 ? 2 * base : base / 2;
+          std::vector<int32_t> send(count, ctx.rank + 1), recv(count * ctx.nranks, -7);
+          const auto start = std::chrono::steady_clock::now();
+          const xcclResult_t result =
+              xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr);
+          const double seconds = SecondsSince(start);
+          const std::string message = xcclGetLastError(ctx.comm);
+          RANK_EXPECT(ctx, result != xcclSuccess, "a mismatched all_gather succeeded");
+          RANK_EXPECT(ctx, seconds < 10, "took " << seconds << " s to fail");
+          if (result == xcclInvalidUsage) {
+            RANK_EXPECT(ctx, message.find("different counts") != std::string::npos, message);
+            invalid_usage.fetch_add(1);  // counted for thread ranks (one process)
+          }
+          RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+        },
+        options);
+    RestoreParams();
+    ExpectNoFailures(failures);
+    if (GetParam() == RankMode::kThreads) {
+      EXPECT_GE(invalid_usage.load(), 1) << "no rank saw the mismatch itself";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(HostPlatform, DifferentCountsTest,
                          ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
                          [](const ::testing::TestParamInfo<RankMode>& info) {

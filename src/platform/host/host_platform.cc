@@ -136,11 +136,25 @@ class HostPlatform final : public Platform {
 
   void InboxPut(int peer, uint32_t epoch, const void* src, size_t bytes, int signal_slot) override {
     memcpy(InboxOf(peer, epoch, topology_.rank), src, bytes);
+    // Before the signal, which orders it for the peer (blocks are at most XCCL_EAGER_BYTES,
+    // 16 MiB: one slot holds the size).
+    __atomic_store_n(
+        &windows_.slots(
+            peer)[ControlLayout::InboxBytes(epoch & 1, topology_.rank, topology_.nranks)],
+        static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
     Signal(peer, signal_slot, epoch);
   }
 
   const void* Inbox(uint32_t epoch, int src) const override {
     return InboxOf(topology_.rank, epoch, src);
+  }
+
+  bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const override {
+    *bytes = __atomic_load_n(
+        &windows_.slots(
+            topology_.rank)[ControlLayout::InboxBytes(epoch & 1, src, topology_.nranks)],
+        __ATOMIC_ACQUIRE);
+    return true;
   }
 
   xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
