@@ -72,7 +72,10 @@ typedef enum {
   xcclBfloat16 = 9,
   xcclFloat8e4m3 = 10,
   xcclFloat8e5m2 = 11,
-  xcclNumTypes = 12
+  xcclNumTypes = 12,
+  /* Not a type. Makes every int a value of the enum in C++ (as NCCL's ncclMaxRedOp does), so
+   * that a bad value from a caller is refused by the argument checks, not undefined there. */
+  xcclDataTypeMaxEnum = 0x7fffffff
 } xcclDataType_t;
 
 /* Communicator configuration. Always start from XCCL_CONFIG_INITIALIZER: size, magic and
@@ -173,7 +176,8 @@ struct xcclGemmPlugin_v1;
 
 typedef enum {
   xcclAgGemmFused = 0, /* peers' rows pushed in bands, GEMM per band as they arrive (default) */
-  xcclAgGemmSplit = 1  /* xcclAllGather of A (and its scales), then one GEMM */
+  xcclAgGemmSplit = 1, /* xcclAllGather of A (and its scales), then one GEMM */
+  xcclAgGemmModeMaxEnum = 0x7fffffff /* not a mode: as xcclDataTypeMaxEnum */
 } xcclAgGemmMode_t;
 
 /* plugin_name: a name ("reference": libxccl-gemm-reference.so, found on the library search

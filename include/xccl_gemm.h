@@ -42,7 +42,10 @@ extern "C" {
 
 typedef enum {
   xcclGemmScaleNone = 0, /* C = A @ B^T; a_scale and b_scale are ignored (may be NULL) */
-  xcclGemmScalePtpc = 1  /* per-token a_scale[m] and per-channel b_scale[n], fp32 */
+  xcclGemmScalePtpc = 1, /* per-token a_scale[m] and per-channel b_scale[n], fp32 */
+  /* Not a mode. Makes every int a value of the enum in C++, so that a plugin may check a bad
+   * value (xcclDataTypeMaxEnum in xccl.h says why). */
+  xcclGemmScaleModeMaxEnum = 0x7fffffff
 } xcclGemmScaleMode_t;
 
 /* One GEMM. In a supports() query only the shape, types, scale mode and strides are read;
