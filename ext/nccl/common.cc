@@ -101,6 +101,9 @@ const std::string& LastError() { return LastErrorStorage(); }
 
 ncclResult_t Fail(ncclResult_t result, const char* function, const std::string& message) {
   SetLastError(std::string(function) + ": " + message);
+  if (GroupDepth() > 0 && GroupError() == ncclSuccess && result != ncclSuccess &&
+      result != ncclInProgress)
+    GroupError() = result;
   return result;
 }
 
@@ -130,6 +133,10 @@ int& GroupDepth() {
 int& VendorGroupDepth() {
   thread_local int depth = 0;
   return depth;
+}
+ncclResult_t& GroupError() {
+  thread_local ncclResult_t error = ncclSuccess;
+  return error;
 }
 
 }  // namespace xccl_shim

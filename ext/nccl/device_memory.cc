@@ -1,7 +1,9 @@
 #include "device_memory.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #if defined(XCCL_SHIM_PLATFORM_CUDA)
 #include <cuda_runtime.h>
@@ -68,7 +70,12 @@ int Synchronize(void* stream, std::string* error) {
 #else  // host platform
 
 int Alloc(void** ptr, size_t bytes, std::string* error) {
-  // Page-aligned like a GPU allocation, so registration-minded callers see the same shape.
+  // Page-aligned like a GPU allocation, so registration-minded callers see the same shape. A
+  // size within a page of SIZE_MAX would round to 0 (a 4 KiB block handed out as a huge one).
+  if (bytes > SIZE_MAX - 4095) {
+    *error = "cannot allocate " + std::to_string(bytes) + " bytes";
+    return kSystemError;
+  }
   size_t rounded = (bytes + 4095) / 4096 * 4096;
   *ptr = aligned_alloc(4096, rounded ? rounded : 4096);
   if (*ptr) return 0;

@@ -198,6 +198,7 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWi
 // Revoke stops in-flight work after a failure: creating a vendor communicator then (a
 // collective) would be wrong, so only an existing one is revoked.
 XCCL_SHIM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  if (comm == nullptr) return ncclSuccess;  // as NCCL: nothing to revoke
   if (IsLiveComm(comm) && !comm->vendor)
     return Fail(ncclInvalidUsage, "ncclCommRevoke",
                 "xccl has no native revoke and this communicator has no vendor communicator");

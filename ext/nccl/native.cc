@@ -39,8 +39,20 @@ ncclResult_t ParseConfig(const ncclConfig_t* config, ncclComm_t comm, xcclConfig
     return Fail(
         ncclInvalidArgument, function,
         "ncclConfig_t version " + std::to_string(config->version) + " predates NCCL configs");
-  if (config->blocking != NCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
+  // The switches NCCL takes as 0 or 1 (or unset), and its CTA bounds, refused as NCCL refuses
+  // them, where the caller's header has the field.
+  auto is_switch = [](int v) { return v == NCCL_CONFIG_UNDEF_INT || v == 0 || v == 1; };
+  if (!is_switch(config->blocking))
     return Fail(ncclInvalidArgument, function, "ncclConfig_t blocking must be 0 or 1");
+  if (XCCL_SHIM_HAS(config, splitShare) && !is_switch(config->splitShare))
+    return Fail(ncclInvalidArgument, function, "ncclConfig_t splitShare must be 0 or 1");
+  if (XCCL_SHIM_HAS(config, collnetEnable) && !is_switch(config->collnetEnable))
+    return Fail(ncclInvalidArgument, function, "ncclConfig_t collnetEnable must be 0 or 1");
+  if (XCCL_SHIM_HAS(config, maxCTAs) && config->minCTAs != NCCL_CONFIG_UNDEF_INT &&
+      config->maxCTAs != NCCL_CONFIG_UNDEF_INT && config->minCTAs > config->maxCTAs)
+    return Fail(ncclInvalidArgument, function,
+                "ncclConfig_t minCTAs " + std::to_string(config->minCTAs) + " exceeds maxCTAs " +
+                    std::to_string(config->maxCTAs));
   // xccl's init always completes before returning; a non-blocking caller then simply sees
   // ncclSuccess instead of ncclInProgress, which NCCL allows.
   xc->blocking = 1;
@@ -223,10 +235,14 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const 
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommInitAll, (ncclComm_t * comm, int ndev, const int* devlist));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;  // as NCCL
   XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommFinalize, comm, comm);
   const char* fn = "ncclCommFinalize";
   ncclResult_t r = CheckComm(comm, fn);
   if (r != ncclSuccess) return r;
+  // As NCCL: a communicator is finalized once (then destroyed).
+  if (comm->finalized.exchange(true))
+    return Fail(ncclInvalidArgument, fn, "the communicator was already finalized");
   if (comm->vendor) {
     auto vfn = VendorFunction<VendorCommFn>("ncclCommFinalize");
     if (vfn) r = vfn(static_cast<ncclComm_t>(comm->vendor));
@@ -237,12 +253,14 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommFinalize, (ncclComm_t comm));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;  // as NCCL: nothing to free
   XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommDestroy, comm, comm);
   return Release(comm, "ncclCommDestroy", "ncclCommDestroy", xcclCommDestroy);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommDestroy, (ncclComm_t comm));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;  // as NCCL: nothing to free
   XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommAbort, comm, comm);
   return Release(comm, "ncclCommAbort", "ncclCommAbort", xcclCommAbort);
 }
@@ -397,21 +415,31 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclGroupStart, ());
 XCCL_SHIM_EXPORT ncclResult_t ncclGroupEnd() {
   if (GroupDepth() == 0) return Fail(ncclInvalidUsage, "ncclGroupEnd", "no ncclGroupStart to end");
   --GroupDepth();
+  ncclResult_t r = ncclSuccess;
   if (VendorGroupDepth() > GroupDepth()) {
     --VendorGroupDepth();
     auto vfn = VendorFunction<decltype(&ncclGroupEnd)>("ncclGroupEnd");
-    ncclResult_t r = vfn ? vfn() : ncclInternalError;
+    r = vfn ? vfn() : ncclInternalError;
     if (r != ncclSuccess && r != ncclInProgress)
-      return Fail(r, "ncclGroupEnd", "the vendor's ncclGroupEnd failed");
-    return r;
+      r = Fail(r, "ncclGroupEnd", "the vendor's ncclGroupEnd failed");
   }
-  return ncclSuccess;
+  // The outermost end reports the group's first failed call (its message is the last error
+  // that call left, unless a later failure replaced it), as NCCL's ncclGroupEnd does.
+  if (GroupDepth() == 0) {
+    const ncclResult_t group = GroupError();
+    GroupError() = ncclSuccess;
+    if (group != ncclSuccess && (r == ncclSuccess || r == ncclInProgress)) r = group;
+  }
+  return r;
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclGroupEnd, ());
 
 XCCL_SHIM_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   const char* fn = "ncclGroupSimulateEnd";
   if (!simInfo) return Fail(ncclInvalidArgument, fn, "simInfo is NULL");
+  if (simInfo->magic != XCCL_SHIM_SIM_INFO_MAGIC)
+    return Fail(ncclInvalidArgument, fn,
+                "ncclSimInfo_t has a wrong magic (was it set up with NCCL_SIM_INFO_INITIALIZER?)");
   if (GroupDepth() == 0) return Fail(ncclInvalidUsage, fn, "no ncclGroupStart to end");
   --GroupDepth();
   if (VendorGroupDepth() > GroupDepth()) {

@@ -45,6 +45,7 @@ typedef enum {
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
 #define XCCL_SHIM_CONFIG_MAGIC 0xcafebeefu
+#define XCCL_SHIM_SIM_INFO_MAGIC 0x74685283u
 
 /* Field order and types of ncclConfig_v22800. Older headers have a prefix of it (their size
  * says how long), newer ones append fields. */

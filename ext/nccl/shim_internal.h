@@ -2,6 +2,7 @@
 // the vendor library (the real NCCL/RCCL the shim forwards to), and error bookkeeping.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,7 @@ struct ncclComm {
   // The caller's config (bytes as given, capped) for the vendor's init; strings copied
   // because the caller's pointers need not outlive ncclCommInitRankConfig.
   bool have_config = false;
+  std::atomic<bool> finalized{false};  // ncclCommFinalize ran (NCCL refuses a second one)
   std::vector<unsigned char> config_bytes;
   std::string comm_name, net_name;
 
@@ -92,6 +94,9 @@ bool NativeAllGather();
 // opened on the vendor too (only once a forwarded call happened inside the group).
 int& GroupDepth();
 int& VendorGroupDepth();
+// The first failure of a call made inside this thread's group (Fail records it): the outermost
+// ncclGroupEnd returns it, as NCCL's does, and clears it.
+ncclResult_t& GroupError();
 
 // The vendor library: null when none is loadable; the message says why.
 struct Vendor {

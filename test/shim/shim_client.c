@@ -185,8 +185,34 @@ static void NativeRank(int nranks, int rank) {
   if (strlen(ncclGetLastError(comm)) == 0) FAIL("no message after a failed all_gather");
   EXPECT_RESULT(ncclCommCount(NULL, &version), ncclInvalidArgument);
   EXPECT_RESULT(ncclMemAlloc(NULL, 16), ncclInvalidArgument);
+  void* huge = NULL; /* within a page of SIZE_MAX: its rounding used to wrap to a 4 KiB block */
+  EXPECT_RESULT(ncclMemAlloc(&huge, SIZE_MAX - 100), ncclSystemError);
+  EXPECT_RESULT(ncclMemAlloc(&huge, SIZE_MAX), ncclSystemError);
+
+  /* NCCL's answers: NULL communicators are nothing to free, finalize or revoke. */
+  EXPECT_RESULT(ncclCommDestroy(NULL), ncclSuccess);
+  EXPECT_RESULT(ncclCommAbort(NULL), ncclSuccess);
+  EXPECT_RESULT(ncclCommFinalize(NULL), ncclSuccess);
+  EXPECT_RESULT(ncclCommRevoke(NULL, 0), ncclSuccess);
+  /* A call that fails inside a group fails the group's end too; the next group starts clean. */
+  CHECK(ncclGroupStart());
+  CHECK(ncclGroupStart());
+  EXPECT_RESULT(ncclAllGather(x, x, 1, (ncclDataType_t)42, comm, NULL), ncclInvalidArgument);
+  CHECK(ncclGroupEnd()); /* an inner end reports nothing yet */
+  EXPECT_RESULT(ncclGroupEnd(), ncclInvalidArgument);
+  CHECK(ncclGroupStart());
+  CheckAllGatherFloat(comm, nranks, rank, 8);
+  CHECK(ncclGroupEnd());
+  /* A simInfo must come from NCCL_SIM_INFO_INITIALIZER. */
+  ncclSimInfo_t unset;
+  memset(&unset, 0, sizeof unset);
+  CHECK(ncclGroupStart());
+  EXPECT_RESULT(ncclGroupSimulateEnd(&unset), ncclInvalidArgument);
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  CHECK(ncclGroupSimulateEnd(&sim));
 
   CHECK(ncclCommFinalize(comm));
+  EXPECT_RESULT(ncclCommFinalize(comm), ncclInvalidArgument); /* NCCL finalizes once */
   CHECK(ncclCommDestroy(comm));
   EXPECT_RESULT(ncclCommCount(comm, &version), ncclInvalidArgument); /* a destroyed handle */
 
@@ -224,6 +250,18 @@ static void NativeRank(int nranks, int rank) {
   bad.magic = 0xcafebeef;
   bad.size = 7;
   EXPECT_RESULT(ncclCommInitRankConfig(&comm, nranks, g_ids[5], rank, &bad), ncclInvalidArgument);
+  /* Switches NCCL takes as 0 or 1, and CTA bounds the wrong way round, refused as NCCL does. */
+  for (int field = 0; field < 3; ++field) {
+    ncclConfig_t odd = NCCL_CONFIG_INITIALIZER;
+    if (field == 0) odd.splitShare = 5;
+    if (field == 1) odd.collnetEnable = 7;
+    if (field == 2) {
+      odd.minCTAs = 64;
+      odd.maxCTAs = 1;
+    }
+    EXPECT_RESULT(ncclCommInitRankConfig(&comm, nranks, g_ids[5], rank, &odd), ncclInvalidArgument);
+    if (comm != NULL) FAIL("a refused config (field %d) still produced a communicator", field);
+  }
 
   /* Error strings: one per code, distinct, and something for unknown codes. */
   for (int a = 0; a < ncclNumResults; ++a) {
