@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -119,6 +120,23 @@ ncclResult_t FromXccl(xcclResult_t result) {
 ncclResult_t CheckXccl(xcclResult_t result, const char* function, xcclComm_t comm) {
   if (result == xcclSuccess) return ncclSuccess;
   return Fail(FromXccl(result), function, xcclGetLastError(comm));
+}
+
+ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function,
+                                std::vector<unsigned char>* copy) {
+  // A larger "size" is garbage, not a newer header.
+  constexpr size_t kMaxConfigBytes = 4096;
+  if (config->magic != XCCL_SHIM_CONFIG_MAGIC)
+    return Fail(ncclInvalidArgument, function,
+                "ncclConfig_t has a wrong magic (was it set up with NCCL_CONFIG_INITIALIZER?)");
+  if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int) ||
+      config->size > kMaxConfigBytes)
+    return Fail(ncclInvalidArgument, function,
+                "ncclConfig_t size " + std::to_string(config->size) + " is not a config's");
+  copy->assign(reinterpret_cast<const unsigned char*>(config),
+               reinterpret_cast<const unsigned char*>(config) + config->size);
+  reinterpret_cast<ncclConfig_t*>(copy->data())->blocking = 1;
+  return ncclSuccess;
 }
 
 bool NativeAllGather() {

@@ -215,8 +215,12 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   ncclComm_t vc = nullptr;
   ncclResult_t r = PrepareForward(name, comm, &fn, &vc);
   if (r != ncclSuccess) return r;
+  std::vector<unsigned char> blocking;
+  if (config) XCCL_SHIM_TRY(BlockingConfigCopy(config, name, &blocking));
   ncclComm_t vendor_new = nullptr;
-  r = FinishForward(name, vc, fn(vc, color, key, &vendor_new, config));
+  r = FinishForward(name, vc,
+                    fn(vc, color, key, &vendor_new,
+                       config ? reinterpret_cast<ncclConfig_t*>(blocking.data()) : nullptr));
   if (r != ncclSuccess && r != ncclInProgress) return r;
   *newcomm = nullptr;
   return vendor_new ? WrapVendorComm(vendor_new, newcomm, name) : r;
@@ -233,9 +237,13 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksL
   ncclComm_t vc = nullptr;
   ncclResult_t r = PrepareForward(name, comm, &fn, &vc);
   if (r != ncclSuccess) return r;
+  std::vector<unsigned char> blocking;
+  if (config) XCCL_SHIM_TRY(BlockingConfigCopy(config, name, &blocking));
   ncclComm_t vendor_new = nullptr;
-  r = FinishForward(name, vc,
-                    fn(vc, excludeRanksList, excludeRanksCount, &vendor_new, config, shrinkFlags));
+  r = FinishForward(
+      name, vc,
+      fn(vc, excludeRanksList, excludeRanksCount, &vendor_new,
+         config ? reinterpret_cast<ncclConfig_t*>(blocking.data()) : nullptr, shrinkFlags));
   if (r != ncclSuccess && r != ncclInProgress) return r;
   *newcomm = nullptr;
   return vendor_new ? WrapVendorComm(vendor_new, newcomm, name) : r;

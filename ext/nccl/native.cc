@@ -13,7 +13,6 @@ using namespace xccl_shim;
 
 namespace {
 
-constexpr size_t kMaxConfigBytes = 4096;  // a larger "size" is garbage, not a newer header
 constexpr unsigned int kFirstConfigVersion = 21400;  // NCCL 2.14 introduced ncclConfig_t
 
 bool HasField(const ncclConfig_t* config, size_t offset, size_t size) {
@@ -28,13 +27,8 @@ bool HasField(const ncclConfig_t* config, size_t offset, size_t size) {
 ncclResult_t ParseConfig(const ncclConfig_t* config, ncclComm_t comm, xcclConfig_t* xc,
                          const char* function) {
   if (!config) return ncclSuccess;
-  if (config->magic != XCCL_SHIM_CONFIG_MAGIC)
-    return Fail(ncclInvalidArgument, function,
-                "ncclConfig_t has a wrong magic (was it set up with NCCL_CONFIG_INITIALIZER?)");
-  if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int) ||
-      config->size > kMaxConfigBytes)
-    return Fail(ncclInvalidArgument, function,
-                "ncclConfig_t size " + std::to_string(config->size) + " is not a config's");
+  // The vendor communicator is made later, possibly from another call's stack: blocking.
+  XCCL_SHIM_TRY(BlockingConfigCopy(config, function, &comm->config_bytes));
   if (config->version < kFirstConfigVersion)
     return Fail(
         ncclInvalidArgument, function,
@@ -56,12 +50,8 @@ ncclResult_t ParseConfig(const ncclConfig_t* config, ncclComm_t comm, xcclConfig
   // xccl's init always completes before returning; a non-blocking caller then simply sees
   // ncclSuccess instead of ncclInProgress, which NCCL allows.
   xc->blocking = 1;
-  comm->config_bytes.assign(reinterpret_cast<const unsigned char*>(config),
-                            reinterpret_cast<const unsigned char*>(config) + config->size);
+  // The copy's strings point at the shim's own copies.
   auto* copy = reinterpret_cast<ncclConfig_t*>(comm->config_bytes.data());
-  // The vendor communicator is made later, possibly from another call's stack: make it
-  // blocking, and point its strings at the shim's own copies.
-  copy->blocking = 1;
   if (XCCL_SHIM_HAS(config, commName) && config->commName) {
     comm->comm_name = config->commName;
     copy->commName = comm->comm_name.c_str();

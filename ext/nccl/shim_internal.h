@@ -87,6 +87,20 @@ ncclResult_t FromXccl(xcclResult_t result);
 // Maps an xccl failure and records xccl's message under the function's name.
 ncclResult_t CheckXccl(xcclResult_t result, const char* function, xcclComm_t comm);
 
+// Returns a failed call's result.
+#define XCCL_SHIM_TRY(call)                         \
+  do {                                              \
+    const ncclResult_t shim_try_ = (call);          \
+    if (shim_try_ != ncclSuccess) return shim_try_; \
+  } while (0)
+
+// A copy of the caller's config (its `size` bytes, checked first: magic and size) with
+// `blocking` set, for calls the shim makes on the vendor: they must complete before the shim
+// returns, since a non-blocking vendor would write its new communicator later into a variable
+// of the shim's that no longer exists.
+ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function,
+                                std::vector<unsigned char>* copy);
+
 // Which collectives run natively (XCCL_NCCL_NATIVE, read once).
 bool NativeAllGather();
 

@@ -40,6 +40,7 @@ struct ncclComm {
   int nranks, rank;
   char name[64];
   struct Shared* shm;
+  int owns_shm; /* 0 for a split, which uses its parent's */
 };
 
 static void LogCall(const char* function, int rank) {
@@ -91,6 +92,7 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
     free(c);
     return ncclSystemError;
   }
+  c->owns_shm = 1;
   c->shm = mmap(NULL, sizeof(struct Shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (c->shm == MAP_FAILED) {
@@ -111,6 +113,29 @@ EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUni
   if (config && config->magic != 0xcafebeefu) return ncclInvalidArgument;
   LogCall("ncclCommInitRankConfig", rank);
   return ncclCommInitRank(comm, nranks, id, rank);
+}
+
+/* Split into one color (every rank): a communicator over the same ranks and shared block.
+ * Non-blocking configs are refused: NCCL would write *newcomm later, from its own thread, into
+ * whatever variable the caller passed, so a shim must never forward one with a variable of its
+ * own stack. */
+EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                  ncclConfig_t* config) {
+  (void)key;
+  if (config && config->blocking == 0) {
+    LogCall("ncclCommSplit(non-blocking)", comm->rank);
+    return ncclInvalidUsage;
+  }
+  LogCall("ncclCommSplit", comm->rank);
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = NULL;
+    return ncclSuccess;
+  }
+  struct ncclComm* c = calloc(1, sizeof *c);
+  *c = *comm;
+  c->owns_shm = 0;
+  *newcomm = c;
+  return ncclSuccess;
 }
 
 EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
@@ -145,7 +170,7 @@ static ncclResult_t Release(ncclComm_t comm, const char* function) {
   if (GlobalScopeAsyncError(comm) != ncclSuccess) return ncclInvalidArgument;
   LogCall(function, comm->rank);
   Barrier(comm);
-  munmap(comm->shm, sizeof(struct Shared));
+  if (comm->owns_shm) munmap(comm->shm, sizeof(struct Shared));
   free(comm);
   return ncclSuccess;
 }

@@ -310,6 +310,18 @@ static void ForwardRank(int nranks, int rank) {
     FAIL("device communicator made from rank %d, expected %d", dev_comm[0], rank);
   CHECK(ncclDevCommDestroy(comm, dev_comm));
   EXPECT_RESULT(ncclDevCommCreate(NULL, NULL, dev_comm), ncclInvalidArgument);
+  /* A split with a non-blocking config: the vendor gets a blocking copy (the double refuses
+   * non-blocking ones, as the shim must never hand it one), and the new communicator is there
+   * when the call returns. */
+  ncclConfig_t nonblocking = NCCL_CONFIG_INITIALIZER;
+  nonblocking.blocking = 0;
+  ncclComm_t split = NULL;
+  CHECK(ncclCommSplit(comm, 0, rank, &split, &nonblocking));
+  if (!split) FAIL("ncclCommSplit returned no communicator");
+  int split_ranks = 0;
+  CHECK(ncclCommCount(split, &split_ranks));
+  if (split_ranks != nranks) FAIL("split over %d ranks, expected %d", split_ranks, nranks);
+  CHECK(ncclCommDestroy(split));
   CHECK(ncclCommDestroy(comm));
   free(isend);
   free(irecv);
@@ -385,7 +397,12 @@ static void CheckDoubleLog(int nranks, int allgather_forwarded) {
     if (CountLines(log, "ncclAllGather", r) != allgather_forwarded)
       FAIL("rank %d: %d vendor all_gathers, expected %d", r, CountLines(log, "ncclAllGather", r),
            allgather_forwarded);
-    if (CountLines(log, "ncclCommDestroy", r) != 1) FAIL("vendor comm of rank %d not destroyed", r);
+    /* The communicator and its split. */
+    if (CountLines(log, "ncclCommDestroy", r) != 2)
+      FAIL("rank %d: %d vendor comms destroyed, expected 2", r,
+           CountLines(log, "ncclCommDestroy", r));
+    if (CountLines(log, "ncclCommSplit", r) != 1)
+      FAIL("rank %d: the split did not reach the vendor once, blocking", r);
     if (CountLines(log, "ncclDevCommCreate", r) != 1 ||
         CountLines(log, "ncclDevCommDestroy", r) != 1)
       FAIL("rank %d: the device communicator calls did not reach the vendor once each", r);
