@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,7 +128,48 @@ INSTANTIATE_TEST_SUITE_P(HostPlatform, StalledRankTest,
                            return std::string(ModeName(info.param));
                          });
 
-class DifferentCountsTest : public ::testing::TestWithParam<RankMode> {};
+class DifferentCountsTest : public ::testing::TestWithParam<RankMode> {
+ protected:
+  // For each odd rank in `odds`: 4 ranks run `body` (which makes the mismatched call through
+  // ExpectMismatchFails and aborts its communicator); with thread ranks, at least one rank must
+  // have been refused for the size itself (`none_refused` otherwise).
+  void ForEachOddRank(std::initializer_list<int> odds,
+                      const std::function<void(RankContext&, int odd, std::atomic<int>*)>& body,
+                      const char* none_refused) {
+    for (const int odd : odds) {
+      SCOPED_TRACE("odd rank " + std::to_string(odd));
+      RunOptions options;
+      options.before_init = WithTimeoutMs(30000);
+      options.skip_destroy = true;
+      std::atomic<int> invalid_usage{0};
+      auto failures = RunRanks(
+          GetParam(), 4, [&](RankContext& ctx) { body(ctx, odd, &invalid_usage); }, options);
+      RestoreParams();
+      ExpectNoFailures(failures);
+      if (GetParam() == RankMode::kThreads) {
+        EXPECT_GE(invalid_usage.load(), 1) << none_refused;
+      }
+    }
+  }
+
+  // This rank's part of a mismatched all_gather of `count` int32: it must fail within seconds,
+  // and a refusal for the size must say so (counted in `invalid_usage`, for thread ranks).
+  static void ExpectMismatchFails(RankContext& ctx, const std::vector<int32_t>& send,
+                                  std::vector<int32_t>* recv, size_t count,
+                                  std::atomic<int>* invalid_usage) {
+    const auto start = std::chrono::steady_clock::now();
+    const xcclResult_t result =
+        xcclAllGather(send.data(), recv->data(), count, xcclInt32, ctx.comm, nullptr);
+    const double seconds = SecondsSince(start);
+    const std::string message = xcclGetLastError(ctx.comm);
+    RANK_EXPECT(ctx, result != xcclSuccess, "a mismatched all_gather succeeded");
+    RANK_EXPECT(ctx, seconds < 10, "took " << seconds << " s to fail");
+    if (result == xcclInvalidUsage) {
+      RANK_EXPECT(ctx, message.find("different counts") != std::string::npos, message);
+      invalid_usage->fetch_add(1);
+    }
+  }
+};
 
 // Ranks that pass different counts to an all_gather of blocks above the eager size: each direct
 // put checks the receiver's published size and block, so every rank's call fails within
@@ -137,46 +180,24 @@ class DifferentCountsTest : public ::testing::TestWithParam<RankMode> {};
 // the block check sees it), smaller (rank 2), and small enough for the eager path (rank 3: the
 // others' direct puts find no buffer published).
 TEST_P(DifferentCountsTest, EveryRankFailsAndNoBufferIsOverrun) {
-  for (const int odd : {0, 2, 3}) {
-    SCOPED_TRACE("odd rank " + std::to_string(odd));
-    RunOptions options;
-    options.before_init = WithTimeoutMs(30000);
-    options.skip_destroy = true;
-    std::atomic<int> invalid_usage{0};
-    auto failures = RunRanks(
-        GetParam(), 4,
-        [&](RankContext& ctx) {
-          const size_t base = 32768;  // 128 KiB of int32 per rank: above the 64 KiB eager limit
-          const size_t count = ctx.rank != odd ? base
-                               : odd == 0      ? 2 * base
-                               : odd == 2      ? base * 3 / 4
-                                               : base / 2;
-          // A guard zone after recv: a put past its end would land there.
-          const size_t guard = 4 * base;
-          std::vector<int32_t> send(count, ctx.rank + 1), recv(count * ctx.nranks + guard, -7);
-          const auto start = std::chrono::steady_clock::now();
-          const xcclResult_t result =
-              xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr);
-          const double seconds = SecondsSince(start);
-          const std::string message = xcclGetLastError(ctx.comm);
-          RANK_EXPECT(ctx, result != xcclSuccess, "a mismatched all_gather succeeded");
-          RANK_EXPECT(ctx, seconds < 10, "took " << seconds << " s to fail");
-          if (result == xcclInvalidUsage) {
-            RANK_EXPECT(ctx, message.find("different counts") != std::string::npos, message);
-            invalid_usage.fetch_add(1);  // counted for thread ranks (one process)
-          }
-          size_t overrun = 0;
-          for (size_t i = count * ctx.nranks; i < recv.size(); ++i) overrun += recv[i] != -7;
-          RANK_EXPECT(ctx, overrun == 0, overrun << " elements written past the buffer");
-          RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
-        },
-        options);
-    RestoreParams();
-    ExpectNoFailures(failures);
-    if (GetParam() == RankMode::kThreads) {
-      EXPECT_GE(invalid_usage.load(), 1) << "no rank's put was refused for its size";
-    }
-  }
+  ForEachOddRank(
+      {0, 2, 3},
+      [](RankContext& ctx, int odd, std::atomic<int>* invalid_usage) {
+        const size_t base = 32768;  // 128 KiB of int32 per rank: above the 64 KiB eager limit
+        const size_t count = ctx.rank != odd ? base
+                             : odd == 0      ? 2 * base
+                             : odd == 2      ? base * 3 / 4
+                                             : base / 2;
+        // A guard zone after recv: a put past its end would land there.
+        const size_t guard = 4 * base;
+        std::vector<int32_t> send(count, ctx.rank + 1), recv(count * ctx.nranks + guard, -7);
+        ExpectMismatchFails(ctx, send, &recv, count, invalid_usage);
+        size_t overrun = 0;
+        for (size_t i = count * ctx.nranks; i < recv.size(); ++i) overrun += recv[i] != -7;
+        RANK_EXPECT(ctx, overrun == 0, overrun << " elements written past the buffer");
+        RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+      },
+      "no rank's put was refused for its size");
 }
 
 // The same below the eager size, where blocks go through the peers' inboxes without waiting
@@ -185,43 +206,21 @@ TEST_P(DifferentCountsTest, EveryRankFailsAndNoBufferIsOverrun) {
 // bytes in the inbox) or cut short. A matched call with other data comes first, so that the
 // inboxes hold bytes a stale tail would show.
 TEST_P(DifferentCountsTest, EagerBlocksFailEveryRankToo) {
-  for (const int odd : {0, 2}) {
-    SCOPED_TRACE("odd rank " + std::to_string(odd));
-    RunOptions options;
-    options.before_init = WithTimeoutMs(30000);
-    options.skip_destroy = true;
-    std::atomic<int> invalid_usage{0};
-    auto failures = RunRanks(
-        GetParam(), 4,
-        [&](RankContext& ctx) {
-          const size_t base = 64;  // 256 bytes of int32 per rank: far below the eager limit
-          std::vector<int32_t> warm_send(base, 100 + ctx.rank), warm_recv(base * ctx.nranks, -7);
-          const xcclResult_t warm =
-              xcclAllGather(warm_send.data(), warm_recv.data(), base, xcclInt32, ctx.comm, nullptr);
-          RANK_EXPECT(ctx, warm == xcclSuccess, "the matched call: " << xcclGetLastError(ctx.comm));
-          if (warm != xcclSuccess) return;
-          const size_t count = ctx.rank != odd ? base : odd == 0 ? 2 * base : base / 2;
-          std::vector<int32_t> send(count, ctx.rank + 1), recv(count * ctx.nranks, -7);
-          const auto start = std::chrono::steady_clock::now();
-          const xcclResult_t result =
-              xcclAllGather(send.data(), recv.data(), count, xcclInt32, ctx.comm, nullptr);
-          const double seconds = SecondsSince(start);
-          const std::string message = xcclGetLastError(ctx.comm);
-          RANK_EXPECT(ctx, result != xcclSuccess, "a mismatched all_gather succeeded");
-          RANK_EXPECT(ctx, seconds < 10, "took " << seconds << " s to fail");
-          if (result == xcclInvalidUsage) {
-            RANK_EXPECT(ctx, message.find("different counts") != std::string::npos, message);
-            invalid_usage.fetch_add(1);  // counted for thread ranks (one process)
-          }
-          RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
-        },
-        options);
-    RestoreParams();
-    ExpectNoFailures(failures);
-    if (GetParam() == RankMode::kThreads) {
-      EXPECT_GE(invalid_usage.load(), 1) << "no rank saw the mismatch itself";
-    }
-  }
+  ForEachOddRank(
+      {0, 2},
+      [](RankContext& ctx, int odd, std::atomic<int>* invalid_usage) {
+        const size_t base = 64;  // 256 bytes of int32 per rank: far below the eager limit
+        std::vector<int32_t> warm_send(base, 100 + ctx.rank), warm_recv(base * ctx.nranks, -7);
+        const xcclResult_t warm =
+            xcclAllGather(warm_send.data(), warm_recv.data(), base, xcclInt32, ctx.comm, nullptr);
+        RANK_EXPECT(ctx, warm == xcclSuccess, "the matched call: " << xcclGetLastError(ctx.comm));
+        if (warm != xcclSuccess) return;
+        const size_t count = ctx.rank != odd ? base : odd == 0 ? 2 * base : base / 2;
+        std::vector<int32_t> send(count, ctx.rank + 1), recv(count * ctx.nranks, -7);
+        ExpectMismatchFails(ctx, send, &recv, count, invalid_usage);
+        RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+      },
+      "no rank saw the mismatch itself");
 }
 
 INSTANTIATE_TEST_SUITE_P(HostPlatform, DifferentCountsTest,
