@@ -123,7 +123,9 @@ ncclResult_t CheckXccl(xcclResult_t result, const char* function, xcclComm_t com
 }
 
 ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function,
-                                std::vector<unsigned char>* copy) {
+                                std::vector<unsigned char>* storage, ncclConfig_t** copy) {
+  *copy = nullptr;
+  if (!config) return ncclSuccess;
   // A larger "size" is garbage, not a newer header.
   constexpr size_t kMaxConfigBytes = 4096;
   if (config->magic != XCCL_SHIM_CONFIG_MAGIC)
@@ -133,9 +135,10 @@ ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function
       config->size > kMaxConfigBytes)
     return Fail(ncclInvalidArgument, function,
                 "ncclConfig_t size " + std::to_string(config->size) + " is not a config's");
-  copy->assign(reinterpret_cast<const unsigned char*>(config),
-               reinterpret_cast<const unsigned char*>(config) + config->size);
-  reinterpret_cast<ncclConfig_t*>(copy->data())->blocking = 1;
+  storage->assign(reinterpret_cast<const unsigned char*>(config),
+                  reinterpret_cast<const unsigned char*>(config) + config->size);
+  *copy = reinterpret_cast<ncclConfig_t*>(storage->data());
+  (*copy)->blocking = 1;
   return ncclSuccess;
 }
 

@@ -215,12 +215,11 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   ncclComm_t vc = nullptr;
   ncclResult_t r = PrepareForward(name, comm, &fn, &vc);
   if (r != ncclSuccess) return r;
-  std::vector<unsigned char> blocking;
-  if (config) XCCL_SHIM_TRY(BlockingConfigCopy(config, name, &blocking));
+  std::vector<unsigned char> storage;
+  ncclConfig_t* blocking = nullptr;
+  XCCL_SHIM_TRY(BlockingConfigCopy(config, name, &storage, &blocking));
   ncclComm_t vendor_new = nullptr;
-  r = FinishForward(name, vc,
-                    fn(vc, color, key, &vendor_new,
-                       config ? reinterpret_cast<ncclConfig_t*>(blocking.data()) : nullptr));
+  r = FinishForward(name, vc, fn(vc, color, key, &vendor_new, blocking));
   if (r != ncclSuccess && r != ncclInProgress) return r;
   *newcomm = nullptr;
   return vendor_new ? WrapVendorComm(vendor_new, newcomm, name) : r;
@@ -237,13 +236,12 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksL
   ncclComm_t vc = nullptr;
   ncclResult_t r = PrepareForward(name, comm, &fn, &vc);
   if (r != ncclSuccess) return r;
-  std::vector<unsigned char> blocking;
-  if (config) XCCL_SHIM_TRY(BlockingConfigCopy(config, name, &blocking));
+  std::vector<unsigned char> storage;
+  ncclConfig_t* blocking = nullptr;
+  XCCL_SHIM_TRY(BlockingConfigCopy(config, name, &storage, &blocking));
   ncclComm_t vendor_new = nullptr;
   r = FinishForward(
-      name, vc,
-      fn(vc, excludeRanksList, excludeRanksCount, &vendor_new,
-         config ? reinterpret_cast<ncclConfig_t*>(blocking.data()) : nullptr, shrinkFlags));
+      name, vc, fn(vc, excludeRanksList, excludeRanksCount, &vendor_new, blocking, shrinkFlags));
   if (r != ncclSuccess && r != ncclInProgress) return r;
   *newcomm = nullptr;
   return vendor_new ? WrapVendorComm(vendor_new, newcomm, name) : r;

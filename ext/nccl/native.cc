@@ -28,7 +28,8 @@ ncclResult_t ParseConfig(const ncclConfig_t* config, ncclComm_t comm, xcclConfig
                          const char* function) {
   if (!config) return ncclSuccess;
   // The vendor communicator is made later, possibly from another call's stack: blocking.
-  XCCL_SHIM_TRY(BlockingConfigCopy(config, function, &comm->config_bytes));
+  ncclConfig_t* copy = nullptr;
+  XCCL_SHIM_TRY(BlockingConfigCopy(config, function, &comm->config_bytes, &copy));
   if (config->version < kFirstConfigVersion)
     return Fail(
         ncclInvalidArgument, function,
@@ -51,7 +52,6 @@ ncclResult_t ParseConfig(const ncclConfig_t* config, ncclComm_t comm, xcclConfig
   // ncclSuccess instead of ncclInProgress, which NCCL allows.
   xc->blocking = 1;
   // The copy's strings point at the shim's own copies.
-  auto* copy = reinterpret_cast<ncclConfig_t*>(comm->config_bytes.data());
   if (XCCL_SHIM_HAS(config, commName) && config->commName) {
     comm->comm_name = config->commName;
     copy->commName = comm->comm_name.c_str();

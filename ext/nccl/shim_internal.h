@@ -95,11 +95,11 @@ ncclResult_t CheckXccl(xcclResult_t result, const char* function, xcclComm_t com
   } while (0)
 
 // A copy of the caller's config (its `size` bytes, checked first: magic and size) with
-// `blocking` set, for calls the shim makes on the vendor: they must complete before the shim
-// returns, since a non-blocking vendor would write its new communicator later into a variable
-// of the shim's that no longer exists.
+// `blocking` set, in `storage`, for calls the shim makes on the vendor: they must complete
+// before the shim returns, since a non-blocking vendor would write its new communicator later
+// into a variable of the shim's that no longer exists. *copy points at it (NULL for no config).
 ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function,
-                                std::vector<unsigned char>* copy);
+                                std::vector<unsigned char>* storage, ncclConfig_t** copy);
 
 // Which collectives run natively (XCCL_NCCL_NATIVE, read once).
 bool NativeAllGather();
