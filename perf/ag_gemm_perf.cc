@@ -29,7 +29,6 @@
 // platform, whose reference GEMM is scalar C++ and would take hours on those, M 4096 8192 and
 // N x K 96x32 48x32.
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
