@@ -20,6 +20,16 @@
  * bias 7, no infinities, S.1111.111 is NaN, largest finite 448) with per-token A scales and
  * per-channel B scales in fp32 (xcclGemmScalePtpc). Output: xcclBfloat16 or xcclFloat16.
  *
+ * Device-synchronising calls. Where ranks share a GPU in one process, a call that waits for the
+ * whole device (cudaFree/hipFree, cudaFreeHost, cudaMalloc, pinned allocation or registration,
+ * cudaDeviceSynchronize, a synchronous copy or one from pageable host memory, work on the legacy
+ * stream, a kernel's first launch under lazy module loading) can wait for a peer's xccl kernel that
+ * waits for this rank: a stall until the deadline. So run() and run_tile_wait() only enqueue
+ * stream-ordered work and make no such call. init(), supports() and finalize() may: xccl calls
+ * init and supports inside xcclAgGemmCreate before its rank agreement (no peer is past it), and
+ * finalize where no peer can be waiting for this rank (docs/ARCHITECTURE.md, "Device-synchronising
+ * calls").
+ *
  * C99-clean; needs no GPU header (streams are opaque pointers, as in xccl.h).
  */
 #ifndef XCCL_GEMM_H_
@@ -104,10 +114,8 @@ typedef struct xcclGemmPlugin_v1 {
   const char* name; /* short, e.g. "reference"; shown in logs and errors */
 
   /* Creates the plugin's state for one device (the GPU ordinal; 0 on the host platform). On
-   * GPUs init, or supports() once it knows the problem, should load every kernel run() will
-   * launch: under lazy module loading a first launch can wait for the whole device, and where
-   * ranks share a GPU in one process that wait stalls behind a peer's xccl kernel waiting for
-   * this rank (docs/ARCHITECTURE.md). */
+   * GPUs init, or supports() once it knows the problem, should allocate what run() needs and load
+   * every kernel run() will launch (see "Device-synchronising calls" above). */
   xcclResult_t (*init)(void** ctx, int device);
   xcclResult_t (*finalize)(void* ctx);
 

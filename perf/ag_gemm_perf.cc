@@ -428,6 +428,13 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
             reset(gathered, gathered_bytes) && (!fp8 || reset(gathered_scales, ctx.nranks * m * 4));
         return gathers && (v != kVendor || reset(cv, cv_bytes));
       };
+      // Staging and the plugin's tuning above allocate, copy and free, which can wait for the whole
+      // device: no rank starts a call, which peers sharing the GPU would wait in, before every
+      // rank is past them.
+      if (!ctx.sync->Barrier()) {
+        ok = false;
+        break;
+      }
       std::vector<std::vector<double>> times(kVariantCount + 3);
       double worst_l2 = 0;
       std::vector<uint8_t> host_c(std::max(c_bytes, cv_bytes));

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "fused/ag_gemm_op.h"
 #include "fused/ag_gemm_testing.h"
+#include "platform/platform.h"
 #include "xccl_gemm.h"
 
 using namespace xccl;
@@ -99,6 +100,9 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
     Communicator::OperationGuard exclusive(impl);
     auto local_steps = [&]() -> xcclResult_t {
       XCCL_TRY(exclusive.Acquire("xcclAgGemmCreate"));
+      // Ops destroyed since the last create go now: no peer can pass this create's agreement,
+      // so none can be waiting for a later call of this rank while their memory is freed.
+      impl->ReleaseDeferred();
       XCCL_TRY(impl->CheckHealthy("xcclAgGemmCreate"));
       if (op == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmCreate: op is NULL");
       if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0')
@@ -191,7 +195,14 @@ xcclResult_t xcclAgGemmDestroy(xcclAgGemm_t op) {
     }
     if (op->released.exchange(true))
       return Fail(xcclInvalidArgument, "xcclAgGemmDestroy: the op was destroyed");
-    op->op.reset();
+    // Destroy is not collective, so a peer sharing this GPU may already be in its next call,
+    // waiting for this rank, while freeing here waits for the whole device: the op then goes
+    // at the communicator's next create or its end (Communicator::DeferRelease).
+    if (comm != nullptr && FreeingWaitsForDevice() && comm->topology().SharesDeviceInProcess()) {
+      comm->DeferRelease(std::shared_ptr<AgGemmOp>(std::move(op->op)));
+    } else {
+      op->op.reset();
+    }
     return xcclSuccess;
   });
 }

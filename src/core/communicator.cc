@@ -23,7 +23,7 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   return xcclSuccess;
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() { ReleaseDeferred(); }
 
 xcclResult_t Communicator::RecordFailure(const char* op, const PlatformFailure& failure) {
   std::string message =

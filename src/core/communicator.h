@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "core/topology.h"
@@ -49,6 +50,14 @@ class Communicator {
   // Stops queued work without waiting for peers (xcclCommAbort).
   void Abort();
 
+  // Keeps `resource` (an op whose release waits for the whole device) until ReleaseDeferred:
+  // where a peer of this process shares the device, freeing it in a destroy that peers need not
+  // wait for could wait for a peer's call that waits for this rank. Called under the call guard.
+  void DeferRelease(std::shared_ptr<void> resource) { deferred_.push_back(std::move(resource)); }
+  // Frees what DeferRelease kept. Call only where no peer can be waiting for this rank: inside a
+  // collective step before its rendezvous (no peer is past it), or at the communicator's end.
+  void ReleaseDeferred() { deferred_.clear(); }
+
   // One operation at a time (the epochs, windows and queues are the communicator's): a second
   // one started while another thread is inside one is refused (xcclInvalidUsage) instead of
   // corrupting both. Held for the lifetime of an OperationGuard.
@@ -78,7 +87,8 @@ class Communicator {
   Topology topology_;
   std::unique_ptr<Platform> platform_;
   uint32_t epoch_ = 0;
-  std::atomic<bool> busy_{false};  // an operation is running (OperationGuard)
+  std::atomic<bool> busy_{false};                // an operation is running (OperationGuard)
+  std::vector<std::shared_ptr<void>> deferred_;  // DeferRelease; freed first in the destructor
   mutable std::mutex failure_mutex_;
   xcclResult_t failure_result_ = xcclSuccess;
   std::string failure_message_;

@@ -33,6 +33,13 @@ struct Topology {
   bool SameProcess(int peer) const {
     return ranks[peer].process_token == ranks[rank].process_token;
   }
+  // Whether another rank of this process uses this rank's device: a call here that waits for
+  // the whole device can then wait for that peer's kernel, which may wait for this rank.
+  bool SharesDeviceInProcess() const {
+    for (int r : local_ranks)
+      if (r != rank && ranks[r].device == ranks[rank].device && SameProcess(r)) return true;
+    return false;
+  }
 };
 
 RankInfo DescribeThisRank(int device);

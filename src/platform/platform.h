@@ -186,6 +186,9 @@ class Platform {
 // memory) and immediate on the host, where the stream is ignored.
 xcclResult_t AllocateOpBuffer(int device, size_t bytes, void** ptr);  // zero-filled
 void FreeOpBuffer(int device, void* ptr);
+// Whether freeing an op's memory can wait for the whole device (GPU platforms: gpuFree,
+// gpuFreeHost), so that it must not run while a peer sharing the device may wait for this rank.
+bool FreeingWaitsForDevice();
 xcclResult_t AllocateStaging(size_t bytes, void** ptr);  // GPU: pinned host memory
 void FreeStaging(void* ptr);
 xcclResult_t CopyAsync(void* dst, const void* src, size_t bytes, xcclStream_t stream);

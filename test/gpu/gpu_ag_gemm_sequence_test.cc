@@ -16,6 +16,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm_handle.h"
@@ -120,6 +121,31 @@ void PartialLastColumnTileBody(const PluginChoice& plugin, RankContext& ctx) {
   }
   if (!bytes[kFused].empty() && BytesEqualAcrossModes(plugin))
     RANK_EXPECT(ctx, bytes[kSplit] == bytes[kFused], "N 1168: fused and split differ");
+  DestroyOps(ctx, ops, 2);
+}
+
+// Destroy is not collective: even ranks destroy op A and at once run op B, whose call waits on
+// the device for the odd ranks, which destroy A only 300 ms later. Where ranks share the GPU as
+// threads, freeing A's memory then would wait for the whole device, B's call included, which
+// waits for this very rank: B must still complete and match the reference (the op is kept until
+// the next create; docs/ARCHITECTURE.md, "Device-synchronising calls").
+void DestroyWhileAPeerRunsBody(const PluginChoice& plugin, RankContext& ctx) {
+  const int64_t n = 64, k = 64, m = 256;
+  Stream stream;
+  AgGemmCalls calls;
+  if (!stream.Create(ctx) || !calls.Allocate(ctx, n, k, xcclBfloat16, {m, m})) return;
+  xcclAgGemm_t ops[2] = {nullptr, nullptr};
+  for (xcclAgGemm_t& op : ops)
+    if (!XCCL_OK(ctx, CreateOp(ctx.comm, plugin, xcclBfloat16, xcclAgGemmSplit, n, k, m, &op)))
+      return DestroyOps(ctx, ops, 2);
+  if (calls.Refill(ctx, stream, 900) && calls.Run(ctx, ops[0], 0, stream, "op A") &&
+      GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) {
+    if (ctx.rank % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    DestroyOps(ctx, ops, 1);
+    if (calls.Run(ctx, ops[1], 1, stream, "op B, run while a peer destroys op A"))
+      calls.Check(ctx, stream);
+    ExpectNoAsyncError(ctx, "after op B");
+  }
   DestroyOps(ctx, ops, 2);
 }
 
@@ -414,6 +440,10 @@ void SetUpBehindABusyLegacyStreamBody(const PluginChoice& plugin, RankContext& c
 TEST_P(GpuAgGemmSequenceTest, PartialLastColumnTile) { RunEveryPlugin(PartialLastColumnTileBody); }
 
 TEST_P(GpuAgGemmSequenceTest, BackToBackWithHeldRanksNoHostSync) { RunEveryPlugin(BackToBackBody); }
+
+TEST_P(GpuAgGemmSequenceTest, DestroyWhileAPeerRunsTheNextOp) {
+  RunEveryPlugin(DestroyWhileAPeerRunsBody);
+}
 
 TEST_P(GpuAgGemmSequenceTest, AlternatingMWithHeldRanksNoHostSync) {
   RunEveryPlugin(AlternatingMBody);

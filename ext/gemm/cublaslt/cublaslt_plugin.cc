@@ -23,9 +23,9 @@
 // may then differ, and its kernel loads at that band's first run, inside a call (so the stall
 // AlgoFor describes remains possible there; ag_gemm's bands and paired sources are multiples of
 // 256 rows, and no refusal of those has been seen). supports() runs the shape's algorithm once
-// on scratch memory: that loads its kernel before any xccl call (ag_gemm's create ends in a rank
-// agreement), since a kernel's first launch can wait for the whole device, which stalls ranks
-// sharing a GPU in one process.
+// on scratch memory, loading its kernel. Every allocation, upload, timing and free is in init,
+// supports and finalize, which may wait for the whole device; run() only enqueues (xccl_gemm.h,
+// "Device-synchronising calls").
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 

@@ -662,13 +662,8 @@ xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int6
   auto platform = std::make_unique<GpuPlatform>(topology, device, timeout_ms);
   XCCL_TRY(platform->Init(bootstrap));
   int sharing = 0;
-  bool shared_in_process = false;
-  for (int r : topology.local_ranks) {
-    sharing += topology.ranks[r].device == device;
-    shared_in_process |=
-        r != topology.rank && topology.ranks[r].device == device && topology.SameProcess(r);
-  }
-  WarnAboutLazyLoading(shared_in_process);
+  for (int r : topology.local_ranks) sharing += topology.ranks[r].device == device;
+  WarnAboutLazyLoading(topology.SharesDeviceInProcess());
   XCCL_INFO(kLogInit,
             "rank %d: %s platform, device %d%s, %d DMA queues (copy-engine streams), all_gather "
             "engine %s",

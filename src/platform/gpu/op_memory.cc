@@ -29,6 +29,8 @@ void FreeOpBuffer(int device, void* ptr) {
   (void)gpuFree(ptr);
 }
 
+bool FreeingWaitsForDevice() { return true; }
+
 xcclResult_t AllocateStaging(size_t bytes, void** ptr) {
   XCCL_GPU_TRY(gpuMallocHost(ptr, bytes == 0 ? 256 : bytes));
   return xcclSuccess;

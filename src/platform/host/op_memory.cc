@@ -20,6 +20,8 @@ xcclResult_t AllocateOpBuffer(int /*device*/, size_t bytes, void** ptr) {
 
 void FreeOpBuffer(int /*device*/, void* ptr) { free(ptr); }
 
+bool FreeingWaitsForDevice() { return false; }
+
 xcclResult_t AllocateStaging(size_t bytes, void** ptr) { return AllocateOpBuffer(0, bytes, ptr); }
 
 void FreeStaging(void* ptr) { free(ptr); }
