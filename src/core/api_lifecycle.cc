@@ -17,8 +17,8 @@
 #include "core/logging.h"
 #include "core/params.h"
 #include "platform/platform.h"
-#include "transport/bootstrap.h"
-#include "transport/unique_id.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/unique_id.h"
 
 namespace xccl {
 

@@ -12,7 +12,7 @@
 #include "core/config.h"
 #include "core/topology.h"
 #include "platform/platform.h"
-#include "transport/bootstrap.h"
+#include "transport/bootstrap/bootstrap.h"
 #include "xccl.h"
 
 namespace xccl {

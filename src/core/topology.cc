@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
-#include "transport/bootstrap.h"
+#include "transport/bootstrap/bootstrap.h"
 
 namespace xccl {
 

@@ -24,13 +24,13 @@
 #include "core/topology.h"
 #include "platform/gpu.h"
 #include "platform/gpu/device_bytes_now.h"
-#include "platform/gpu/device_kernels.h"
+#include "collectives/device_kernels.h"
 #include "platform/gpu/gpu_call.h"
-#include "platform/gpu/ll_all_gather.h"
-#include "platform/gpu/pipelined_all_gather.h"
+#include "collectives/ll_all_gather.h"
+#include "collectives/pipelined_all_gather.h"
 #include "platform/platform.h"
-#include "transport/bootstrap.h"
-#include "transport/verdicts.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/verdicts.h"
 
 namespace xccl {
 

@@ -25,8 +25,8 @@
 #include "platform/host/peer_liveness.h"
 #include "platform/host/shm_window.h"
 #include "platform/platform.h"
-#include "transport/bootstrap.h"
-#include "transport/verdicts.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/verdicts.h"
 
 namespace xccl {
 

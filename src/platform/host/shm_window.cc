@@ -15,8 +15,8 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "platform/host/peer_liveness.h"
-#include "transport/bootstrap.h"
-#include "transport/verdicts.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/verdicts.h"
 
 namespace xccl {
 

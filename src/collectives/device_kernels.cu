@@ -1,6 +1,6 @@
-#include "platform/gpu/device_kernels.h"
-#include "platform/gpu/device_primitives.cuh"
-#include "platform/gpu/ll_all_gather.h"
+#include "collectives/device_kernels.h"
+#include "collectives/device_primitives.cuh"
+#include "collectives/ll_all_gather.h"
 
 namespace xccl {
 

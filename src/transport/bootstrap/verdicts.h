@@ -4,7 +4,7 @@
 // in the round for one that gave up, and all of them fail together.
 #pragma once
 
-#include "transport/bootstrap.h"
+#include "transport/bootstrap/bootstrap.h"
 #include "xccl.h"
 
 namespace xccl {

@@ -1,4 +1,4 @@
-#include "transport/bootstrap.h"
+#include "transport/bootstrap/bootstrap.h"
 
 #include <netinet/in.h>
 #include <poll.h>
@@ -20,9 +20,9 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/params.h"
-#include "transport/bootstrap_wire.h"
-#include "transport/socket.h"
-#include "transport/unique_id.h"
+#include "transport/bootstrap/bootstrap_wire.h"
+#include "transport/bootstrap/socket.h"
+#include "transport/bootstrap/unique_id.h"
 
 namespace xccl {
 

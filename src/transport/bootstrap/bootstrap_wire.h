@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "transport/socket.h"
+#include "transport/bootstrap/socket.h"
 
 namespace xccl {
 namespace wire {

@@ -1,7 +1,7 @@
 #include <algorithm>
 
-#include "platform/gpu/device_primitives.cuh"
-#include "platform/gpu/pipelined_all_gather.h"
+#include "collectives/device_primitives.cuh"
+#include "collectives/pipelined_all_gather.h"
 
 namespace xccl {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "platform/gpu.h"
-#include "platform/gpu/device_kernels.h"
+#include "collectives/device_kernels.h"
 
 namespace xccl {
 

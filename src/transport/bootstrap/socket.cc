@@ -1,4 +1,4 @@
-#include "transport/socket.h"
+#include "transport/bootstrap/socket.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

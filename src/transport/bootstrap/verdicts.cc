@@ -1,4 +1,4 @@
-#include "transport/verdicts.h"
+#include "transport/bootstrap/verdicts.h"
 
 #include <cstdint>
 #include <vector>

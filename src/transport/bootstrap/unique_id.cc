@@ -1,11 +1,11 @@
-#include "transport/unique_id.h"
+#include "transport/bootstrap/unique_id.h"
 
 #include <netinet/in.h>
 
 #include <cstring>
 
 #include "core/error.h"
-#include "transport/socket.h"
+#include "transport/bootstrap/socket.h"
 
 namespace xccl {
 

@@ -16,8 +16,8 @@
 #include <cstdint>
 
 #include "platform/gpu.h"
-#include "platform/gpu/device_kernels.h"
-#include "platform/gpu/pipelined_all_gather.h"
+#include "collectives/device_kernels.h"
+#include "collectives/pipelined_all_gather.h"
 
 namespace xccl {
 
