@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/failure.h"
+
 namespace xccl {
 
 namespace {
@@ -92,12 +94,10 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
         },
         &failure);
     if (result == xcclSuccess && odd_peer >= 0) {
-      failure.result = result = xcclInvalidUsage;
-      failure.peer = odd_peer;
-      failure.message = "rank " + std::to_string(odd_peer) + " sent a piece of " +
-                        std::to_string(odd_bytes) + " bytes at offset " + std::to_string(offset) +
-                        " of its block where this rank's is " + std::to_string(piece) +
-                        " bytes: the ranks passed different counts";
+      result = SetFailure(&failure, xcclInvalidUsage, odd_peer,
+                          "rank %d sent a piece of %zu bytes at offset %zu of its block where "
+                          "this rank's is %zu bytes: the ranks passed different counts",
+                          odd_peer, odd_bytes, offset, piece);
     }
     if (result == xcclSuccess) result = platform->EndOperation(epoch, deadline, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);

@@ -14,6 +14,7 @@
 #include "core/datatype.h"
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/failure.h"
 #include "core/params.h"
 #include "core/topology.h"
 #include "fused/chunk_rule.h"
@@ -613,8 +614,9 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
     // rank and why, rather than leave them to their deadline (or, on a GPU, to a slot check
     // that would blame the data).
     PlatformFailure failure;
-    failure.result = result;
-    failure.message = "its self test could not stage its pattern (" + ThreadLastError() + ")";
+    // kNoPeer: the fault is this rank's own, so the peers are told that this rank failed.
+    SetFailure(&failure, result, kNoPeer, "its self test could not stage its pattern (%s)",
+               ThreadLastError().c_str());
     (void)SyncStream(stream);
     return comm_->RecordFailure("ag_gemm", failure);
   }

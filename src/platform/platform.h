@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/deadline.h"
+#include "core/failure.h"  // PlatformFailure, which every wait and copy below fills
 #include "xccl.h"
 
 namespace xccl {
@@ -51,13 +52,6 @@ struct ControlLayout {
   // A put's signal_slot when nothing waits on that put alone (the next put of its queue
   // signals).
   static constexpr int kNoSignal = -1;
-};
-
-// What a failed wait or copy knows: which rank it was waiting for, and why.
-struct PlatformFailure {
-  xcclResult_t result = xcclSuccess;
-  int peer = -1;
-  std::string message;
 };
 
 class Platform {
@@ -169,9 +163,8 @@ class Platform {
   // reported later through PollAsyncFailure, launch failures here.
   virtual xcclResult_t PipelinedAllGather(const void* /*send*/, void* /*recv*/, size_t /*bytes*/,
                                           xcclStream_t /*stream*/, PlatformFailure* failure) {
-    failure->result = xcclInternalError;
-    failure->message = "this platform has no pipelined all_gather";
-    return failure->result;
+    return SetFailure(failure, xcclInternalError, kNoPeer,
+                      "this platform has no pipelined all_gather");
   }
   // A failure that a device-side wait recorded since the last call (GPU), or xcclSuccess.
   virtual xcclResult_t PollAsyncFailure(PlatformFailure* failure) = 0;

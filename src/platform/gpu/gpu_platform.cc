@@ -18,16 +18,17 @@
 #include <string>
 #include <vector>
 
+#include "collectives/device_kernels.h"
+#include "collectives/ll_all_gather.h"
+#include "collectives/pipelined_all_gather.h"
 #include "core/error.h"
+#include "core/failure.h"
 #include "core/logging.h"
 #include "core/params.h"
 #include "core/topology.h"
 #include "platform/gpu.h"
 #include "platform/gpu/device_bytes_now.h"
-#include "collectives/device_kernels.h"
 #include "platform/gpu/gpu_call.h"
-#include "collectives/ll_all_gather.h"
-#include "collectives/pipelined_all_gather.h"
 #include "platform/platform.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
@@ -198,9 +199,8 @@ class GpuPlatform final : public Platform {
   void EnqueuePut(int, uint32_t, const void*, size_t, size_t, int) override {}
   xcclResult_t PutFromCaller(int, uint32_t, const void*, size_t, size_t, int,
                              PlatformFailure* failure) override {
-    failure->result = xcclInternalError;
-    failure->message = "direct puts are not available on the GPU platform";
-    return failure->result;
+    return SetFailure(failure, xcclInternalError, kNoPeer,
+                      "direct puts are not available on the GPU platform");
   }
 
   bool pipelined_all_gather() const override { return !dma_engine_; }
@@ -382,14 +382,12 @@ class GpuPlatform final : public Platform {
     if (packed == 0) return xcclSuccess;
     // (peer + 1) << 8 | code, written in one word (DeviceFailureRecord).
     const int peer = static_cast<int>(packed >> 8) - 1;
-    failure->result = static_cast<xcclResult_t>(packed & 0xFFu);
-    failure->peer = peer;
-    failure->message = "a device-side wait timed out after " + std::to_string(timeout_ms_) +
-                       " ms waiting for rank " + std::to_string(peer) +
-                       (peer >= 0 && peer < topology_.nranks && !topology_.SameProcess(peer)
-                            ? " (pid " + std::to_string(topology_.ranks[peer].pid) + ")"
-                            : std::string());
-    return failure->result;
+    const std::string pid = peer >= 0 && peer < topology_.nranks && !topology_.SameProcess(peer)
+                                ? " (pid " + std::to_string(topology_.ranks[peer].pid) + ")"
+                                : std::string();
+    return SetFailure(failure, static_cast<xcclResult_t>(packed & 0xFFu), peer,
+                      "a device-side wait timed out after %lld ms waiting for rank %d%s",
+                      static_cast<long long>(timeout_ms_), peer, pid.c_str());
   }
 
   void Abort(int /*failed_peer*/) override {
@@ -431,11 +429,10 @@ class GpuPlatform final : public Platform {
 
   xcclResult_t TakeLaunchFailure(PlatformFailure* failure) {
     if (launch_error_.empty()) return xcclSuccess;
-    failure->result = xcclUnhandledDeviceError;
-    failure->peer = topology_.rank;
-    failure->message = launch_error_;
+    const xcclResult_t result =
+        SetFailure(failure, xcclUnhandledDeviceError, topology_.rank, "%s", launch_error_.c_str());
     launch_error_.clear();
-    return failure->result;
+    return result;
   }
 
   xcclResult_t CreateLocalWindow(uint32_t epoch_base, WindowAnnounce* announce) {

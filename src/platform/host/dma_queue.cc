@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "core/failure.h"
+
 namespace xccl {
 
 DmaQueue::DmaQueue(std::string name) : name_(std::move(name)), worker_([this] { Run(); }) {
@@ -54,10 +56,10 @@ xcclResult_t DmaQueue::Drain(const Deadline& deadline, PlatformFailure* failure)
   bool done = work_done_.wait_for(lock, std::chrono::milliseconds(deadline.RemainingMs()),
                                   [this] { return tasks_.empty() && running_ == 0; });
   if (!done) {
-    failure->result = xcclTimeout;
-    failure->message = "DMA queue " + name_ + " did not finish its puts within " +
-                       std::to_string(deadline.timeout_ms()) + " ms";
-    return xcclTimeout;
+    // No peer, as before: the communicator then announces this rank as the one that failed.
+    return SetFailure(failure, xcclTimeout, kNoPeer,
+                      "DMA queue %s did not finish its puts within %lld ms", name_.c_str(),
+                      static_cast<long long>(deadline.timeout_ms()));
   }
   if (first_failure_.result != xcclSuccess) {
     *failure = first_failure_;

@@ -10,6 +10,7 @@
 #include <climits>
 
 #include "core/epoch.h"
+#include "core/failure.h"
 
 namespace xccl {
 
@@ -65,12 +66,9 @@ xcclResult_t SignalWait(const uint32_t* slot, uint32_t* sleepers, uint32_t targe
     xcclResult_t checked = check(failure);
     if (checked != xcclSuccess) return checked;
     if (deadline.Expired()) {
-      failure->result = xcclTimeout;
-      failure->peer = peer;
-      failure->message = std::string("timed out after ") + std::to_string(deadline.timeout_ms()) +
-                         " ms waiting for rank " + std::to_string(peer) + " (" + what + ": have " +
-                         std::to_string(seen) + ", want " + std::to_string(target) + ")";
-      return xcclTimeout;
+      return SetFailure(failure, xcclTimeout, peer,
+                        "timed out after %lld ms waiting for rank %d (%s: have %u, want %u)",
+                        static_cast<long long>(deadline.timeout_ms()), peer, what, seen, target);
     }
     // Counted as a sleeper before the last look: a store that this look misses sees the count
     // and wakes the futex (which also refuses to sleep once the slot has changed).

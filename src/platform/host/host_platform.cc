@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cinttypes>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 
 #include "core/epoch.h"
 #include "core/error.h"
+#include "core/failure.h"
 #include "core/logging.h"
 #include "core/params.h"
 #include "core/topology.h"
@@ -245,16 +247,17 @@ class HostPlatform final : public Platform {
     const uint64_t block = LoadWord64(theirs, ControlLayout::kRecvBlockLo);
     if (address == 0 || (block != 0 && bytes != block) || dst_offset > size ||
         bytes > size - dst_offset) {
-      failure->result = xcclInvalidUsage;
-      failure->peer = peer;
-      failure->message =
-          "rank " + std::to_string(peer) +
-          (address == 0 ? " gathers blocks of " + std::to_string(block) + " bytes through its inbox"
-                        : "'s receive buffer holds " + std::to_string(size) +
-                              " bytes in blocks of " + std::to_string(block)) +
-          " where this rank puts " + std::to_string(bytes) + " bytes at offset " +
-          std::to_string(dst_offset) + ": the ranks passed different counts";
-      return failure->result;
+      if (address == 0)
+        return SetFailure(failure, xcclInvalidUsage, peer,
+                          "rank %d gathers blocks of %" PRIu64
+                          " bytes through its inbox where this rank puts %zu bytes at offset %zu: "
+                          "the ranks passed different counts",
+                          peer, block, bytes, dst_offset);
+      return SetFailure(failure, xcclInvalidUsage, peer,
+                        "rank %d's receive buffer holds %" PRIu64 " bytes in blocks of %" PRIu64
+                        " where this rank puts %zu bytes at offset %zu: the ranks passed "
+                        "different counts",
+                        peer, size, block, bytes, dst_offset);
     }
     char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
     if (bytes > 0) {
@@ -264,10 +267,8 @@ class HostPlatform final : public Platform {
       __atomic_fetch_add(writers, 1, __ATOMIC_SEQ_CST);
       xcclResult_t copied = xcclSuccess;
       if (__atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == epoch) {
-        failure->result = xcclRemoteError;
-        failure->peer = peer;
-        failure->message = "rank " + std::to_string(peer) + " gave up the call before this put";
-        copied = failure->result;
+        copied = SetFailure(failure, xcclRemoteError, peer,
+                            "rank %d gave up the call before this put", peer);
       } else {
         const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
         copied = CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure);
@@ -329,12 +330,9 @@ class HostPlatform final : public Platform {
         // Once more: the peer may have announced the root cause and exited between the scan
         // above and this look at its process (an announcement always precedes the exit).
         if (AnnouncedFailure(failure)) return failure->result;
-        failure->result = xcclRemoteError;
-        failure->peer = peer;
-        failure->message = "rank " + std::to_string(peer) + " (pid " +
-                           std::to_string(topology_.ranks[peer].pid) + " on " +
-                           topology_.ranks[peer].hostname + ") died";
-        return failure->result;
+        return SetFailure(failure, xcclRemoteError, peer, "rank %d (pid %d on %s) died", peer,
+                          static_cast<int>(topology_.ranks[peer].pid),
+                          topology_.ranks[peer].hostname);
       }
       return xcclSuccess;
     };
@@ -352,10 +350,8 @@ class HostPlatform final : public Platform {
   // Whether this rank aborted (`doing` rank `peer` then) or another rank announced a failure.
   bool AbortedOrAnnounced(int peer, const char* doing, PlatformFailure* failure) const {
     if (aborted_.load(std::memory_order_relaxed)) {
-      failure->result = xcclRemoteError;
-      failure->peer = peer;
-      failure->message =
-          std::string("communicator aborted while ") + doing + " rank " + std::to_string(peer);
+      SetFailure(failure, xcclRemoteError, peer, "communicator aborted while %s rank %d", doing,
+                 peer);
       return true;
     }
     return AnnouncedFailure(failure);
@@ -366,10 +362,8 @@ class HostPlatform final : public Platform {
     for (int r = 0; r < topology_.nranks; ++r) {
       const uint32_t flag = SignalLoad(&windows_.slots(r)[ControlLayout::kAbort]);
       if (r != topology_.rank && flag != 0) {
-        failure->result = xcclRemoteError;
-        failure->peer = static_cast<int>(flag) - 1;
-        failure->message = "rank " + std::to_string(r) + " reported that rank " +
-                           std::to_string(flag - 1) + " failed";
+        SetFailure(failure, xcclRemoteError, static_cast<int>(flag) - 1,
+                   "rank %d reported that rank %u failed", r, flag - 1);
         return true;
       }
     }

@@ -10,29 +10,25 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/failure.h"
 
 namespace xccl {
 
 namespace {
 
 xcclResult_t Describe(int err, int peer, const char* op, PlatformFailure* failure) {
-  failure->peer = peer;
-  if (err == ESRCH) {
-    failure->result = xcclRemoteError;
-    failure->message = "rank " + std::to_string(peer) + " has exited (" + op + ": no such process)";
-  } else if (err == EPERM) {
-    failure->result = xcclSystemError;
-    failure->message = std::string(op) + " into rank " + std::to_string(peer) +
-                       " is not permitted (EPERM): ranks that are processes need cross-memory "
-                       "attach; allow ptrace between them or run ranks as threads "
-                       "(xcclCommInitAll)";
-  } else {
-    failure->result = xcclRemoteError;
-    failure->message = std::string(op) + " with rank " + std::to_string(peer) +
-                       " failed: " + strerror(err) +
-                       (err == EFAULT ? " (a send or receive buffer is not valid memory)" : "");
-  }
-  return failure->result;
+  if (err == ESRCH)
+    return SetFailure(failure, xcclRemoteError, peer, "rank %d has exited (%s: no such process)",
+                      peer, op);
+  if (err == EPERM)
+    return SetFailure(failure, xcclSystemError, peer,
+                      "%s into rank %d is not permitted (EPERM): ranks that are processes need "
+                      "cross-memory attach; allow ptrace between them or run ranks as threads "
+                      "(xcclCommInitAll)",
+                      op, peer);
+  return SetFailure(failure, xcclRemoteError, peer, "%s with rank %d failed: %s%s", op, peer,
+                    strerror(err),
+                    err == EFAULT ? " (a send or receive buffer is not valid memory)" : "");
 }
 
 }  // namespace
@@ -72,11 +68,10 @@ xcclResult_t ProbeCrossProcessCopy(pid_t pid, int peer, const void* remote_src,
   ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
   if (got < 0) return Describe(errno, peer, "process_vm_readv", failure);
   if (static_cast<size_t>(got) != bytes || memcmp(seen.data(), expected, bytes) != 0) {
-    failure->result = xcclSystemError;
-    failure->peer = peer;
-    failure->message = "cross-process copy probe with rank " + std::to_string(peer) +
-                       " read the wrong bytes: the ranks do not share a process namespace";
-    return failure->result;
+    return SetFailure(failure, xcclSystemError, peer,
+                      "cross-process copy probe with rank %d read the wrong bytes: the ranks do "
+                      "not share a process namespace",
+                      peer);
   }
   return xcclSuccess;
 }
