@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "common/eager_module_loading.h"
+#include "common/gpu_runtime_settings.h"
 #include "common/float_formats.h"
 #include "harness/built_plugin.h"
 #include "harness/device_buffers.h"
@@ -678,7 +678,7 @@ void PrintOwnUsage() {
 int main(int argc, char** argv) {
   using namespace xccl_perf;
   setlinebuf(stdout);
-  xccl_test::RequestEagerModuleLoading();  // ranks sharing a GPU launch cuBLASLt between calls
+  xccl_test::RequestGpuRuntimeSettings();  // before the first runtime call
   Settings set;
   if (!TakeOwnFlags(&argc, argv, &set)) return 2;
   if (set.plugin.empty() && (getenv("XCCL_GEMM_PLUGIN") == nullptr || !*getenv("XCCL_GEMM_PLUGIN")))

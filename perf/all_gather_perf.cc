@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_runtime_settings.h"
 #include "harness/data_check.h"
 #include "harness/datatypes.h"
 #include "harness/device_buffers.h"
@@ -365,6 +366,7 @@ class AllGatherRank {
 int main(int argc, char** argv) {
   using namespace xccl_perf;
   setlinebuf(stdout);  // progress shows row by row, also through a pipe
+  xccl_test::RequestGpuRuntimeSettings();  // before the first runtime call
   Options options;
   int code = ParseOptions(argc, argv, FlagSet{}, &options);
   if (code >= 0) return code;

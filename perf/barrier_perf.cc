@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_runtime_settings.h"
 #include "harness/device_buffers.h"
 #include "harness/launcher.h"
 #include "harness/options.h"
@@ -216,6 +217,7 @@ class BarrierRank {
 int main(int argc, char** argv) {
   using namespace xccl_perf;
   setlinebuf(stdout);
+  xccl_test::RequestGpuRuntimeSettings();  // before the first runtime call
   Options options;
   FlagSet flags;
   flags.sizes = false;

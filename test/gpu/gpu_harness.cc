@@ -15,7 +15,7 @@
 #include <random>
 #include <thread>
 
-#include "common/eager_module_loading.h"
+#include "common/gpu_runtime_settings.h"
 #include "core/datatype.h"
 #include "core/params.h"
 #include "mp/data_pattern.h"
@@ -25,7 +25,7 @@ namespace xccl_test {
 namespace {
 
 // Before main, so before any CUDA call of the test binary (gtest_main).
-const bool kEagerModuleLoading = RequestEagerModuleLoading();
+const bool kGpuRuntimeSettings = RequestGpuRuntimeSettings();
 
 // Set in a re-run child so that it never re-runs itself again.
 constexpr const char* kFreshProcessEnv = "XCCL_GPU_TEST_FRESH_PROCESS";

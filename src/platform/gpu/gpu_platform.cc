@@ -37,13 +37,6 @@ namespace xccl {
 
 namespace {
 
-// The runtime reads CUDA_DEVICE_MAX_CONNECTIONS (default 8) when it initialises; raising it
-// before then gives every stream of a device its own hardware queue for longer. A value the
-// user set is kept.
-__attribute__((constructor)) void RaiseHardwareQueues() {
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
-}
-
 // Control slots: ControlLayout's, then the pipelined all_gather's ring counters.
 constexpr size_t kSlotsBytes = 32768;
 static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kSlotsBytes, "ring counters fit");
@@ -651,6 +644,26 @@ void WarnAboutLazyLoading(bool shared_in_process) {
 #endif
 }
 
+// Where ranks of one process share a GPU, their streams share the runtime's hardware queues
+// (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set before the first CUDA call): a rank's kernel that
+// waits for a peer can then hold up the peer's kernel queued behind it. The variable is the
+// user's to set (xccl sets no other library's variables): a warning, once per process.
+void WarnAboutHardwareQueues(bool shared_in_process) {
+#if !defined(XCCL_PLATFORM_HIP)
+  static std::atomic<bool> warned{false};
+  const char* value = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (!shared_in_process || (value != nullptr && atoi(value) >= 32) || warned.exchange(true))
+    return;
+  XCCL_WARN(kLogInit,
+            "ranks of this process share a GPU with CUDA_DEVICE_MAX_CONNECTIONS=%s: their "
+            "streams share hardware queues, where a waiting kernel can stall a peer's; set "
+            "CUDA_DEVICE_MAX_CONNECTIONS=32 before the first CUDA call",
+            value != nullptr ? value : "8 (unset)");
+#else
+  (void)shared_in_process;
+#endif
+}
+
 }  // namespace
 
 xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
@@ -661,6 +674,7 @@ xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int6
   int sharing = 0;
   for (int r : topology.local_ranks) sharing += topology.ranks[r].device == device;
   WarnAboutLazyLoading(topology.SharesDeviceInProcess());
+  WarnAboutHardwareQueues(topology.SharesDeviceInProcess());
   XCCL_INFO(kLogInit,
             "rank %d: %s platform, device %d%s, %d DMA queues (copy-engine streams), all_gather "
             "engine %s",
