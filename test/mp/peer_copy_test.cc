@@ -2,7 +2,7 @@
 // gave up its call, this rank aborted), so a receiver that has returned is written at most one
 // piece later: memcpy for a rank of this process, process_vm_writev (here into this process
 // itself) for another.
-#include "platform/host/peer_copy.h"
+#include "transport/shm/peer_copy.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <functional>
 
-#include "platform/platform.h"
+#include "core/failure.h"
 
 namespace xccl {
 

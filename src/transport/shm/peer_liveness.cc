@@ -1,4 +1,4 @@
-#include "platform/host/peer_liveness.h"
+#include "transport/shm/peer_liveness.h"
 
 #include <cstdio>
 #include <cstring>

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "core/deadline.h"
-#include "platform/platform.h"
+#include "core/failure.h"
 
 namespace xccl {
 

@@ -1,4 +1,4 @@
-#include "platform/host/futex_signal.h"
+#include "transport/shm/futex_signal.h"
 
 #include <linux/futex.h>
 #include <sched.h>

@@ -12,7 +12,7 @@
 #include <functional>
 
 #include "core/deadline.h"
-#include "platform/platform.h"
+#include "core/failure.h"
 
 namespace xccl {
 

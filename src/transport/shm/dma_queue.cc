@@ -1,4 +1,4 @@
-#include "platform/host/dma_queue.h"
+#include "transport/shm/dma_queue.h"
 
 #include <pthread.h>
 

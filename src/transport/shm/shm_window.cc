@@ -1,4 +1,4 @@
-#include "platform/host/shm_window.h"
+#include "transport/shm/shm_window.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,9 +14,9 @@
 
 #include "core/error.h"
 #include "core/logging.h"
-#include "platform/host/peer_liveness.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
+#include "transport/shm/peer_liveness.h"
 
 namespace xccl {
 

@@ -1,4 +1,4 @@
-#include "platform/host/peer_copy.h"
+#include "transport/shm/peer_copy.h"
 
 #include <sys/prctl.h>
 #include <sys/uio.h>
