@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/params.h"
+#include "core/shared_settings.h"
 
 namespace xccl {
 
@@ -11,11 +12,14 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   std::unique_ptr<Communicator> comm(new Communicator());
   comm->config_ = config;
   comm->device_ = device;
-  comm->epoch_ = GetParams().epoch_base;
+  // The parameters are read here, once, and handed down.
+  const Params& params = GetParams();
+  comm->epoch_ = params.epoch_base;
   XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_));
   XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, &comm->topology_));
-  XCCL_TRY(
-      CreatePlatform(comm->bootstrap_.get(), comm->topology_, config.timeout_ms, &comm->platform_));
+  XCCL_TRY(RequireSharedSettings(comm->bootstrap_.get(), params));
+  XCCL_TRY(CreatePlatform(comm->bootstrap_.get(), comm->topology_, params, config.timeout_ms,
+                          &comm->platform_));
   XCCL_INFO(kLogInit, "comm %s rank %d nranks %d device %d platform %s queues %d - Init COMPLETE",
             config.name.empty() ? "-" : config.name.c_str(), rank, nranks, device,
             comm->platform_->name(), comm->platform_->queue_count());

@@ -14,45 +14,14 @@
 
 #include "core/deadline.h"
 #include "core/failure.h"  // PlatformFailure, which every wait and copy below fills
+#include "transport/window.h"
 #include "xccl.h"
 
 namespace xccl {
 
 class Bootstrap;
+struct Params;
 struct Topology;
-
-// Where each signal of a rank's control window lives. Slots are 32-bit and never reset.
-struct ControlLayout {
-  static constexpr int kReadyEpoch = 0;  // epoch whose receive buffer is published below
-  static constexpr int kRecvAddrLo = 1;
-  static constexpr int kRecvAddrHi = 2;
-  static constexpr int kAbort = 3;        // 0, or 1 + the rank this rank saw fail
-  static constexpr int kDeviceEpoch = 4;  // GPU: the epoch, advanced on the device
-  static constexpr int kSleepers = 5;     // host: waiters asleep on a slot of this window
-  static constexpr int kRecvBytesLo = 6;  // the published receive buffer's size ...
-  static constexpr int kRecvBytesHi = 7;
-  static constexpr int kRecvBlockLo = 8;  // ... and the size of every put into it (0: any)
-  static constexpr int kRecvBlockHi = 9;
-  static constexpr int kRecvWriters = 10;  // host: peers' puts now copying into the buffer
-  static constexpr int kRecvClosed = 11;   // host: the epoch whose buffer its owner gave up
-  static constexpr int kFirstPeerSlot = 16;
-  static int Arrival(int src) { return kFirstPeerSlot + src; }
-  static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
-  // ag_gemm: band `band` of source `src`'s rows has arrived (fused mode).
-  static constexpr int kMaxBands = 8;
-  static int BandFlag(int src, int band, int nranks) {
-    return kFirstPeerSlot + 2 * nranks + src * kMaxBands + band;
-  }
-  // Host: the size of the block `src` last put into this rank's inbox for an epoch of this
-  // parity (the inboxes alternate by epoch parity, so a peer one operation ahead writes the other).
-  static int InboxBytes(int parity, int src, int nranks) {
-    return kFirstPeerSlot + 2 * nranks + nranks * kMaxBands + parity * nranks + src;
-  }
-  static int SlotCount(int nranks) { return kFirstPeerSlot + 4 * nranks + nranks * kMaxBands; }
-  // A put's signal_slot when nothing waits on that put alone (the next put of its queue
-  // signals).
-  static constexpr int kNoSignal = -1;
-};
 
 class Platform {
  public:
@@ -197,7 +166,7 @@ xcclResult_t DefaultDevice(int index, int* device);
 
 // Creates the platform for this rank: allocates and maps every control window of the node
 // (collective over `bootstrap`), starts the DMA queues.
-xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
-                            std::unique_ptr<Platform>* out);
+xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, const Params& params,
+                            int64_t timeout_ms, std::unique_ptr<Platform>* out);
 
 }  // namespace xccl

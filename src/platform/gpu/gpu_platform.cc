@@ -47,48 +47,14 @@ constexpr size_t kSmallCallBytes = 16 * 1024;
 struct WindowAnnounce {
   gpuIpcMemHandle_t handle;
   uint64_t address;  // valid in the announcing process only
-  // Settings every rank must share (RequireSameSettings).
-  uint64_t inbox_bytes;   // XCCL_WINDOW_BYTES: peers address this rank's inboxes
-  uint64_t ll_bytes;      // XCCL_ALLGATHER_LL_BYTES: the same path per call
-  int32_t lanes;          // XCCL_ALLGATHER_LANES: the same rings per call
-  uint64_t chunk_max;     // XCCL_ALLGATHER_CHUNK_BYTES: the same ring slots
-  int32_t dma_requested;  // XCCL_ALLGATHER_ALGO=dma: the same engine per call
   int32_t device;
   int32_t ok;
 };
 
-// The first setting that rank `r` (`theirs`) has differently from this rank, as
-// xcclInvalidUsage naming the parameter: each decides what peers do in this rank's window or
-// which engine a call takes, so ranks that differ would corrupt memory or wait for each other.
-xcclResult_t RequireSameSettings(const WindowAnnounce& theirs, const WindowAnnounce& mine, int r) {
-  struct Setting {
-    const char* parameter;
-    int64_t theirs, mine;
-  };
-  const Setting settings[] = {
-      {"XCCL_WINDOW_BYTES (bytes per inbox)", static_cast<int64_t>(theirs.inbox_bytes),
-       static_cast<int64_t>(mine.inbox_bytes)},
-      {"XCCL_ALLGATHER_LL_BYTES", static_cast<int64_t>(theirs.ll_bytes),
-       static_cast<int64_t>(mine.ll_bytes)},
-      {"XCCL_ALLGATHER_LANES (lanes per peer)", theirs.lanes, mine.lanes},
-      {"XCCL_ALLGATHER_CHUNK_BYTES (ring slot bytes)", static_cast<int64_t>(theirs.chunk_max),
-       static_cast<int64_t>(mine.chunk_max)},
-      {"XCCL_ALLGATHER_ALGO (1: dma)", theirs.dma_requested, mine.dma_requested},
-  };
-  for (const Setting& setting : settings) {
-    if (setting.theirs != setting.mine)
-      return Fail(xcclInvalidUsage,
-                  "rank %d has %s = %lld, this rank %lld: it must be the same on every rank", r,
-                  setting.parameter, static_cast<long long>(setting.theirs),
-                  static_cast<long long>(setting.mine));
-  }
-  return xcclSuccess;
-}
-
 class GpuPlatform final : public Platform {
  public:
-  GpuPlatform(const Topology& topology, int device, int64_t timeout_ms)
-      : topology_(topology), device_(device), timeout_ms_(timeout_ms) {}
+  GpuPlatform(const Topology& topology, const Params& params, int device, int64_t timeout_ms)
+      : topology_(topology), params_(params), device_(device), timeout_ms_(timeout_ms) {}
 
   ~GpuPlatform() override { Release(); }
 
@@ -97,7 +63,7 @@ class GpuPlatform final : public Platform {
     XCCL_TRY(RequireOneNode(topology_, (std::string("the ") + name() + " platform").c_str()));
     XCCL_GPU_TRY(gpuSetDevice(device_));
     XCCL_GPU_TRY(PreloadKernels());
-    const Params& params = GetParams();
+    const Params& params = params_;
     const int max_ranks = std::min(kMaxWatchedRanks, PipelineSlots::kMaxRanks);
     if (nranks > max_ranks)
       return Fail(xcclInvalidUsage, "the GPU platform supports at most %d ranks, not %d", max_ranks,
@@ -106,7 +72,7 @@ class GpuPlatform final : public Platform {
       return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
     inbox_bytes_ = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
     // XCCL_ALLGATHER_LANES overrides the automatic count (for measuring: see gpu_check's lanes
-    // stage); every rank must use the same, checked below with the window announcements.
+    // stage); every rank must use the same (core/shared_settings.h).
     lanes_ =
         params.allgather_lanes > 0
             ? static_cast<int>(std::min<int64_t>(params.allgather_lanes, PipelineSlots::kMaxLanes))
@@ -135,19 +101,12 @@ class GpuPlatform final : public Platform {
     WindowAnnounce mine;
     memset(&mine, 0, sizeof(mine));
     mine.device = device_;
-    mine.inbox_bytes = inbox_bytes_;
-    mine.ll_bytes = ll_bytes_;
-    mine.lanes = lanes_;
-    mine.chunk_max = chunk_max_;
-    mine.dma_requested = params.allgather_algo == "dma" ? 1 : 0;
     xcclResult_t local = CreateLocalWindow(params.epoch_base, &mine);
     std::vector<WindowAnnounce> all(nranks);
     all[topology_.rank] = mine;
     // Every rank takes part in the exchange even after a local failure, so no peer waits.
     XCCL_TRY(bootstrap->AllGather(all.data(), sizeof(WindowAnnounce)));
     xcclResult_t mapped = local;
-    for (int r = 0; r < nranks && mapped == xcclSuccess; ++r)
-      if (all[r].ok) mapped = RequireSameSettings(all[r], mine, r);
     if (mapped == xcclSuccess) mapped = MapPeers(all);
     int failed = -1;
     XCCL_TRY(ExchangeVerdicts(bootstrap, mapped == xcclSuccess, &failed));
@@ -530,8 +489,8 @@ class GpuPlatform final : public Platform {
     int sharing = 0;
     for (int r : topology_.local_ranks) sharing += topology_.ranks[r].device == device_;
     int count = sharing > 1 ? 0 : nranks - 1;
-    if (GetParams().gpu_queues > 0) count = std::min<int>(nranks - 1, GetParams().gpu_queues);
-    const std::string& algo = GetParams().allgather_algo;
+    if (params_.gpu_queues > 0) count = std::min<int>(nranks - 1, params_.gpu_queues);
+    const std::string& algo = params_.allgather_algo;
     dma_engine_ = algo == "dma" && !any_shared && count > 0;
     if (algo == "dma" && !dma_engine_ && topology_.rank == 0)
       XCCL_WARN(kLogInit,
@@ -578,6 +537,7 @@ class GpuPlatform final : public Platform {
   }
 
   Topology topology_;
+  Params params_;
   int device_;
   int64_t timeout_ms_;
   size_t slots_bytes_ = 0;  // control slots and the LL region: where the inboxes start
@@ -666,10 +626,10 @@ void WarnAboutHardwareQueues(bool shared_in_process) {
 
 }  // namespace
 
-xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
-                            std::unique_ptr<Platform>* out) {
+xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, const Params& params,
+                            int64_t timeout_ms, std::unique_ptr<Platform>* out) {
   const int device = topology.ranks[topology.rank].device;
-  auto platform = std::make_unique<GpuPlatform>(topology, device, timeout_ms);
+  auto platform = std::make_unique<GpuPlatform>(topology, params, device, timeout_ms);
   XCCL_TRY(platform->Init(bootstrap));
   int sharing = 0;
   for (int r : topology.local_ranks) sharing += topology.ranks[r].device == device;

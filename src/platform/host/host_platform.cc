@@ -21,14 +21,14 @@
 #include "core/logging.h"
 #include "core/params.h"
 #include "core/topology.h"
+#include "platform/platform.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/verdicts.h"
 #include "transport/shm/dma_queue.h"
 #include "transport/shm/futex_signal.h"
 #include "transport/shm/peer_copy.h"
 #include "transport/shm/peer_liveness.h"
 #include "transport/shm/shm_window.h"
-#include "platform/platform.h"
-#include "transport/bootstrap/bootstrap.h"
-#include "transport/bootstrap/verdicts.h"
 
 namespace xccl {
 
@@ -39,8 +39,6 @@ namespace {
 struct CopyProbe {
   uint64_t address;
   uint8_t bytes[16];
-  uint32_t epoch_base;  // XCCL_EPOCH_BASE, which every rank must share (checked with the probe)
-  uint32_t pad;
 };
 uint8_t g_probe_bytes[16];
 
@@ -48,8 +46,8 @@ constexpr size_t kMaxInboxBytes = size_t(4) << 20;
 
 class HostPlatform final : public Platform {
  public:
-  HostPlatform(const Topology& topology, int64_t timeout_ms)
-      : topology_(topology), timeout_ms_(timeout_ms) {}
+  HostPlatform(const Topology& topology, const Params& params, int64_t timeout_ms)
+      : topology_(topology), params_(params), timeout_ms_(timeout_ms) {}
 
   xcclResult_t Init(Bootstrap* bootstrap) {
     const int nranks = topology_.nranks;
@@ -57,9 +55,9 @@ class HostPlatform final : public Platform {
     RemoveStaleShmObjects();
     // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight
     // ranks fit a container's default 64 MiB /dev/shm with room to spare.
-    eager_limit_ = std::min(static_cast<size_t>(GetParams().eager_bytes),
+    eager_limit_ = std::min(static_cast<size_t>(params_.eager_bytes),
                             kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
-    wait_policy_ = ChooseWaitPolicy(GetParams(), static_cast<int>(topology_.local_ranks.size()));
+    wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
     XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks), 2 * nranks * eager_limit_,
                              "XCCL_EAGER_BYTES", &InitSlots, this));
     XCCL_TRY(ProbePeers(bootstrap));
@@ -307,8 +305,8 @@ class HostPlatform final : public Platform {
     return policy;
   }
 
-  static void InitSlots(uint32_t* slots, size_t count, void* /*self*/) {
-    const uint32_t base = GetParams().epoch_base;
+  static void InitSlots(uint32_t* slots, size_t count, void* self) {
+    const uint32_t base = static_cast<HostPlatform*>(self)->params_.epoch_base;
     for (size_t i = 0; i < count; ++i) slots[i] = base;
     // Words that are not epochs start at zero (kRecvClosed is one: the base, no epoch yet).
     for (int word :
@@ -380,17 +378,8 @@ class HostPlatform final : public Platform {
     std::vector<CopyProbe> probes(topology_.nranks);
     probes[topology_.rank].address = reinterpret_cast<uintptr_t>(g_probe_bytes);
     memcpy(probes[topology_.rank].bytes, g_probe_bytes, sizeof(g_probe_bytes));
-    probes[topology_.rank].epoch_base = GetParams().epoch_base;
     // Everyone has run AllowCrossProcessCopies before anyone probes: the all-gather orders it.
     XCCL_TRY(bootstrap->AllGather(probes.data(), sizeof(CopyProbe)));
-    // Every rank sees every base, so all of them refuse together (no further round needed).
-    for (int r = 0; r < topology_.nranks; ++r) {
-      if (probes[r].epoch_base != probes[topology_.rank].epoch_base)
-        return Fail(xcclInvalidUsage,
-                    "rank %d has XCCL_EPOCH_BASE=%u, this rank (%d) %u: it must be the same on "
-                    "every rank",
-                    r, probes[r].epoch_base, topology_.rank, probes[topology_.rank].epoch_base);
-    }
     std::vector<int32_t> ok(topology_.nranks, 1);
     std::string why;
     for (int peer = 0; peer < topology_.nranks; ++peer) {
@@ -412,6 +401,7 @@ class HostPlatform final : public Platform {
   }
 
   Topology topology_;
+  Params params_;
   int64_t timeout_ms_;
   size_t eager_limit_ = 0;
   WaitPolicy wait_policy_;
@@ -427,9 +417,9 @@ xcclResult_t DefaultDevice(int /*index*/, int* device) {
   return xcclSuccess;
 }
 
-xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, int64_t timeout_ms,
-                            std::unique_ptr<Platform>* out) {
-  auto platform = std::make_unique<HostPlatform>(topology, timeout_ms);
+xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, const Params& params,
+                            int64_t timeout_ms, std::unique_ptr<Platform>* out) {
+  auto platform = std::make_unique<HostPlatform>(topology, params, timeout_ms);
   XCCL_TRY(platform->Init(bootstrap));
   XCCL_INFO(kLogInit, "rank %d: host platform, %d DMA queues (worker threads)", topology.rank,
             platform->queue_count());
