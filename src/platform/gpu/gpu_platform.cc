@@ -32,6 +32,7 @@
 #include "platform/platform.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
+#include "transport/p2p/peer_map.h"
 
 namespace xccl {
 
@@ -43,13 +44,6 @@ static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kSlotsBytes, "ring count
 static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kSlotsBytes, "LL call counters fit");
 // Calls of at most this many bytes per rank run on one lane (PipelinedAllGather).
 constexpr size_t kSmallCallBytes = 16 * 1024;
-
-struct WindowAnnounce {
-  gpuIpcMemHandle_t handle;
-  uint64_t address;  // valid in the announcing process only
-  int32_t device;
-  int32_t ok;
-};
 
 class GpuPlatform final : public Platform {
  public:
@@ -98,21 +92,19 @@ class GpuPlatform final : public Platform {
     slots_bytes_ = kSlotsBytes + LlLayout::RegionBytes(nranks);
     window_bytes_ = slots_bytes_ + inbox_bytes_ * nranks;
 
-    WindowAnnounce mine;
-    memset(&mine, 0, sizeof(mine));
-    mine.device = device_;
-    xcclResult_t local = CreateLocalWindow(params.epoch_base, &mine);
-    std::vector<WindowAnnounce> all(nranks);
-    all[topology_.rank] = mine;
-    // Every rank takes part in the exchange even after a local failure, so no peer waits.
-    XCCL_TRY(bootstrap->AllGather(all.data(), sizeof(WindowAnnounce)));
-    xcclResult_t mapped = local;
-    if (mapped == xcclSuccess) mapped = MapPeers(all);
+    // Every rank takes part in the mapping even after a local failure, so no peer waits.
+    const xcclResult_t local = CreateLocalWindow(params.epoch_base);
+    const xcclResult_t mapped = xccl::MapPeerBuffers(
+        bootstrap, topology_, device_, local == xcclSuccess ? own_window_ : nullptr,
+        /*enable_peer_access=*/true, "GPU control window", &windows_);
+    if (local != xcclSuccess) return local;
+    XCCL_TRY(mapped);
+    const xcclResult_t uploaded = UploadTables();
     int failed = -1;
-    XCCL_TRY(ExchangeVerdicts(bootstrap, mapped == xcclSuccess, &failed));
-    if (mapped != xcclSuccess) return mapped;
+    XCCL_TRY(ExchangeVerdicts(bootstrap, uploaded == xcclSuccess, &failed));
+    XCCL_TRY(uploaded);
     if (failed >= 0)
-      return Fail(xcclRemoteError, "rank %d could not create or map the GPU windows", failed);
+      return Fail(xcclRemoteError, "rank %d could not set up its GPU device tables", failed);
     XCCL_TRY(CreateQueues());
     return xcclSuccess;
   }
@@ -208,7 +200,7 @@ class GpuPlatform final : public Platform {
   void InboxPut(int peer, uint32_t /*epoch*/, const void* src, size_t bytes,
                 int signal_slot) override {
     char* inbox =
-        reinterpret_cast<char*>(peer_windows_[peer]) + slots_bytes_ + topology_.rank * inbox_bytes_;
+        reinterpret_cast<char*>(windows_.at[peer]) + slots_bytes_ + topology_.rank * inbox_bytes_;
     QueuePut(peer, inbox, src, bytes, signal_slot);
   }
 
@@ -261,46 +253,17 @@ class GpuPlatform final : public Platform {
 
   xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local, std::vector<void*>* peers,
                               std::vector<bool>* opened) override {
-    const int nranks = topology_.nranks, rank = topology_.rank;
-    WindowAnnounce mine;
-    memset(&mine, 0, sizeof(mine));
-    mine.address = reinterpret_cast<uintptr_t>(local);
-    mine.device = device_;
-    mine.ok = gpuIpcGetMemHandle(&mine.handle, local) == gpuSuccess ? 1 : 0;
-    std::vector<WindowAnnounce> all(nranks);
-    all[rank] = mine;
-    // Every rank takes part in both exchanges whatever happened locally, so none waits.
-    XCCL_TRY(bootstrap->AllGather(all.data(), sizeof(WindowAnnounce)));
-    peers->assign(nranks, nullptr);
-    opened->assign(nranks, false);
-    bool ok = true;
-    for (int r = 0; r < nranks && ok; ++r) {
-      ok = all[r].ok != 0;
-      if (!ok) break;
-      if (r == rank) {
-        (*peers)[r] = local;
-      } else {
-        bool was_opened = false;
-        ok = OpenPeerBuffer(r, all[r], &(*peers)[r], &was_opened) == xcclSuccess;
-        (*opened)[r] = was_opened;
-      }
-    }
-    int failed = -1;
-    const xcclResult_t exchanged = ExchangeVerdicts(bootstrap, ok, &failed);
-    if (exchanged != xcclSuccess || failed >= 0) {
-      for (int q = 0; q < nranks; ++q)
-        if ((*opened)[q]) ClosePeerBuffer(device_, (*peers)[q]);
-      opened->assign(nranks, false);
-    }
-    XCCL_TRY(exchanged);
-    if (failed >= 0)
-      return Fail(xcclUnhandledDeviceError, "rank %d could not share or map an ag_gemm window",
-                  failed);
+    PeerBuffers mapped;
+    XCCL_TRY(xccl::MapPeerBuffers(bootstrap, topology_, device_, local,
+                                  /*enable_peer_access: done at init*/ false, "ag_gemm window",
+                                  &mapped));
+    *peers = mapped.at;
+    *opened = mapped.opened;
     return xcclSuccess;
   }
 
   const void* Inbox(uint32_t /*epoch*/, int src) const override {
-    return static_cast<const char*>(peer_windows_[topology_.rank]) + slots_bytes_ +
+    return static_cast<const char*>(windows_.at[topology_.rank]) + slots_bytes_ +
            src * inbox_bytes_;
   }
 
@@ -371,7 +334,7 @@ class GpuPlatform final : public Platform {
   }
 
   // A rank's control slots as mapped in this process.
-  uint32_t* Slots(int rank) const { return static_cast<uint32_t*>(peer_windows_[rank]); }
+  uint32_t* Slots(int rank) const { return static_cast<uint32_t*>(windows_.at[rank]); }
 
   // Launch-time failures of the runtime are kept until the operation reports them.
   void Check(gpuError_t err, const char* what) {
@@ -387,16 +350,13 @@ class GpuPlatform final : public Platform {
     return result;
   }
 
-  xcclResult_t CreateLocalWindow(uint32_t epoch_base, WindowAnnounce* announce) {
+  xcclResult_t CreateLocalWindow(uint32_t epoch_base) {
     void* window = nullptr;
     XCCL_GPU_TRY(gpuMalloc(&window, window_bytes_));
     own_window_ = window;
     std::vector<uint32_t> slots(slots_bytes_ / 4, epoch_base);
     slots[ControlLayout::kAbort] = 0;
     XCCL_TRY(CopyToDeviceNow(window, slots.data(), slots_bytes_));
-    XCCL_GPU_TRY(gpuIpcGetMemHandle(&announce->handle, window));
-    announce->address = reinterpret_cast<uintptr_t>(window);
-    announce->ok = 1;
     void* record = nullptr;
     XCCL_GPU_TRY(gpuHostAlloc(&record, sizeof(DeviceFailureRecord), gpuHostAllocMapped));
     record_ = static_cast<DeviceFailureRecord*>(record);
@@ -407,66 +367,24 @@ class GpuPlatform final : public Platform {
     return xcclSuccess;
   }
 
-  // Rank r's announced buffer as this process addresses it: the pointer itself for a rank of
-  // this process (IPC handles cannot be opened in the process that made them, DESIGN.md 12),
-  // an IPC mapping otherwise (*opened: to be closed with ClosePeerBuffer).
-  xcclResult_t OpenPeerBuffer(int r, const WindowAnnounce& announce, void** ptr, bool* opened) {
-    *opened = false;
-    if (topology_.SameProcess(r)) {
-      *ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(announce.address));
-      return xcclSuccess;
-    }
-    XCCL_GPU_TRY(gpuIpcOpenMemHandle(ptr, announce.handle, gpuIpcMemLazyEnablePeerAccess));
-    *opened = true;
-    return xcclSuccess;
-  }
-
-  xcclResult_t MapPeers(const std::vector<WindowAnnounce>& all) {
+  // The tables kernels load once per launch: every rank's control base, every peer's LL region
+  // (where this rank's small blocks go) and this rank's inbox in every peer's window.
+  xcclResult_t UploadTables() {
     const int nranks = topology_.nranks;
-    peer_windows_.assign(nranks, nullptr);
-    opened_.assign(nranks, false);
+    std::vector<void*> slots(nranks), regions(nranks), dsts(nranks);
     for (int r = 0; r < nranks; ++r) {
-      if (r == topology_.rank) {
-        peer_windows_[r] = own_window_;
-        continue;
-      }
-      if (all[r].device != device_) {
-        int can = 0;
-        XCCL_GPU_TRY(gpuDeviceCanAccessPeer(&can, device_, all[r].device));
-        if (!can)
-          return Fail(xcclInvalidUsage, "GPU %d cannot access GPU %d (rank %d): no peer path",
-                      device_, all[r].device, r);
-        gpuError_t err = gpuDeviceEnablePeerAccess(all[r].device, 0);
-        if (err != gpuSuccess && err != gpuErrorPeerAccessAlreadyEnabled) XCCL_GPU_TRY(err);
-        (void)gpuGetLastError();  // clear a sticky "already enabled"
-      }
-      bool opened = false;
-      XCCL_TRY(OpenPeerBuffer(r, all[r], &peer_windows_[r], &opened));
-      opened_[r] = opened;
+      char* window = static_cast<char*>(windows_.at[r]);
+      slots[r] = window;
+      regions[r] = window + kSlotsBytes;
+      dsts[r] = window + slots_bytes_ + topology_.rank * inbox_bytes_;
     }
-    // The table of peer control bases, loaded by kernels once per launch.
-    std::vector<uint32_t*> table(nranks);
-    for (int r = 0; r < nranks; ++r) table[r] = static_cast<uint32_t*>(peer_windows_[r]);
-    void* device_table = nullptr;
-    XCCL_GPU_TRY(gpuMalloc(&device_table, nranks * sizeof(uint32_t*)));
-    peer_slots_device_ = static_cast<uint32_t**>(device_table);
-    XCCL_TRY(CopyToDeviceNow(device_table, table.data(), nranks * sizeof(uint32_t*)));
-    // Every peer's LL region (where this rank's small blocks go).
-    std::vector<char*> regions(nranks);
-    for (int r = 0; r < nranks; ++r)
-      regions[r] = static_cast<char*>(peer_windows_[r]) + kSlotsBytes;
-    void* region_table = nullptr;
-    XCCL_GPU_TRY(gpuMalloc(&region_table, nranks * sizeof(char*)));
-    ll_regions_device_ = static_cast<char**>(region_table);
-    XCCL_TRY(CopyToDeviceNow(region_table, regions.data(), nranks * sizeof(char*)));
-    // This rank's inbox in every peer's window (where its pushes go).
-    std::vector<char*> dsts(nranks);
-    for (int r = 0; r < nranks; ++r)
-      dsts[r] = static_cast<char*>(peer_windows_[r]) + slots_bytes_ + topology_.rank * inbox_bytes_;
-    void* dst_table = nullptr;
-    XCCL_GPU_TRY(gpuMalloc(&dst_table, nranks * sizeof(char*)));
-    put_dsts_device_ = static_cast<char**>(dst_table);
-    XCCL_TRY(CopyToDeviceNow(dst_table, dsts.data(), nranks * sizeof(char*)));
+    void** table = nullptr;
+    XCCL_TRY(UploadPointerTable(slots, &table));
+    peer_slots_device_ = reinterpret_cast<uint32_t**>(table);
+    XCCL_TRY(UploadPointerTable(regions, &table));
+    ll_regions_device_ = reinterpret_cast<char**>(table);
+    XCCL_TRY(UploadPointerTable(dsts, &table));
+    put_dsts_device_ = reinterpret_cast<char**>(table);
     return xcclSuccess;
   }
 
@@ -530,8 +448,7 @@ class GpuPlatform final : public Platform {
     if (peer_slots_device_ != nullptr) (void)gpuFree(peer_slots_device_);
     if (ll_regions_device_ != nullptr) (void)gpuFree(ll_regions_device_);
     if (put_dsts_device_ != nullptr) (void)gpuFree(put_dsts_device_);
-    for (size_t r = 0; r < opened_.size(); ++r)
-      if (opened_[r]) (void)gpuIpcCloseMemHandle(peer_windows_[r]);
+    ClosePeerBuffers(&windows_);
     if (own_window_ != nullptr) (void)gpuFree(own_window_);
     if (record_ != nullptr) (void)gpuFreeHost(record_);
   }
@@ -545,8 +462,7 @@ class GpuPlatform final : public Platform {
   size_t inbox_bytes_ = 0;
   size_t window_bytes_ = 0;
   void* own_window_ = nullptr;
-  std::vector<void*> peer_windows_;
-  std::vector<bool> opened_;
+  PeerBuffers windows_;  // every rank's control window, as this process addresses it
   uint32_t** peer_slots_device_ = nullptr;
   char** ll_regions_device_ = nullptr;  // [peer] -> its LL region
   char** put_dsts_device_ = nullptr;

@@ -1,0 +1,34 @@
+// Same node, GPU: one buffer of every rank of the node made reachable from this rank. A rank of
+// this process is reached through its pointer itself (an IPC handle cannot be opened in the
+// process that made it, DESIGN.md 12), another process through an IPC mapping. One open loop
+// serves the control windows at init and the op buffers (ag_gemm's windows) alike.
+#pragma once
+
+#include <vector>
+
+#include "core/topology.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class Bootstrap;
+
+struct PeerBuffers {
+  std::vector<void*> at;     // [rank]: its buffer as this process addresses it (own: local)
+  std::vector<bool> opened;  // [rank]: an IPC mapping to be closed (ClosePeerBuffers)
+};
+
+// Collective over the node's ranks (every rank takes part in both rounds, whatever failed
+// locally, so none waits): announces `local` (NULL: this rank failed before, and says so), maps
+// every peer's, enables peer access to other devices where `enable_peer_access`, and ends in a
+// verdict round. On any rank's failure nothing stays mapped; `what` names the buffer in errors.
+xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, const Topology& topology, int device, void* local,
+                            bool enable_peer_access, const char* what, PeerBuffers* out);
+
+// Closes the IPC mappings of `buffers` (device must be current).
+void ClosePeerBuffers(PeerBuffers* buffers);
+
+// A device copy of a host table of pointers (kernels load it once per launch); freed with gpuFree.
+xcclResult_t UploadPointerTable(const std::vector<void*>& table, void*** device_table);
+
+}  // namespace xccl
