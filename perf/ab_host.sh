@@ -2,8 +2,8 @@
 # Two builds of xccl side by side on the host platform: all_gather_perf (8 B - 256 KiB, factor 8)
 # and barrier_perf at world 2 and 4, the builds taking turns within each round, and per (world,
 # size) the median over the rounds of each build's time (each run itself the median of 3 timed
-# loops, --repeats 3). For "what moved these numbers" in docs/PERF.md: build the commit before a
-# change in a worktree, then run this with both build folders.
+# loops, --repeats 3). For "what moved these numbers" in docs/perf-history.md: build the commit
+# before a change in a worktree, then run this with both build folders.
 #
 # Usage: perf/ab_host.sh BEFORE_BUILD AFTER_BUILD      Environment: ROUNDS (5) WORLDS ("2 4")
 set -u

@@ -439,8 +439,8 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       double worst_l2 = 0;
       std::vector<uint8_t> host_c(std::max(c_bytes, cv_bytes));
       // Each round after the first starts at another variant, so that none always runs in the
-      // same place: in the fixed order fused-def (after fused-c4) read 2-14% above fused-c1 at
-      // M 16384-32768 on 2 H200s with the same chunk count, i.e. the same calls (2026-11-30).
+      // same place: in a fixed order a variant's place moved its time by more than the variants
+      // differ (docs/perf-history.md, fifth round).
       // Round 0, the checked one, keeps the print order: ag-only fills the gather gemm-only checks.
       constexpr int kAllVariants = kVariantCount + 3;
       static_assert(kAllVariants % 3 != 0, "the stride of 3 must reach every start");

@@ -13,7 +13,7 @@
 //            plugin context of its own (its own workspace), as ag_gemm's two compute lanes do
 //   g2x2     bands of two sources' rows (world / 2 bands) on two streams in turn: what waiting
 //            for two sources before each GEMM would cost, where bands of one source are too
-//            small to fill the GPU (M 8192 at world 8: c1x2 +3% to +16%, docs/PERF.md)
+//            small to fill the GPU (M 8192 at world 8: docs/perf-history.md, third round)
 //   op       the GEMM calls fused ag_gemm makes on rank 0 with its defaults (FusedGemmSchedule:
 //            the chunk rule, sources paired by SourcesPerGemm, two compute streams), without the
 //            exchange: the banding cost a default fused call pays (at an even world every rank
@@ -468,8 +468,8 @@ int main(int argc, char** argv) {
       for (int v = 0; v < kVariants && ok; ++v)  // warm-ups, which also load every kernel
         for (int i = 0; i < set.warmup && ok; ++i) ok = run_variant(v);
       // Each round starts at another variant, so that none always runs in the same place: in a
-      // fixed order the op column (last) read 5-10 points above c1x2 in cells where it makes
-      // the same calls in another order (2026-11-29, one H200).
+      // fixed order the last variant read slower than the same calls in another place
+      // (docs/perf-history.md, fourth round).
       for (int round = 0; round < set.rounds && ok; ++round) {
         for (int i = 0; i < kVariants && ok; ++i) {
           // Starts 0, 2, 4, ...: every start within 9 rounds, as 2 and kVariants are coprime.

@@ -26,9 +26,9 @@
 #           GPU_CHECK_TEST_REGEX narrows it (ctest -R), GPU_CHECK_TEST_EXCLUDE leaves tests out
 #           (ctest -E), GPU_CHECK_TEST_REPEAT=N runs each up to N times until it fails (for
 #           intermittent failures). The tests hold one lock (RESOURCE_LOCK gpu), so they run one
-#           at a time. On one H200 the whole suite takes about 550 s (2026-11-29), more than
-#           GPU_CHECK_TEST_SECONDS (300) and one device call leave after the build: split it with
-#           the regex, as in docs/PERF.md's sixth round (2026-11-30)
+#           at a time. The whole suite takes longer than GPU_CHECK_TEST_SECONDS (300) and one
+#           device call leave after the build: split it with the regex, as in
+#           docs/perf-history.md's sixth round
 # Logs go to a folder that is packed into $OUT/logs.tgz after every stage (so a run cut short
 # still brings back what it did); the table goes to stdout and $OUT/summary.txt.
 # Usage: GPU_CHECK_STAGES="multi torch" scripts/gpu_check.sh [build-dir]

@@ -86,8 +86,8 @@ class GpuBuffers final : public DeviceBuffers {
   // Through a pinned bounce buffer of this rank, on the rank's stream, and waited for. Never
   // from pageable memory: the runtime stages pageable copies through buffers shared by the
   // whole process, so with several ranks on one GPU a rank's copy can wait behind a peer's copy
-  // that is queued after a collective waiting for this very rank (a deadlock seen at 4 ranks on
-  // one H200).
+  // that is queued after a collective waiting for this very rank: a deadlock
+  // (docs/perf-history.md, "GPU platform on one H200, ranks sharing it").
   bool CopyToDevice(void* dst, const void* src, size_t bytes) override {
     if (bytes > bounce_bytes_) return BounceTooSmall(bytes);
     memcpy(bounce_, src, bytes);

@@ -25,7 +25,7 @@ struct DeviceFailureRecord {
 // (CUDA's default since 12.2) a kernel's first launch loads its module, which waits for the
 // device's running work and holds a process-wide lock meanwhile: a rank launching its first
 // barrier while its all_gather kernel waits for a peer whose launch is stuck behind that lock
-// deadlocks until the deadline (seen on one H200, four ranks as threads). Called at init.
+// deadlocks until the deadline (docs/ARCHITECTURE.md, "The GPU platform"). Called at init.
 gpuError_t PreloadKernels();
 
 // epoch += 1 (one thread).

@@ -21,15 +21,9 @@ constexpr int64_t kGemmTileCols = 256;
 constexpr int kMaxChunks = 4;
 
 // The tile count a band's work, summed over the world-1 peers the GEMM waits on at once, must
-// reach. Refitted on measurements (docs/PERF.md, "chunk rule"): on 2 H200 (world 2, one process
-// per GPU, cublaslt plugin, fp8 and bf16, K 7168, N 6288/3648/6400/3840, global M 4096-32768)
-// one band per source was within 2% of the best count in all 32 cells, and every threshold
-// above 800 picks it there; the first guess, 20 * 7 = 140, missed 16 of them by up to
-// 21%. 1024 (about eight waves of the H200's 132 SMs) is the round value above that bound:
-// cutting a GEMM into banded calls on one stream costs a partial last wave per call (DESIGN.md
-// section 12 measured +28% at 2 bands, world 8), so a band must be large before it pays. At
-// world 8 it picks 2 bands only at global M 32768 with N 6288/6400 - a prediction, not yet
-// measured (no 8-GPU machine was lent).
+// reach. Each banded call pays a partial last wave, so a band must hold several waves of tiles
+// before its earlier start pays: 1024 is about eight waves on 132 SMs, fitted at world 2 only
+// (docs/perf-history.md, "The chunk rule refitted").
 constexpr int64_t kChunkTileThreshold = 1024;
 
 // ceil(rows / kGemmTileRows): the 256-row tiles of one source rank's rows (0 for rows <= 0).
@@ -52,15 +46,8 @@ int64_t ColTiles(int64_t n);
 int ChooseChunks(int64_t m_per_rank, int64_t n, int world, int pinned);
 
 // A band of one source with fewer output tiles than this is paired with the next source's band
-// in one GEMM call (FusedGemmSchedule), when there is one band per source. Measured on one H200
-// (132 SMs; gemm_plugin_perf, cublaslt plugin, fp8 and bf16, K 7168, world-8 bands on two
-// streams, five runs, docs/PERF.md "fourth round"), two-source calls (g2x2) against one-source
-// calls (c1x2), by the tiles of one source's band:
-//   60 tiles  (M 8192, N 3840/3648):   pairs faster in 16 of 20 cells, 4.2 points on average
-//   100       (M 8192, N 6400/6288):   20 of 20, 5.1 points
-//   120       (M 16384, N 3840/3648):  15 of 20, 2.8 points
-//   200-400   (M 16384 N 6400/6288, M 32768): 5 of 60; single calls 4.7-10 points faster
-// 128 falls between: about one wave of the H200's SMs, below which a call leaves SMs idle.
+// in one GEMM call (FusedGemmSchedule), when there is one band per source: 128 is about one wave
+// on 132 SMs, below which a call leaves SMs idle (docs/perf-history.md, fourth round).
 constexpr int64_t kPairTileThreshold = 128;
 
 // How many sources' rows one fused GEMM call takes (1 or 2) for m_per_rank rows per source, N

@@ -35,9 +35,8 @@ struct GemmStep {
 //   their slots are adjacent in the window (source s + 1 and then s; not world - 1 and then 0).
 //   A source that cannot be paired so gets a call of its own, and those come first, beside the
 //   own rows' GEMM on the other lane, then the pairs in rotation order (at world 8: the own
-//   rows, one single, three pairs on every rank). Measured on one H200 at world 8 (docs/PERF.md
-//   "fourth round"): with the single last instead, two of the four bf16 cells at global M 8192
-//   cost 7.6-12.2% over the whole GEMM in each run, against at most 3.3% with it first.
+//   rows, one single, three pairs on every rank). Left last, the single would run alone at the
+//   end (docs/perf-history.md, fourth round).
 // - with `lanes` 2 the peer calls take the side lane and lane 0 in turn, the side lane first
 //   (so the first peer call can overlap the own rows' GEMM); with 1, all run on lane 0.
 std::vector<GemmStep> FusedGemmSchedule(int rank, int world, int64_t padded,

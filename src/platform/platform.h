@@ -29,8 +29,8 @@ class Platform {
   virtual const char* name() const = 0;
   virtual int queue_count() const = 0;
   // How many streams fused ag_gemm's band GEMMs take in turn when XCCL_AGGEMM_COMPUTE_STREAMS
-  // leaves it open (0). GPU: 2, since bands on one stream serialise each band's tail wave (up
-  // to +78% over one full GEMM at world 8, against -13% to +17% on two: docs/PERF.md). Host: 1
+  // leaves it open (0). GPU: 2, since bands on one stream serialise each band's tail wave, which
+  // a second stream overlaps with the next band (docs/perf-history.md, third round). Host: 1
   // (calls are synchronous there, so a side lane runs nothing beside the caller and would only
   // cost a second plugin context).
   virtual int default_compute_streams() const { return 1; }

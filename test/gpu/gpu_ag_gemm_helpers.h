@@ -174,11 +174,10 @@ inline double AgGemmError(RankContext& ctx, const unsigned char* c, xcclDataType
       [&](int s) { return MakeAgGemmOperands(ctx.seed, s, call, m, n, k, in); }, bad_padding);
 }
 
-// Rounding C to bf16 alone gives 1.6-1.8e-3 against the double reference (the host suite:
-// 1.61-1.69e-3; ag_gemm_perf with cublaslt on H200s: 1.63-1.75e-3), for fp8 and bf16 inputs
-// alike, since the reference decodes the same inputs: 4e-3 is that floor with a margin (the
-// issue's "about 2e-3"). A missing, stale or misplaced band (at least 16 of the world * padded
-// rows) is far above it.
+// Rounding C to bf16 alone stays under 2e-3 against the double reference (docs/perf-history.md,
+// "The host suite's error floor"), for fp8 and bf16 inputs alike, since the reference decodes
+// the same inputs: 4e-3 is that floor with a margin (the "about 2e-3"). A missing, stale
+// or misplaced band (at least 16 of the world * padded rows) is far above it.
 constexpr double kAgGemmTolerance = 4e-3;
 
 // Records a failure unless C of call `call` matches the reference and its padding rows are 0.

@@ -398,13 +398,12 @@ void LateRankBody(const PluginChoice& plugin, RankContext& ctx) {
 
 // An op's set-up is done on the device when create returns: rows a rank writes into its local
 // rows right after create (zero copy, on its own non-blocking stream) are still there after a
-// long kernel on the legacy default stream has finished. The window used to be zeroed by
-// cudaMemset, which queues there and returns at once; with the legacy stream busy, the zeroing
-// ran after such rows were written (a whole slot of zeros, seen on 4 processes sharing one H200
-// as a failed self test). Split mode, so that every placement runs it. A plugin whose set-up
-// waits for the device before the op's buffers are allocated (cublaslt frees its scratch there)
-// drains the legacy stream first, so this end-to-end check may pass over the old code for it;
-// gpu_set_up_test.cc checks the allocation itself.
+// long kernel on the legacy default stream has finished. Zeroing by cudaMemset queues there and
+// returns at once; with the legacy stream busy, it would land after such rows were written (a
+// slot of zeros: docs/perf-history.md, fifth round). Split mode, so that every placement runs
+// it. A plugin whose set-up waits for the device before the op's buffers are allocated
+// (cublaslt frees its scratch there) drains the legacy stream first, so this end-to-end check
+// may pass over the old code for it; gpu_set_up_test.cc checks the allocation itself.
 void SetUpBehindABusyLegacyStreamBody(const PluginChoice& plugin, RankContext& ctx) {
   const int64_t n = 64, k = 64, m = 256;
   constexpr uint64_t kLegacyBusyNs = 300'000'000;  // far longer than create takes

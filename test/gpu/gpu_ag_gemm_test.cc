@@ -151,12 +151,12 @@ TEST_P(GpuAgGemmTest, SplitAndFusedMatchTheReferenceAndGraphReplay) {
 // The fused machinery (bands over copy-engine queues, flags, stream waits or tile waits, the
 // closing barrier) on a machine of one GPU: two ranks sharing it, given one queue each by
 // XCCL_GPU_QUEUES=1 (the automatic count is 0 there, because copy engines shared by more ranks
-// deadlocked, docs/PERF.md). Other worlds skip.
+// deadlock, docs/perf-history.md). Other worlds skip.
 TEST_P(GpuAgGemmTest, FusedOnASharedGpuWithForcedQueues) {
   if (GetParam().placement != Placement::kOneGpu || world() != 2)
     GTEST_SKIP() << "runs on one GPU with 2 ranks only";
   RunOptions options;
-  // A short deadline: copy engines shared by ranks deadlocked before (docs/PERF.md), and if
+  // A short deadline: copy engines shared by ranks can deadlock (docs/perf-history.md), and if
   // they do here the test should fail in seconds, not hold the suite for minutes.
   options.before_init = [] {
     WithGpuQueues(1)();

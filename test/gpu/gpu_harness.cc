@@ -340,7 +340,7 @@ namespace {
 // Device blocks handed back by this rank's thread, reused by its next Allocate of at most that
 // size and never freed: cudaFree waits for the whole device, and with ranks sharing a GPU a
 // rank blocked there holds up its next call while a peer's kernel waits for that very call
-// (seen on one H200 as a 60 s timeout with two ranks).
+// (docs/perf-history.md, "Moved from code comments").
 thread_local std::vector<std::pair<void*, size_t>> t_device_pool;
 }  // namespace
 

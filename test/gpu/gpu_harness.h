@@ -129,7 +129,7 @@ class DeviceBuffer {
 // grows and is never given back. Copies from pageable memory are staged by the runtime through
 // buffers shared by the whole process, so with several ranks on one GPU one rank's copy can
 // wait behind a peer's copy that is queued after a collective waiting for this very rank (a
-// deadlock seen at 4 ranks on one H200); freeing pinned memory may wait for the whole device.
+// deadlock); freeing pinned memory may wait for the whole device.
 void* TakePinned(size_t bytes);
 void GivePinned(void* ptr, size_t bytes);
 

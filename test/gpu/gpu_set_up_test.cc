@@ -2,9 +2,9 @@
 // the legacy default stream held busy by a long kernel, memory zeroed by ZeroDeviceNow, filled by
 // CopyToDeviceNow or allocated by AllocateOpBuffer reads back right at once on a non-blocking
 // stream, and bytes a caller writes right after AllocateOpBuffer survive the legacy stream
-// draining. With cudaMemset / cudaMemcpy there (the code before), the fill would run after the
-// held kernel: the read would see the old bytes, or the zeroing would land on the caller's (seen
-// as a self test's slot of zeros on 4 processes sharing one H200, docs/PERF.md fifth round).
+// draining. With cudaMemset / cudaMemcpy there, the fill would run after the held kernel: the
+// read would see the old bytes, or the zeroing would land on the caller's (docs/perf-history.md,
+// fifth round).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The cublaslt plugin's lookup of a shape's algorithm across m (ext/gemm/cublaslt/algo_key.h):
 // a problem whose m has no choice of its own gets the choice made for the largest m of the same
 // shape, never one of another shape or a band's row count (a new algorithm inside a call loads a
-// kernel there, which stalled ranks sharing a GPU: docs/PERF.md, "fourth round").
+// kernel there, which stalled ranks sharing a GPU: docs/perf-history.md, fourth round).
 #include <gtest/gtest.h>
 
 #include <map>

@@ -27,7 +27,7 @@ int64_t CountTiles(int64_t extent) {
 }
 
 // The default: the most c in 4..1 with (tiles // c) * n_tiles * (world - 1) >= 1024 (the
-// threshold refitted on 2 H200, docs/PERF.md).
+// threshold of src/fused/chunk_rule.h).
 int BruteDefaultChunks(int64_t m_per_rank, int64_t n, int world) {
   const int64_t row_tiles = CountTiles(m_per_rank);
   const int64_t col_tiles = CountTiles(n);
@@ -130,8 +130,9 @@ TEST(FusedChunkRule, KimiK3Tp8DefaultShapes) {
   }
 }
 
-// The cells the threshold was fitted on (2 H200, docs/PERF.md): at world 2 one band per source
-// was within 2% of the best in every cell, so the rule must pick c=1 in all 16 shapes.
+// The cells the threshold was fitted on (docs/perf-history.md, "The chunk rule refitted"): at
+// world 2 one band per source was within 2% of the best in every cell, so the rule must pick c=1
+// in all 16 shapes.
 TEST(FusedChunkRule, MeasuredWorld2CellsTakeOneBand) {
   for (int64_t global_m : {4096, 8192, 16384, 32768}) {
     for (int64_t n : {6288, 3648, 6400, 3840}) {

@@ -8,8 +8,8 @@
 // the "TN" form Hopper's fp8 kernels require. In those terms the per-channel B scale is a
 // vector over cuBLASLt's rows (its matrix A) and the per-token A scale one over its columns
 // (its matrix B): both set with CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F (DESIGN.md section
-// 12 measured this path on an H200). A band of rows of C is a band of columns of C^T: the same
-// call with A, a_scale and C offset and the column count cut.
+// 12). A band of rows of C is a band of columns of C^T: the same call with A, a_scale and C
+// offset and the column count cut.
 //
 // One algorithm per problem (m, n, k, leading dimensions, types) and device in a process, chosen
 // at supports(): the fastest, timed over the whole problem, of the heuristic's first 8
@@ -209,7 +209,8 @@ void TurnSplitKOff(cublasLtMatmulAlgo_t* algo) {
 // cuBLASLt's heuristic for these descriptors, asked for split-K-free algorithms only
 // (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK): up to `max` of them, best first. Asking for them
 // beats taking the first answer and turning split-K off afterwards, which left that kernel's
-// tiling tuned for a split it no longer did (docs/PERF.md: 0.91-0.95 of cuBLASLt at M 32768).
+// tiling tuned for a split it no longer did (docs/perf-history.md, "GEMM plugin: cublaslt
+// against cuBLASLt called directly").
 // `alignment`: the bytes every buffer's address is a multiple of (cuBLASLt assumes 256).
 xcclResult_t SplitKFreeCandidates(Context* c, Descriptors& d, int max,
                                   std::vector<cublasLtMatmulAlgo_t>* out,
@@ -257,8 +258,8 @@ xcclResult_t Heuristic(Context* c, Descriptors& d, cublasLtMatmulAlgo_t* algo,
 // cuBLASLt accepts it for them; else the heuristic's for them. Reusing the shape's algorithm for
 // another m keeps the bytes of equal rows equal across m and, more to the point, loads no new
 // kernel inside a call: a first launch can wait for the whole device, and with ranks sharing a
-// GPU whose kernels wait on each other that stalled calls until their deadline (seen on one
-// H200, 4 ranks, M alternating under held ranks, when the choice was keyed by m alone).
+// GPU whose kernels wait on each other that stalls calls until their deadline
+// (docs/perf-history.md, fourth round).
 // Called with c->mu held.
 xcclResult_t AlgoFor(Context* c, const xcclGemmProblem& p, int64_t rows, Descriptors& d,
                      cublasLtMatmulAlgo_t* algo) {
@@ -422,8 +423,8 @@ class WarmUpOperands {
 // The algorithm of each problem on each device, one per process: every context (every op, every
 // compute lane of one) runs the same one, so fused and split calls of one m give the same bytes
 // even where tuning's timings would differ from one choice to the next. Keyed by the problem's m
-// too: the choice is timed over all of p.m rows, and the heuristic's answer changes with m (one
-// key for every m gave M 16384 and 32768 the algorithm chosen for 8192, docs/PERF.md).
+// too: the choice is timed over all of p.m rows, and the heuristic's answer changes with m
+// (docs/perf-history.md, third round).
 struct ShapeOnDevice {
   int device;
   int64_t m;

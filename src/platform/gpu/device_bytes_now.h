@@ -1,9 +1,9 @@
 // Device memory set from the host and finished on return. cudaMemcpy from pageable memory and
 // cudaMemset of device memory both return before the device has written the bytes (CUDA's
 // "API synchronization behavior"), and they run on the legacy default stream, which does not
-// order the non-blocking streams xccl and its callers use. A window zeroed that way was seen
-// zeroed after the first call had filled it (4 processes sharing one H200, 2026-11-30): a
-// rank's whole slot read back as zeros. Set-up code uses these instead.
+// order the non-blocking streams xccl and its callers use, so a window zeroed that way can be
+// zeroed after the first call has filled it (docs/perf-history.md, fifth round). Set-up code
+// uses these instead.
 #pragma once
 
 #include <cstddef>

@@ -392,8 +392,8 @@ class GpuPlatform final : public Platform {
   // itself. Where ranks share a device no queue stream is made: copy-engine work of several
   // ranks shares the device's few copy channels, and a rank's copy for its next operation,
   // waiting in a channel for that operation's start, holds up another rank's copy for the
-  // current one, which that start transitively waits for. Seen as deadlocks on one H200 at 4
-  // ranks with queue streams and at 8 ranks with copies on the callers' streams (docs/PERF.md).
+  // current one, which that start transitively waits for: a deadlock (docs/perf-history.md,
+  // "GPU platform on one H200, ranks sharing it").
   // The all_gather engine is the same on every rank: dma only when XCCL_ALLGATHER_ALGO=dma asks
   // for it and no device of the communicator is shared; the kernel engine otherwise (it beat
   // the copy engines at every size measured, docs/PERF.md).

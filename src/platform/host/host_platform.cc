@@ -296,7 +296,8 @@ class HostPlatform final : public Platform {
   // Polling before sleeping pays only while every rank can hold a core (its queues mostly
   // sleep in copies or futexes). On an oversubscribed machine a spinning waiter steals the core
   // its peer needs, so it yields instead: the peer usually waits for exactly that core, and a
-  // yield hands it over without a futex wake-up's latency (measured in docs/PERF.md).
+  // yield hands it over without a futex wake-up's latency (docs/perf-history.md, "What moved
+  // these numbers").
   static WaitPolicy ChooseWaitPolicy(const Params& params, int local_ranks) {
     const bool oversubscribed = sysconf(_SC_NPROCESSORS_ONLN) < local_ranks;
     WaitPolicy policy;
