@@ -1,95 +1,43 @@
-// The host platform: ranks are processes or threads of one node, "device memory" is ordinary
-// memory, the control windows are shared memory, and each DMA queue is a worker thread that
-// copies with memcpy (same process) or process_vm_writev (another process).
-#include <sched.h>
-#include <sys/random.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cinttypes>
+// The host platform's binding of the Platform interface to the shared-memory transport
+// (transport/shm/shm_transport.h): ranks are processes or threads of one node, "device memory"
+// is ordinary memory, and calls are synchronous (streams are ignored).
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <string>
-#include <system_error>
-#include <vector>
 
-#include "core/epoch.h"
 #include "core/error.h"
-#include "core/failure.h"
 #include "core/logging.h"
 #include "core/params.h"
 #include "core/topology.h"
 #include "platform/platform.h"
-#include "transport/bootstrap/bootstrap.h"
-#include "transport/bootstrap/verdicts.h"
-#include "transport/shm/dma_queue.h"
-#include "transport/shm/futex_signal.h"
-#include "transport/shm/peer_copy.h"
-#include "transport/shm/peer_liveness.h"
-#include "transport/shm/shm_window.h"
+#include "transport/shm/shm_transport.h"
 
 namespace xccl {
 
 namespace {
 
-// Known bytes at a known address of every process, read by peers once to prove that
-// cross-process copies work before the first collective depends on them.
-struct CopyProbe {
-  uint64_t address;
-  uint8_t bytes[16];
-};
-uint8_t g_probe_bytes[16];
-
-constexpr size_t kMaxInboxBytes = size_t(4) << 20;
-
 class HostPlatform final : public Platform {
  public:
   HostPlatform(const Topology& topology, const Params& params, int64_t timeout_ms)
-      : topology_(topology), params_(params), timeout_ms_(timeout_ms) {}
+      : topology_(topology), shm_(topology, params, timeout_ms) {}
 
   xcclResult_t Init(Bootstrap* bootstrap) {
-    const int nranks = topology_.nranks;
     XCCL_TRY(RequireOneNode(topology_, "the host platform"));
-    RemoveStaleShmObjects();
-    // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight
-    // ranks fit a container's default 64 MiB /dev/shm with room to spare.
-    eager_limit_ = std::min(static_cast<size_t>(params_.eager_bytes),
-                            kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
-    wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
-    XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks), 2 * nranks * eager_limit_,
-                             "XCCL_EAGER_BYTES", &InitSlots, this));
-    XCCL_TRY(ProbePeers(bootstrap));
-    queues_.resize(nranks);
-    for (int peer = 0; peer < nranks; ++peer) {
-      if (peer == topology_.rank) continue;
-      try {
-        queues_[peer] = std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + ">" +
-                                                   std::to_string(peer));
-      } catch (const std::system_error& e) {
-        // Each rank runs a queue thread per peer: n ranks of one process need n * (n - 1).
-        return Fail(xcclSystemError,
-                    "host platform: cannot start the DMA queue thread of rank %d for peer %d (%d "
-                    "ranks on this node need %d queue threads each): %s",
-                    topology_.rank, peer, nranks, nranks - 1, e.what());
-      }
-    }
-    return xcclSuccess;
+    return shm_.Init(bootstrap);
   }
 
   const char* name() const override { return "host"; }
-  int queue_count() const override { return topology_.nranks - 1; }
+  int queue_count() const override { return shm_.peer_count(); }
 
   void BeginOperation(xcclStream_t /*stream: calls are synchronous*/) override {}
 
+  // Waits for this rank's queued puts; the first failure of any connection.
   xcclResult_t EndOperation(uint32_t /*epoch*/, const Deadline& deadline,
                             PlatformFailure* failure) override {
     xcclResult_t first = xcclSuccess;
-    for (auto& queue : queues_) {
-      if (!queue) continue;
+    for (int peer = 0; peer < topology_.nranks; ++peer) {
+      if (peer == topology_.rank) continue;
       PlatformFailure one;
-      xcclResult_t result = queue->Drain(deadline, &one);
+      const xcclResult_t result = shm_.connection(peer).Flush(deadline, &one);
       if (result != xcclSuccess && first == xcclSuccess) {
         first = result;
         *failure = one;
@@ -99,61 +47,29 @@ class HostPlatform final : public Platform {
   }
 
   bool direct_puts() const override { return true; }
-
   void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) override {
-    uint32_t* mine = windows_.slots(topology_.rank);
-    __atomic_store_n(&mine[ControlLayout::kRecvClosed], epoch, __ATOMIC_SEQ_CST);
-    // Copies already running end within one piece (they also stop at the failure this rank
-    // announced); a writer that died mid-copy never leaves, hence the deadline.
-    while (__atomic_load_n(&mine[ControlLayout::kRecvWriters], __ATOMIC_SEQ_CST) != 0 &&
-           !deadline.Expired())
-      sched_yield();
+    shm_.CloseRecvBuffer(epoch, deadline);
   }
-
   void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) override {
-    uint32_t* mine = windows_.slots(topology_.rank);
-    StoreWord64(mine, ControlLayout::kRecvAddrLo, reinterpret_cast<uintptr_t>(recv));
-    StoreWord64(mine, ControlLayout::kRecvBytesLo, bytes);
-    StoreWord64(mine, ControlLayout::kRecvBlockLo, block);
-    SignalStore(&mine[ControlLayout::kReadyEpoch], &mine[ControlLayout::kSleepers], epoch);
+    shm_.PublishRecvBuffer(epoch, recv, bytes, block);
   }
-
   void LocalCopy(void* dst, const void* src, size_t bytes) override { memmove(dst, src, bytes); }
-
   void EnqueuePut(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
                   int signal_slot) override {
-    queues_[peer]->Enqueue([=](PlatformFailure* failure) {
-      return Put(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
-    });
+    shm_.connection(peer).Put(epoch, src, dst_offset, bytes, signal_slot);
   }
-
   xcclResult_t PutFromCaller(int peer, uint32_t epoch, const void* src, size_t dst_offset,
                              size_t bytes, int signal_slot, PlatformFailure* failure) override {
-    return Put(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
+    return shm_.connection(peer).PutNow(epoch, src, dst_offset, bytes, signal_slot, failure);
   }
 
-  size_t inbox_limit() const override { return eager_limit_; }
-
+  size_t inbox_limit() const override { return shm_.inbox_limit(); }
   void InboxPut(int peer, uint32_t epoch, const void* src, size_t bytes, int signal_slot) override {
-    memcpy(InboxOf(peer, epoch, topology_.rank), src, bytes);
-    // Before the signal, which orders it for the peer (blocks are at most XCCL_EAGER_BYTES,
-    // 16 MiB: one slot holds the size).
-    __atomic_store_n(
-        &windows_.slots(
-            peer)[ControlLayout::InboxBytes(epoch & 1, topology_.rank, topology_.nranks)],
-        static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
-    Signal(peer, signal_slot, epoch);
+    shm_.connection(peer).InboxPut(epoch, src, bytes, signal_slot);
   }
-
-  const void* Inbox(uint32_t epoch, int src) const override {
-    return InboxOf(topology_.rank, epoch, src);
-  }
-
+  const void* Inbox(uint32_t epoch, int src) const override { return shm_.Inbox(epoch, src); }
   bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const override {
-    *bytes = __atomic_load_n(
-        &windows_.slots(
-            topology_.rank)[ControlLayout::InboxBytes(epoch & 1, src, topology_.nranks)],
-        __ATOMIC_ACQUIRE);
+    *bytes = shm_.InboxBlockBytes(epoch, src);
     return true;
   }
 
@@ -163,252 +79,56 @@ class HostPlatform final : public Platform {
     const int rank = topology_.rank, nranks = topology_.nranks;
     // Reverse rotation: the peer that pushes to this rank first is rank-1.
     for (int step = 1; step < nranks; ++step) {
-      int peer = (rank - step + nranks) % nranks;
-      XCCL_TRY(WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data", deadline, failure));
+      const int peer = (rank - step + nranks) % nranks;
+      XCCL_TRY(
+          shm_.WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data", deadline, failure));
       on_arrival(peer);
     }
     return xcclSuccess;
   }
 
   // Window operations: the op buffers are published per operation, like a receive buffer, and
-  // the puts are the direct puts' (EnqueuePut), so MapPeerBuffers has nothing to map.
+  // the puts are the direct puts', so MapPeerBuffers has nothing to map.
   xcclResult_t MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*local*/, std::vector<void*>* peers,
                               std::vector<bool>* opened) override {
     peers->assign(topology_.nranks, nullptr);
     opened->assign(topology_.nranks, false);
     return xcclSuccess;
   }
-
   void BeginWindowOperation(uint32_t epoch, void* local, size_t bytes,
                             xcclStream_t /*stream*/) override {
-    PublishRecvBuffer(epoch, local, bytes, /*block: puts of any size*/ 0);
+    shm_.PublishRecvBuffer(epoch, local, bytes, /*block: puts of any size*/ 0);
   }
-
   void WindowPut(int peer, uint32_t epoch, void* /*peer_buffer*/, size_t offset, const void* src,
                  size_t bytes, int signal_slot) override {
-    EnqueuePut(peer, epoch, src, offset, bytes, signal_slot);
+    shm_.connection(peer).Put(epoch, src, offset, bytes, signal_slot);
   }
-
   xcclResult_t WindowWait(int slot, uint32_t epoch, int peer, const char* what,
                           const Deadline& deadline, xcclStream_t /*stream*/,
                           PlatformFailure* failure) override {
-    return WaitSlot(slot, epoch, peer, what, deadline, failure);
+    return shm_.WaitSlot(slot, epoch, peer, what, deadline, failure);
   }
 
   xcclResult_t Barrier(uint32_t epoch, const Deadline& deadline,
                        PlatformFailure* failure) override {
     const int rank = topology_.rank, nranks = topology_.nranks;
     for (int step = 1; step < nranks; ++step)
-      Signal((rank + step) % nranks, ControlLayout::BarrierFrom(rank, nranks), epoch);
+      shm_.connection((rank + step) % nranks)
+          .Signal(ControlLayout::BarrierFrom(rank, nranks), epoch);
     for (int step = 1; step < nranks; ++step) {
-      int peer = (rank - step + nranks) % nranks;
-      XCCL_TRY(WaitSlot(ControlLayout::BarrierFrom(peer, nranks), epoch, peer, "barrier", deadline,
-                        failure));
+      const int peer = (rank - step + nranks) % nranks;
+      XCCL_TRY(shm_.WaitSlot(ControlLayout::BarrierFrom(peer, nranks), epoch, peer, "barrier",
+                             deadline, failure));
     }
     return xcclSuccess;
   }
 
   xcclResult_t PollAsyncFailure(PlatformFailure* /*failure*/) override { return xcclSuccess; }
-
-  void Abort(int failed_peer) override {
-    aborted_.store(true);
-    uint32_t* mine = windows_.slots(topology_.rank);
-    uint32_t expected = 0;
-    __atomic_compare_exchange_n(&mine[ControlLayout::kAbort], &expected,
-                                static_cast<uint32_t>(failed_peer + 1), false, __ATOMIC_RELEASE,
-                                __ATOMIC_RELAXED);
-  }
+  void Abort(int failed_peer) override { shm_.Abort(failed_peer); }
 
  private:
-  void Signal(int peer, int slot, uint32_t value) {
-    uint32_t* theirs = windows_.slots(peer);
-    SignalStore(&theirs[slot], &theirs[ControlLayout::kSleepers], value);
-  }
-
-  xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
-                        const Deadline& deadline, PlatformFailure* failure) {
-    uint32_t* mine = windows_.slots(topology_.rank);
-    return SignalWait(&mine[slot], &mine[ControlLayout::kSleepers], epoch, wait_policy_, peer, what,
-                      deadline, Watcher(peer), failure);
-  }
-
-  // Waits until `peer` published its receive buffer for `epoch`, copies into it, signals.
-  xcclResult_t Put(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
-                   int signal_slot, PlatformFailure* failure) {
-    uint32_t* theirs = windows_.slots(peer);
-    Deadline deadline(timeout_ms_);
-    XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], &theirs[ControlLayout::kSleepers],
-                        epoch, wait_policy_, peer, "its receive buffer", deadline, Watcher(peer),
-                        failure));
-    const uint64_t address = LoadWord64(theirs, ControlLayout::kRecvAddrLo);
-    const uint64_t size = LoadWord64(theirs, ControlLayout::kRecvBytesLo);
-    const uint64_t block = LoadWord64(theirs, ControlLayout::kRecvBlockLo);
-    if (address == 0 || (block != 0 && bytes != block) || dst_offset > size ||
-        bytes > size - dst_offset) {
-      if (address == 0)
-        return SetFailure(failure, xcclInvalidUsage, peer,
-                          "rank %d gathers blocks of %" PRIu64
-                          " bytes through its inbox where this rank puts %zu bytes at offset %zu: "
-                          "the ranks passed different counts",
-                          peer, block, bytes, dst_offset);
-      return SetFailure(failure, xcclInvalidUsage, peer,
-                        "rank %d's receive buffer holds %" PRIu64 " bytes in blocks of %" PRIu64
-                        " where this rank puts %zu bytes at offset %zu: the ranks passed "
-                        "different counts",
-                        peer, size, block, bytes, dst_offset);
-    }
-    char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
-    if (bytes > 0) {
-      // Counted as a writer before the look at `closed` (both sequentially consistent, as in
-      // CloseRecvBuffer): either this put sees the buffer given up, or its owner waits for it.
-      uint32_t* writers = &theirs[ControlLayout::kRecvWriters];
-      __atomic_fetch_add(writers, 1, __ATOMIC_SEQ_CST);
-      xcclResult_t copied = xcclSuccess;
-      if (__atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == epoch) {
-        copied = SetFailure(failure, xcclRemoteError, peer,
-                            "rank %d gave up the call before this put", peer);
-      } else {
-        const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
-        copied = CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure);
-      }
-      __atomic_fetch_sub(writers, 1, __ATOMIC_SEQ_CST);
-      if (copied != xcclSuccess) return copied;
-    }
-    if (signal_slot != ControlLayout::kNoSignal) Signal(peer, signal_slot, epoch);
-    return xcclSuccess;
-  }
-
-  // A 64-bit value in two 32-bit slots (lo at `lo`, hi at lo + 1), written before the slot that
-  // publishes it and read after that slot was seen.
-  static void StoreWord64(uint32_t* slots, int lo, uint64_t value) {
-    __atomic_store_n(&slots[lo], static_cast<uint32_t>(value), __ATOMIC_RELAXED);
-    __atomic_store_n(&slots[lo + 1], static_cast<uint32_t>(value >> 32), __ATOMIC_RELAXED);
-  }
-  static uint64_t LoadWord64(const uint32_t* slots, int lo) {
-    return uint64_t(SignalLoad(&slots[lo + 1])) << 32 | SignalLoad(&slots[lo]);
-  }
-
-  // `owner`'s inbox for blocks from `src` in operations of `epoch`'s parity.
-  char* InboxOf(int owner, uint32_t epoch, int src) const {
-    return windows_.data(owner) + ((epoch & 1) * topology_.nranks + src) * eager_limit_;
-  }
-
-  // Polling before sleeping pays only while every rank can hold a core (its queues mostly
-  // sleep in copies or futexes). On an oversubscribed machine a spinning waiter steals the core
-  // its peer needs, so it yields instead: the peer usually waits for exactly that core, and a
-  // yield hands it over without a futex wake-up's latency (docs/perf-history.md, "What moved
-  // these numbers").
-  static WaitPolicy ChooseWaitPolicy(const Params& params, int local_ranks) {
-    const bool oversubscribed = sysconf(_SC_NPROCESSORS_ONLN) < local_ranks;
-    WaitPolicy policy;
-    policy.spins = params.spin_count >= 0 ? params.spin_count : oversubscribed ? 0 : 2000;
-    policy.yields = params.yield_count >= 0 ? params.yield_count : oversubscribed ? 100 : 0;
-    return policy;
-  }
-
-  static void InitSlots(uint32_t* slots, size_t count, void* self) {
-    const uint32_t base = static_cast<HostPlatform*>(self)->params_.epoch_base;
-    for (size_t i = 0; i < count; ++i) slots[i] = base;
-    // Words that are not epochs start at zero (kRecvClosed is one: the base, no epoch yet).
-    for (int word :
-         {ControlLayout::kRecvAddrLo, ControlLayout::kRecvAddrHi, ControlLayout::kAbort,
-          ControlLayout::kSleepers, ControlLayout::kRecvBytesLo, ControlLayout::kRecvBytesHi,
-          ControlLayout::kRecvBlockLo, ControlLayout::kRecvBlockHi, ControlLayout::kRecvWriters})
-      slots[word] = 0;
-  }
-
-  // The checks a waiter makes every few milliseconds: this rank aborted, any peer announced a
-  // failure, or the awaited peer's process died. Announcements come before deaths: a survivor
-  // that saw the root cause announces it and may then exit, and a rank waiting on that survivor
-  // must name the root cause, not the survivor's orderly exit (the window outlives its owner's
-  // process while this rank keeps it mapped, so the announcement stays readable).
-  std::function<xcclResult_t(PlatformFailure*)> Watcher(int peer) {
-    return [this, peer](PlatformFailure* failure) -> xcclResult_t {
-      if (AbortedOrAnnounced(peer, "waiting for", failure)) return failure->result;
-      if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
-        // Once more: the peer may have announced the root cause and exited between the scan
-        // above and this look at its process (an announcement always precedes the exit).
-        if (AnnouncedFailure(failure)) return failure->result;
-        return SetFailure(failure, xcclRemoteError, peer, "rank %d (pid %d on %s) died", peer,
-                          static_cast<int>(topology_.ranks[peer].pid),
-                          topology_.ranks[peer].hostname);
-      }
-      return xcclSuccess;
-    };
-  }
-
-  // What a long put checks between its pieces: this rank aborted, or a rank announced a failure
-  // (the receiver gave up its call). Cheaper than the waiters' Watcher: no look at processes (a
-  // copy into a dead one fails by itself).
-  std::function<xcclResult_t(PlatformFailure*)> StopCheck(int peer) {
-    return [this, peer](PlatformFailure* failure) -> xcclResult_t {
-      return AbortedOrAnnounced(peer, "copying to", failure) ? failure->result : xcclSuccess;
-    };
-  }
-
-  // Whether this rank aborted (`doing` rank `peer` then) or another rank announced a failure.
-  bool AbortedOrAnnounced(int peer, const char* doing, PlatformFailure* failure) const {
-    if (aborted_.load(std::memory_order_relaxed)) {
-      SetFailure(failure, xcclRemoteError, peer, "communicator aborted while %s rank %d", doing,
-                 peer);
-      return true;
-    }
-    return AnnouncedFailure(failure);
-  }
-
-  // Whether another rank announced a failure in its abort slot (then described in *failure).
-  bool AnnouncedFailure(PlatformFailure* failure) const {
-    for (int r = 0; r < topology_.nranks; ++r) {
-      const uint32_t flag = SignalLoad(&windows_.slots(r)[ControlLayout::kAbort]);
-      if (r != topology_.rank && flag != 0) {
-        SetFailure(failure, xcclRemoteError, static_cast<int>(flag) - 1,
-                   "rank %d reported that rank %u failed", r, flag - 1);
-        return true;
-      }
-    }
-    return false;
-  }
-
-  xcclResult_t ProbePeers(Bootstrap* bootstrap) {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      AllowCrossProcessCopies();
-      if (getrandom(g_probe_bytes, sizeof(g_probe_bytes), 0) != sizeof(g_probe_bytes))
-        memset(g_probe_bytes, 0x5a, sizeof(g_probe_bytes));
-    });
-    std::vector<CopyProbe> probes(topology_.nranks);
-    probes[topology_.rank].address = reinterpret_cast<uintptr_t>(g_probe_bytes);
-    memcpy(probes[topology_.rank].bytes, g_probe_bytes, sizeof(g_probe_bytes));
-    // Everyone has run AllowCrossProcessCopies before anyone probes: the all-gather orders it.
-    XCCL_TRY(bootstrap->AllGather(probes.data(), sizeof(CopyProbe)));
-    std::vector<int32_t> ok(topology_.nranks, 1);
-    std::string why;
-    for (int peer = 0; peer < topology_.nranks; ++peer) {
-      if (topology_.SameProcess(peer)) continue;
-      PlatformFailure failure;
-      if (ProbeCrossProcessCopy(topology_.ranks[peer].pid, peer,
-                                reinterpret_cast<void*>(probes[peer].address), probes[peer].bytes,
-                                sizeof(probes[peer].bytes), &failure) != xcclSuccess) {
-        ok[topology_.rank] = 0;
-        why = failure.message;
-      }
-    }
-    int failed = -1;
-    XCCL_TRY(ExchangeVerdicts(bootstrap, ok[topology_.rank] != 0, &failed));
-    if (failed >= 0)
-      return Fail(xcclSystemError, "rank %d cannot copy into its peers' memory%s%s", failed,
-                  why.empty() ? "" : ": ", why.c_str());
-    return xcclSuccess;
-  }
-
   Topology topology_;
-  Params params_;
-  int64_t timeout_ms_;
-  size_t eager_limit_ = 0;
-  WaitPolicy wait_policy_;
-  ShmWindows windows_;
-  std::vector<std::unique_ptr<DmaQueue>> queues_;
-  std::atomic<bool> aborted_{false};
+  ShmTransport shm_;
 };
 
 }  // namespace

@@ -1,0 +1,42 @@
+#include "transport/connection.h"
+
+#include <string>
+
+#include "core/logging.h"
+
+namespace xccl {
+
+const char* TransportKindName(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::kSelf:
+      return "self";
+    case TransportKind::kSameProcess:
+      return "same process";
+    case TransportKind::kP2p:
+      return "p2p";
+    case TransportKind::kShm:
+      return "shm";
+  }
+  return "?";
+}
+
+TransportKind ChooseTransport(const Topology& topology, int peer, bool device_memory) {
+  if (peer == topology.rank) return TransportKind::kSelf;
+  if (topology.SameProcess(peer)) return TransportKind::kSameProcess;
+  return device_memory ? TransportKind::kP2p : TransportKind::kShm;
+}
+
+void LogTransports(const Topology& topology, bool device_memory) {
+  for (TransportKind kind :
+       {TransportKind::kSameProcess, TransportKind::kP2p, TransportKind::kShm}) {
+    std::string peers;
+    for (int peer = 0; peer < topology.nranks; ++peer)
+      if (peer != topology.rank && ChooseTransport(topology, peer, device_memory) == kind)
+        peers += (peers.empty() ? "" : " ") + std::to_string(peer);
+    if (!peers.empty())
+      XCCL_INFO(kLogInit, "rank %d: %s to ranks %s", topology.rank, TransportKindName(kind),
+                peers.c_str());
+  }
+}
+
+}  // namespace xccl

@@ -1,0 +1,312 @@
+#include "transport/shm/shm_transport.h"
+
+#include <sched.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <system_error>
+
+#include "core/error.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/verdicts.h"
+#include "transport/shm/peer_copy.h"
+#include "transport/shm/peer_liveness.h"
+#include "transport/window.h"
+
+namespace xccl {
+
+namespace {
+
+// Known bytes at a known address of every process, read by peers once to prove that
+// cross-process copies work before the first collective depends on them.
+struct CopyProbe {
+  uint64_t address;
+  uint8_t bytes[16];
+};
+uint8_t g_probe_bytes[16];
+
+constexpr size_t kMaxInboxBytes = size_t(4) << 20;
+
+// A 64-bit value in two 32-bit slots (lo at `lo`, hi at lo + 1), written before the slot that
+// publishes it and read after that slot was seen.
+void StoreWord64(uint32_t* slots, int lo, uint64_t value) {
+  __atomic_store_n(&slots[lo], static_cast<uint32_t>(value), __ATOMIC_RELAXED);
+  __atomic_store_n(&slots[lo + 1], static_cast<uint32_t>(value >> 32), __ATOMIC_RELAXED);
+}
+uint64_t LoadWord64(const uint32_t* slots, int lo) {
+  return uint64_t(SignalLoad(&slots[lo + 1])) << 32 | SignalLoad(&slots[lo]);
+}
+
+// Polling before sleeping pays only while every rank can hold a core (its queues mostly sleep in
+// copies or futexes). On an oversubscribed machine a spinning waiter steals the core its peer
+// needs, so it yields instead: the peer usually waits for exactly that core.
+WaitPolicy ChooseWaitPolicy(const Params& params, int local_ranks) {
+  const bool oversubscribed = sysconf(_SC_NPROCESSORS_ONLN) < local_ranks;
+  WaitPolicy policy;
+  policy.spins = params.spin_count >= 0 ? params.spin_count : oversubscribed ? 0 : 2000;
+  policy.yields = params.yield_count >= 0 ? params.yield_count : oversubscribed ? 100 : 0;
+  return policy;
+}
+
+}  // namespace
+
+// ---- ShmConnection ----
+
+void ShmConnection::Put(uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
+                        int signal_slot) {
+  ShmTransport* transport = transport_;
+  const int peer = peer_;
+  queue_->Enqueue([=](PlatformFailure* failure) {
+    return transport->CopyToPeer(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
+  });
+}
+
+xcclResult_t ShmConnection::PutNow(uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
+                                   int signal_slot, PlatformFailure* failure) {
+  return transport_->CopyToPeer(peer_, epoch, src, dst_offset, bytes, signal_slot, failure);
+}
+
+void ShmConnection::InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) {
+  const int rank = transport_->topology_.rank, nranks = transport_->topology_.nranks;
+  memcpy(transport_->InboxOf(peer_, epoch, rank), src, bytes);
+  // Before the signal, which orders it for the peer (blocks are at most XCCL_EAGER_BYTES,
+  // 16 MiB: one slot holds the size).
+  __atomic_store_n(
+      &transport_->windows_.slots(peer_)[ControlLayout::InboxBytes(epoch & 1, rank, nranks)],
+      static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
+  Signal(signal_slot, epoch);
+}
+
+void ShmConnection::Signal(int slot, uint32_t value) { transport_->SignalPeer(peer_, slot, value); }
+
+xcclResult_t ShmConnection::Flush(const Deadline& deadline, PlatformFailure* failure) {
+  return queue_->Drain(deadline, failure);
+}
+
+// ---- ShmTransport ----
+
+ShmTransport::ShmTransport(const Topology& topology, const Params& params, int64_t timeout_ms)
+    : topology_(topology), params_(params), timeout_ms_(timeout_ms) {}
+
+xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
+  const int nranks = topology_.nranks;
+  RemoveStaleShmObjects();
+  // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight ranks
+  // fit a container's default 64 MiB /dev/shm with room to spare.
+  eager_limit_ = std::min(static_cast<size_t>(params_.eager_bytes),
+                          kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
+  wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
+  XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks), 2 * nranks * eager_limit_,
+                           "XCCL_EAGER_BYTES", &InitSlots, this));
+  XCCL_TRY(ProbePeers(bootstrap));
+  connections_.resize(nranks);
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == topology_.rank) continue;
+    std::unique_ptr<DmaQueue> queue;
+    try {
+      queue = std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + ">" +
+                                         std::to_string(peer));
+    } catch (const std::system_error& e) {
+      // Each rank runs a queue thread per peer: n ranks of one process need n * (n - 1).
+      return Fail(xcclSystemError,
+                  "host platform: cannot start the DMA queue thread of rank %d for peer %d (%d "
+                  "ranks on this node need %d queue threads each): %s",
+                  topology_.rank, peer, nranks, nranks - 1, e.what());
+    }
+    connections_[peer] = std::make_unique<ShmConnection>(
+        this, peer, ChooseTransport(topology_, peer, /*device_memory=*/false), std::move(queue));
+  }
+  LogTransports(topology_, /*device_memory=*/false);
+  return xcclSuccess;
+}
+
+void ShmTransport::PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) {
+  uint32_t* mine = windows_.slots(topology_.rank);
+  StoreWord64(mine, ControlLayout::kRecvAddrLo, reinterpret_cast<uintptr_t>(recv));
+  StoreWord64(mine, ControlLayout::kRecvBytesLo, bytes);
+  StoreWord64(mine, ControlLayout::kRecvBlockLo, block);
+  SignalStore(&mine[ControlLayout::kReadyEpoch], &mine[ControlLayout::kSleepers], epoch);
+}
+
+void ShmTransport::CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) {
+  uint32_t* mine = windows_.slots(topology_.rank);
+  __atomic_store_n(&mine[ControlLayout::kRecvClosed], epoch, __ATOMIC_SEQ_CST);
+  // Copies already running end within one piece (they also stop at the failure this rank
+  // announced); a writer that died mid-copy never leaves, hence the deadline.
+  while (__atomic_load_n(&mine[ControlLayout::kRecvWriters], __ATOMIC_SEQ_CST) != 0 &&
+         !deadline.Expired())
+    sched_yield();
+}
+
+size_t ShmTransport::InboxBlockBytes(uint32_t epoch, int src) const {
+  return __atomic_load_n(
+      &windows_.slots(topology_.rank)[ControlLayout::InboxBytes(epoch & 1, src, topology_.nranks)],
+      __ATOMIC_ACQUIRE);
+}
+
+xcclResult_t ShmTransport::WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
+                                    const Deadline& deadline, PlatformFailure* failure) {
+  uint32_t* mine = windows_.slots(topology_.rank);
+  return SignalWait(&mine[slot], &mine[ControlLayout::kSleepers], epoch, wait_policy_, peer, what,
+                    deadline, Watcher(peer), failure);
+}
+
+void ShmTransport::Abort(int failed_peer) {
+  aborted_.store(true);
+  uint32_t* mine = windows_.slots(topology_.rank);
+  uint32_t expected = 0;
+  __atomic_compare_exchange_n(&mine[ControlLayout::kAbort], &expected,
+                              static_cast<uint32_t>(failed_peer + 1), false, __ATOMIC_RELEASE,
+                              __ATOMIC_RELAXED);
+}
+
+void ShmTransport::SignalPeer(int peer, int slot, uint32_t value) {
+  uint32_t* theirs = windows_.slots(peer);
+  SignalStore(&theirs[slot], &theirs[ControlLayout::kSleepers], value);
+}
+
+xcclResult_t ShmTransport::CopyToPeer(int peer, uint32_t epoch, const void* src, size_t dst_offset,
+                                      size_t bytes, int signal_slot, PlatformFailure* failure) {
+  uint32_t* theirs = windows_.slots(peer);
+  Deadline deadline(timeout_ms_);
+  XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], &theirs[ControlLayout::kSleepers], epoch,
+                      wait_policy_, peer, "its receive buffer", deadline, Watcher(peer), failure));
+  const uint64_t address = LoadWord64(theirs, ControlLayout::kRecvAddrLo);
+  const uint64_t size = LoadWord64(theirs, ControlLayout::kRecvBytesLo);
+  const uint64_t block = LoadWord64(theirs, ControlLayout::kRecvBlockLo);
+  if (address == 0 || (block != 0 && bytes != block) || dst_offset > size ||
+      bytes > size - dst_offset) {
+    if (address == 0)
+      return SetFailure(failure, xcclInvalidUsage, peer,
+                        "rank %d gathers blocks of %llu bytes through its inbox where this rank "
+                        "puts %zu bytes at offset %zu: the ranks passed different counts",
+                        peer, static_cast<unsigned long long>(block), bytes, dst_offset);
+    return SetFailure(failure, xcclInvalidUsage, peer,
+                      "rank %d's receive buffer holds %llu bytes in blocks of %llu where this "
+                      "rank puts %zu bytes at offset %zu: the ranks passed different counts",
+                      peer, static_cast<unsigned long long>(size),
+                      static_cast<unsigned long long>(block), bytes, dst_offset);
+  }
+  char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
+  if (bytes > 0) {
+    // Counted as a writer before the look at `closed` (both sequentially consistent, as in
+    // CloseRecvBuffer): either this put sees the buffer given up, or its owner waits for it.
+    uint32_t* writers = &theirs[ControlLayout::kRecvWriters];
+    __atomic_fetch_add(writers, 1, __ATOMIC_SEQ_CST);
+    xcclResult_t copied = xcclSuccess;
+    if (__atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == epoch) {
+      copied = SetFailure(failure, xcclRemoteError, peer,
+                          "rank %d gave up the call before this put", peer);
+    } else {
+      const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
+      copied = CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure);
+    }
+    __atomic_fetch_sub(writers, 1, __ATOMIC_SEQ_CST);
+    if (copied != xcclSuccess) return copied;
+  }
+  if (signal_slot != ControlLayout::kNoSignal) SignalPeer(peer, signal_slot, epoch);
+  return xcclSuccess;
+}
+
+char* ShmTransport::InboxOf(int owner, uint32_t epoch, int src) const {
+  return windows_.data(owner) + ((epoch & 1) * topology_.nranks + src) * eager_limit_;
+}
+
+// The checks a waiter makes every few milliseconds: this rank aborted, any peer announced a
+// failure, or the awaited peer's process died. Announcements come before deaths: a survivor that
+// saw the root cause announces it and may then exit, and a rank waiting on that survivor must
+// name the root cause, not the survivor's orderly exit (the window outlives its owner's process
+// while this rank keeps it mapped, so the announcement stays readable).
+std::function<xcclResult_t(PlatformFailure*)> ShmTransport::Watcher(int peer) {
+  return [this, peer](PlatformFailure* failure) -> xcclResult_t {
+    if (AbortedOrAnnounced(peer, "waiting for", failure)) return failure->result;
+    if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
+      // Once more: the peer may have announced the root cause and exited between the scan
+      // above and this look at its process (an announcement always precedes the exit).
+      if (AnnouncedFailure(failure)) return failure->result;
+      return SetFailure(failure, xcclRemoteError, peer, "rank %d (pid %d on %s) died", peer,
+                        static_cast<int>(topology_.ranks[peer].pid),
+                        topology_.ranks[peer].hostname);
+    }
+    return xcclSuccess;
+  };
+}
+
+// What a long put checks between its pieces: this rank aborted, or a rank announced a failure
+// (the receiver gave up its call). Cheaper than the waiters' Watcher: no look at processes (a
+// copy into a dead one fails by itself).
+std::function<xcclResult_t(PlatformFailure*)> ShmTransport::StopCheck(int peer) {
+  return [this, peer](PlatformFailure* failure) -> xcclResult_t {
+    return AbortedOrAnnounced(peer, "copying to", failure) ? failure->result : xcclSuccess;
+  };
+}
+
+bool ShmTransport::AbortedOrAnnounced(int peer, const char* doing, PlatformFailure* failure) const {
+  if (aborted_.load(std::memory_order_relaxed)) {
+    SetFailure(failure, xcclRemoteError, peer, "communicator aborted while %s rank %d", doing,
+               peer);
+    return true;
+  }
+  return AnnouncedFailure(failure);
+}
+
+bool ShmTransport::AnnouncedFailure(PlatformFailure* failure) const {
+  for (int r = 0; r < topology_.nranks; ++r) {
+    const uint32_t flag = SignalLoad(&windows_.slots(r)[ControlLayout::kAbort]);
+    if (r != topology_.rank && flag != 0) {
+      SetFailure(failure, xcclRemoteError, static_cast<int>(flag) - 1,
+                 "rank %d reported that rank %u failed", r, flag - 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+xcclResult_t ShmTransport::ProbePeers(Bootstrap* bootstrap) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    AllowCrossProcessCopies();
+    if (getrandom(g_probe_bytes, sizeof(g_probe_bytes), 0) != sizeof(g_probe_bytes))
+      memset(g_probe_bytes, 0x5a, sizeof(g_probe_bytes));
+  });
+  std::vector<CopyProbe> probes(topology_.nranks);
+  probes[topology_.rank].address = reinterpret_cast<uintptr_t>(g_probe_bytes);
+  memcpy(probes[topology_.rank].bytes, g_probe_bytes, sizeof(g_probe_bytes));
+  // Everyone has run AllowCrossProcessCopies before anyone probes: the all-gather orders it.
+  XCCL_TRY(bootstrap->AllGather(probes.data(), sizeof(CopyProbe)));
+  bool ok = true;
+  std::string why;
+  for (int peer = 0; peer < topology_.nranks; ++peer) {
+    if (topology_.SameProcess(peer)) continue;
+    PlatformFailure failure;
+    if (ProbeCrossProcessCopy(topology_.ranks[peer].pid, peer,
+                              reinterpret_cast<void*>(probes[peer].address), probes[peer].bytes,
+                              sizeof(probes[peer].bytes), &failure) != xcclSuccess) {
+      ok = false;
+      why = failure.message;
+    }
+  }
+  int failed = -1;
+  XCCL_TRY(ExchangeVerdicts(bootstrap, ok, &failed));
+  if (failed >= 0)
+    return Fail(xcclSystemError, "rank %d cannot copy into its peers' memory%s%s", failed,
+                why.empty() ? "" : ": ", why.c_str());
+  return xcclSuccess;
+}
+
+void ShmTransport::InitSlots(uint32_t* slots, size_t count, void* self) {
+  const uint32_t base = static_cast<ShmTransport*>(self)->params_.epoch_base;
+  for (size_t i = 0; i < count; ++i) slots[i] = base;
+  // Words that are not epochs start at zero (kRecvClosed is one: the base, no epoch yet).
+  for (int word :
+       {ControlLayout::kRecvAddrLo, ControlLayout::kRecvAddrHi, ControlLayout::kAbort,
+        ControlLayout::kSleepers, ControlLayout::kRecvBytesLo, ControlLayout::kRecvBytesHi,
+        ControlLayout::kRecvBlockLo, ControlLayout::kRecvBlockHi, ControlLayout::kRecvWriters})
+    slots[word] = 0;
+}
+
+}  // namespace xccl
