@@ -1,4 +1,4 @@
-#include "transport/bootstrap.h"
+#include "transport/bootstrap/bootstrap.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -16,15 +16,16 @@
 #include <vector>
 
 #include "core/error.h"
-#include "transport/bootstrap_wire.h"
-#include "transport/socket.h"
-#include "transport/unique_id.h"
-#include "transport/verdicts.h"
+#include "transport/bootstrap/bootstrap_wire.h"
+#include "transport/bootstrap/socket.h"
+#include "transport/bootstrap/unique_id.h"
+#include "transport/bootstrap/verdicts.h"
 
 namespace xccl {
 namespace {
 
 using Ms = std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
 
 int64_t ElapsedMs(SteadyClock::time_point since) {
   return std::chrono::duration_cast<Ms>(SteadyClock::now() - since).count();
@@ -296,20 +297,20 @@ std::vector<uint8_t> HelloFrame(const uint8_t* secret, uint32_t rank, uint32_t n
 
 Socket Dial(const sockaddr_storage& addr) {
   Socket s;
-  IoStatus st = Socket::Connect(addr, DeadlineAfter(2000), &s);
+  IoStatus st = Socket::Connect(addr, Deadline(2000), &s);
   EXPECT_TRUE(st.ok()) << "connect to " << FormatAddress(addr) << ": " << st.Describe();
   return s;
 }
 
 void Send(Socket& s, const std::vector<uint8_t>& bytes) {
-  IoStatus st = s.SendAll(bytes.data(), bytes.size(), DeadlineAfter(2000));
+  IoStatus st = s.SendAll(bytes.data(), bytes.size(), Deadline(2000));
   EXPECT_TRUE(st.ok()) << st.Describe();
 }
 
 // The far end must drop the connection (not leave it hanging, not answer).
 void ExpectDropped(Socket& s, const char* what, int64_t within_ms = 2000) {
   uint8_t byte;
-  IoStatus st = s.RecvAll(&byte, 1, DeadlineAfter(within_ms));
+  IoStatus st = s.RecvAll(&byte, 1, Deadline(within_ms));
   EXPECT_EQ(IoStatus::kClosed, st.code) << what << ": " << st.Describe();
 }
 
@@ -399,11 +400,11 @@ TEST(BootstrapRoot, DuplicateRankFailsEveryone) {
   Socket dup = Dial(root.addr);
   Send(dup, HelloFrame(root.secret, 0, 2));
   uint8_t header[wire::kHeaderBytes];
-  ASSERT_TRUE(dup.RecvAll(header, sizeof(header), DeadlineAfter(3000)).ok());
+  ASSERT_TRUE(dup.RecvAll(header, sizeof(header), Deadline(3000)).ok());
   EXPECT_EQ(wire::kError, wire::GetU32(header + 4));
   std::vector<uint8_t> payload(wire::GetU32(header + 8));
   ASSERT_LE(payload.size(), wire::kMaxRequestBytes);
-  ASSERT_TRUE(dup.RecvAll(payload.data(), payload.size(), DeadlineAfter(3000)).ok());
+  ASSERT_TRUE(dup.RecvAll(payload.data(), payload.size(), Deadline(3000)).ok());
   EXPECT_EQ(static_cast<uint32_t>(xcclInvalidUsage),
             wire::GetU32(payload.data() + wire::kSecretBytes));
 
@@ -595,7 +596,7 @@ TEST(BootstrapRing, ListenerRefusesStrangers) {
   PackAddress(my_addr, hello.listen_addr);
   Send(to_root, wire::Frame(wire::kHello, wire::EncodeHello(hello)));
   uint8_t answer[wire::kHeaderBytes + wire::kSecretBytes + 4 + kWireAddressBytes];
-  ASSERT_TRUE(to_root.RecvAll(answer, sizeof(answer), DeadlineAfter(5000)).ok());
+  ASSERT_TRUE(to_root.RecvAll(answer, sizeof(answer), Deadline(5000)).ok());
   ASSERT_EQ(wire::kNextAddress, wire::GetU32(answer + 4));
   sockaddr_storage rank0_addr;
   ASSERT_TRUE(UnpackAddress(answer + wire::kHeaderBytes + wire::kSecretBytes + 4, &rank0_addr));
@@ -640,19 +641,114 @@ TEST(BootstrapRing, ListenerRefusesStrangers) {
   Socket to_rank0 = Dial(rank0_addr);
   Send(to_rank0, ring_hello(root.secret, 1));
   Socket from_rank0;
-  ASSERT_TRUE(my_listener.Accept(DeadlineAfter(5000), &from_rank0, nullptr).ok());
+  ASSERT_TRUE(my_listener.Accept(Deadline(5000), &from_rank0, nullptr).ok());
   uint8_t their_hello[wire::kHeaderBytes + wire::kRingHelloBytes];
-  ASSERT_TRUE(from_rank0.RecvAll(their_hello, sizeof(their_hello), DeadlineAfter(5000)).ok());
+  ASSERT_TRUE(from_rank0.RecvAll(their_hello, sizeof(their_hello), Deadline(5000)).ok());
   EXPECT_EQ(wire::kRingHello, wire::GetU32(their_hello + 4));
   std::vector<uint8_t> ack = ring_hello(root.secret, 1);
   wire::PutU32(ack.data() + 4, wire::kRingAck);
   Send(from_rank0, ack);
   uint8_t our_ack[wire::kHeaderBytes + wire::kRingHelloBytes];
-  ASSERT_TRUE(to_rank0.RecvAll(our_ack, sizeof(our_ack), DeadlineAfter(5000)).ok());
+  ASSERT_TRUE(to_rank0.RecvAll(our_ack, sizeof(our_ack), Deadline(5000)).ok());
   EXPECT_EQ(wire::kRingAck, wire::GetU32(our_ack + 4));
   EXPECT_EQ(0u, wire::GetU32(our_ack + wire::kHeaderBytes + wire::kSecretBytes));
+
+  // Init's last step, call #0 over the ring: the listen-address exchange. Rank 0, our
+  // predecessor and successor, sends its header and address on from_rank0; we ours on to_rank0.
+  uint8_t coll[wire::kHeaderBytes + wire::kCollHeaderBytes];
+  wire::PutHeader(coll, wire::kCollHeader, wire::kCollHeaderBytes);
+  wire::PutU64(coll + wire::kHeaderBytes, 0);
+  wire::PutU64(coll + wire::kHeaderBytes + 8, kWireAddressBytes);
+  wire::PutU32(coll + wire::kHeaderBytes + 16, wire::kOpAddressTable);
+  uint8_t my_packed[kWireAddressBytes];
+  PackAddress(my_addr, my_packed);
+  Send(to_rank0, std::vector<uint8_t>(coll, coll + sizeof(coll)));
+  Send(to_rank0, std::vector<uint8_t>(my_packed, my_packed + sizeof(my_packed)));
+  uint8_t their_coll[sizeof(coll)];
+  ASSERT_TRUE(from_rank0.RecvAll(their_coll, sizeof(their_coll), Deadline(5000)).ok());
+  EXPECT_EQ(0, memcmp(coll, their_coll, sizeof(coll)));  // seq 0, 24-byte blocks, the same op
+  uint8_t rank0_packed[kWireAddressBytes];
+  ASSERT_TRUE(from_rank0.RecvAll(rank0_packed, sizeof(rank0_packed), Deadline(5000)).ok());
+  sockaddr_storage rank0_listen;
+  ASSERT_TRUE(UnpackAddress(rank0_packed, &rank0_listen));
+  EXPECT_TRUE(SameAddress(rank0_listen, rank0_addr)) << FormatAddress(rank0_listen);
   t.join();
-  EXPECT_EQ(xcclSuccess, rank0_rc);
+  ASSERT_EQ(xcclSuccess, rank0_rc);
+
+  // After Init the same listener takes point-to-point connections while rank 0 is inside a
+  // call: strangers are dropped, a real peer's message arrives, and a malformed header from
+  // that peer fails the Recv waiting on it at once, without a crash.
+  std::vector<uint8_t> payload(16), got(16, 0);
+  for (auto& b : payload) b = static_cast<uint8_t>(rng());
+  xcclResult_t recv_rc[2] = {xcclInternalError, xcclInternalError};
+  std::string recv_message[2];
+  auto bad_header_sent = SteadyClock::now();
+  int64_t bad_header_ms = -1;
+  std::thread receiver([&] {
+    recv_rc[0] = rank0->Recv(1, 3, got.data(), got.size());
+    recv_message[0] = ThreadLastError();
+    uint8_t more[8];
+    recv_rc[1] = rank0->Recv(1, 4, more, sizeof(more));
+    recv_message[1] = ThreadLastError();
+    bad_header_ms = ElapsedMs(bad_header_sent);
+  });
+  auto p2p_hello = [&](const uint8_t* secret, uint32_t rank, uint32_t type = wire::kP2pHello) {
+    std::vector<uint8_t> frame = ring_hello(secret, rank);
+    wire::PutU32(frame.data() + 4, type);
+    return frame;
+  };
+  {
+    uint8_t wrong[wire::kSecretBytes];
+    memcpy(wrong, root.secret, sizeof(wrong));
+    wrong[rng() % sizeof(wrong)] ^= 0x01;
+    Socket s = Dial(rank0_addr);
+    Send(s, p2p_hello(wrong, 1));
+    ExpectDropped(s, "message hello with a wrong secret");
+  }
+  {
+    Socket s = Dial(rank0_addr);
+    Send(s, p2p_hello(root.secret, 0));  // rank 0 itself
+    ExpectDropped(s, "message hello claiming the listener's own rank");
+  }
+  {
+    Socket s = Dial(rank0_addr);
+    Send(s, p2p_hello(root.secret, 1, wire::kRingHello));  // the ring is connected already
+    ExpectDropped(s, "ring hello after Init");
+  }
+  {
+    uint8_t header[wire::kHeaderBytes];
+    wire::PutHeader(header, wire::kP2pHello, 1u << 31);
+    Socket s = Dial(rank0_addr);
+    Send(s, std::vector<uint8_t>(header, header + sizeof(header)));
+    ExpectDropped(s, "oversized message hello");
+  }
+  Socket p2p = Dial(rank0_addr);
+  Send(p2p, p2p_hello(root.secret, 1));
+  uint8_t p2p_ack[wire::kHeaderBytes + wire::kRingHelloBytes];
+  ASSERT_TRUE(p2p.RecvAll(p2p_ack, sizeof(p2p_ack), Deadline(5000)).ok());
+  EXPECT_EQ(wire::kP2pAck, wire::GetU32(p2p_ack + 4));
+  EXPECT_EQ(0, memcmp(p2p_ack + wire::kHeaderBytes, root.secret, wire::kSecretBytes));
+  EXPECT_EQ(0u, wire::GetU32(p2p_ack + wire::kHeaderBytes + wire::kSecretBytes));
+  auto data_header = [](uint32_t tag, uint64_t bytes) {
+    std::vector<uint8_t> h(wire::kHeaderBytes + wire::kP2pDataBytes);
+    wire::PutHeader(h.data(), wire::kP2pData, wire::kP2pDataBytes);
+    wire::PutU32(h.data() + wire::kHeaderBytes, tag);
+    wire::PutU64(h.data() + wire::kHeaderBytes + 4, bytes);
+    return h;
+  };
+  Send(p2p, data_header(3, payload.size()));
+  Send(p2p, payload);
+  std::this_thread::sleep_for(Ms(50));  // rank 0 is in its second Recv by now, or soon
+  bad_header_sent = SteadyClock::now();
+  Send(p2p, data_header(4, wire::kMaxMessageBytes + 1));
+  receiver.join();
+  EXPECT_EQ(xcclSuccess, recv_rc[0]) << recv_message[0];
+  EXPECT_EQ(payload, got);
+  EXPECT_EQ(xcclRemoteError, recv_rc[1]) << recv_message[1];
+  EXPECT_TRUE(Contains(recv_message[1], "rank 1 sent a malformed message header"))
+      << recv_message[1];
+  EXPECT_LT(bad_header_ms, 2000);
+  ExpectDropped(p2p, "a peer that sent a malformed header");
 }
 
 // ---- Socket helpers ---------------------------------------------------------------------
@@ -721,13 +817,13 @@ TEST(BootstrapSocket, ConnectRetriesUntilTheListenerAppears) {
     EXPECT_EQ(xcclSuccess, Socket::Listen(addr, &listener));
   });
   Socket s;
-  IoStatus st = Socket::Connect(addr, DeadlineAfter(3000), &s);
+  IoStatus st = Socket::Connect(addr, Deadline(3000), &s);
   late.join();
   EXPECT_TRUE(st.ok()) << st.Describe();
 
   ASSERT_TRUE(FreePort(AF_INET, &port));
   auto start = SteadyClock::now();
-  st = Socket::Connect(Loopback(AF_INET, port), DeadlineAfter(300), &s);
+  st = Socket::Connect(Loopback(AF_INET, port), Deadline(300), &s);
   EXPECT_EQ(IoStatus::kTimeout, st.code);
   EXPECT_EQ(ECONNREFUSED, st.err);
   EXPECT_LT(ElapsedMs(start), 800);

@@ -1,4 +1,4 @@
-#include "transport/unique_id.h"
+#include "transport/bootstrap/unique_id.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -2,15 +2,21 @@
 
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
 #include <thread>
@@ -39,8 +45,6 @@ constexpr size_t kMaxPending = 1024;
 // Listener pause after accept() fails for lack of descriptors (the listener stays readable).
 constexpr int64_t kAcceptPauseMs = 100;
 
-enum CollOp : uint32_t { kOpAllGather = 1, kOpBarrier = 2 };
-
 Secret ToSecret(const uint8_t* p) {
   Secret s;
   memcpy(s.data(), p, s.size());
@@ -66,12 +70,6 @@ xcclResult_t RandomBytes(void* out, size_t bytes) {
     bytes -= static_cast<size_t>(n);
   }
   return xcclSuccess;
-}
-
-int64_t MsUntil(Deadline deadline) {
-  auto left = deadline - SteadyClock::now();
-  if (left <= SteadyClock::duration::zero()) return 0;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(left).count();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,7 +202,7 @@ class Gate {
   // Appends the listener and pending connections to `fds`; folds their deadlines into *wake.
   void AddPollFds(std::vector<pollfd>* fds, Deadline* wake) {
     start_ = fds->size();
-    listener_polled_ = SteadyClock::now() >= accept_paused_until_;
+    listener_polled_ = accept_paused_until_.Expired();
     if (listener_polled_) {
       fds->push_back({listener_->fd(), POLLIN, 0});
     } else {
@@ -222,7 +220,7 @@ class Gate {
     size_t i = start_;
     bool accept_ready = false;
     if (listener_polled_) accept_ready = fds[i++].revents != 0;
-    Deadline now = SteadyClock::now();
+    const Deadline::Clock::time_point now = Deadline::Clock::now();
     std::vector<Pending> keep;
     keep.reserve(pending_.size());
     for (Pending& p : pending_) {
@@ -239,7 +237,7 @@ class Gate {
           continue;
         }
       }
-      if (now >= p.deadline) {
+      if (now >= p.deadline.end()) {
         Refuse(p.peer,
                "sent no complete message within " + std::to_string(kConnDeadlineMs) + " ms");
         continue;
@@ -267,13 +265,13 @@ class Gate {
     for (;;) {
       Socket sock;
       sockaddr_storage peer{};
-      IoStatus st = listener_->Accept(Deadline(), &sock, &peer);
-      if (st.code == IoStatus::kTimeout) return;  // nothing more queued
+      IoStatus st = listener_->Accept(Deadline(), &sock, &peer);  // already passed: no wait
+      if (st.code == IoStatus::kTimeout) return;                  // nothing more queued
       if (!st.ok()) {
         XCCL_WARN(kLogBootstrap, "bootstrap %s: accept failed: %s%s", owner_.c_str(),
                   st.Describe().c_str(),
                   st.err == EMFILE || st.err == ENFILE ? " (raise the open-file limit)" : "");
-        accept_paused_until_ = DeadlineAfter(kAcceptPauseMs);
+        accept_paused_until_ = Deadline(kAcceptPauseMs);
         return;
       }
       if (pending_.size() >= kMaxPending) {
@@ -283,7 +281,7 @@ class Gate {
       XCCL_TRACE(kLogBootstrap, "bootstrap %s: connection from %s", owner_.c_str(),
                  FormatAddress(peer).c_str());
       pending_.push_back({std::move(sock), FormatAddress(peer), FrameReader(expected_type_),
-                          DeadlineAfter(kConnDeadlineMs)});
+                          Deadline(kConnDeadlineMs)});
     }
   }
 
@@ -296,8 +294,8 @@ class Gate {
   Deadline accept_paused_until_{};
 };
 
-xcclResult_t PollOnce(std::vector<pollfd>* fds, Deadline wake) {
-  int n = poll(fds->data(), fds->size(), PollTimeoutMs(wake));
+xcclResult_t PollOnce(std::vector<pollfd>* fds, const Deadline& wake) {
+  int n = poll(fds->data(), fds->size(), wake.PollTimeoutMs());
   if (n < 0 && errno != EINTR) return Fail(xcclSystemError, "bootstrap: poll: %s", strerror(errno));
   if (n < 0) {
     for (pollfd& f : *fds) f.revents = 0;
@@ -319,7 +317,7 @@ std::vector<uint8_t> ErrorFrame(const Secret& secret, xcclResult_t code, const s
 
 class Root {
  public:
-  Root(Socket listener, const Secret& secret, Deadline deadline)
+  Root(Socket listener, const Secret& secret, const Deadline& deadline)
       : listener_(std::move(listener)), secret_(secret), deadline_(deadline) {
     sockaddr_storage addr{};
     if (listener_.LocalAddress(&addr) == xcclSuccess) name_ = "root at " + FormatAddress(addr);
@@ -348,11 +346,11 @@ class Root {
 
   void Serve() {
     for (;;) {
-      Deadline now = SteadyClock::now();
+      const Deadline::Clock::time_point now = Deadline::Clock::now();
       if (failed_) {
-        if (now >= linger_until_ || AllAnswered()) return;
+        if (now >= linger_until_.end() || AllAnswered()) return;
       } else {
-        if (now >= Limit()) {
+        if (now >= Limit().end()) {
           GiveUp();
           return;
         }
@@ -400,8 +398,7 @@ class Root {
     }
     // Authenticated: this is a rank of this rendezvous, right or wrong about its place in it.
     int64_t margin = std::min<int64_t>(static_cast<int64_t>(hello.wait_ms / 10), 200);
-    Deadline give_up =
-        DeadlineAfter(static_cast<int64_t>(std::min<uint64_t>(hello.wait_ms, INT64_MAX)) - margin);
+    Deadline give_up(static_cast<int64_t>(std::min<uint64_t>(hello.wait_ms, INT64_MAX)) - margin);
     uint32_t rank = hello.rank, nranks = hello.nranks;
     max_nranks_ = std::max<uint32_t>(max_nranks_, std::min<uint32_t>(nranks, wire::kMaxRanks));
     if (failed_) {
@@ -448,7 +445,7 @@ class Root {
   Deadline Limit() const { return joined_ > 0 ? EarliestGiveUp() : deadline_; }
 
   Deadline EarliestGiveUp() const {
-    Deadline earliest = Deadline::max();
+    Deadline earliest = Deadline::Never();
     for (const Member& m : members_) {
       if (m.sock.valid()) earliest = std::min(earliest, m.give_up);
     }
@@ -461,7 +458,7 @@ class Root {
     failed_ = true;
     fail_code_ = code;
     fail_text_ = text;
-    linger_until_ = SteadyClock::now();
+    linger_until_ = Deadline::At(Deadline::Clock::now());
     XCCL_WARN(kLogBootstrap, "bootstrap %s: rendezvous failed: %s", name_.c_str(), text.c_str());
     for (size_t r = 0; r < members_.size(); ++r) {
       Member& m = members_[r];
@@ -469,9 +466,9 @@ class Root {
     }
   }
 
-  void Answer(Socket* sock, const std::string& peer, uint32_t rank, Deadline give_up) {
+  void Answer(Socket* sock, const std::string& peer, uint32_t rank, const Deadline& give_up) {
     std::vector<uint8_t> frame = ErrorFrame(secret_, fail_code_, fail_text_);
-    IoStatus st = sock->SendAll(frame.data(), frame.size(), DeadlineAfter(kConnDeadlineMs));
+    IoStatus st = sock->SendAll(frame.data(), frame.size(), Deadline(kConnDeadlineMs));
     if (!st.ok()) {
       XCCL_WARN(kLogBootstrap, "bootstrap %s: could not tell rank %u (%s) of the failure: %s",
                 name_.c_str(), rank, peer.c_str(), st.Describe().c_str());
@@ -526,7 +523,7 @@ class Root {
     // Consumed before anyone is answered: once a rank returns from Init, a later Init with
     // this id in this process is refused at once.
     MarkConsumed(secret_);
-    Deadline send_deadline = DeadlineAfter(kConnDeadlineMs);
+    const Deadline send_deadline(kConnDeadlineMs);
     for (int r = 0; r < nranks_; ++r) {
       std::vector<uint8_t> payload(wire::kSecretBytes + 4 + kWireAddressBytes);
       memcpy(payload.data(), secret_.data(), secret_.size());
@@ -565,7 +562,7 @@ class Root {
   Deadline linger_until_{};
 };
 
-xcclResult_t StartRoot(Socket listener, const Secret& secret, Deadline deadline) {
+xcclResult_t StartRoot(Socket listener, const Secret& secret, const Deadline& deadline) {
   try {
     auto root = std::make_shared<Root>(std::move(listener), secret, deadline);
     std::thread([root] { root->Run(); }).detach();
@@ -577,12 +574,62 @@ xcclResult_t StartRoot(Socket listener, const Secret& secret, Deadline deadline)
 }
 
 // ---------------------------------------------------------------------------------------------
-// The ring, after the rendezvous.
+// The ring, after the rendezvous, and the point-to-point messages beside it.
+
+// Abort()'s doorbell: a blocked Send/Recv polls it with its sockets, so another thread can
+// wake that call without touching the connection tables the call is using.
+class Doorbell {
+ public:
+  Doorbell() = default;
+  ~Doorbell() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Doorbell(const Doorbell&) = delete;
+  Doorbell& operator=(const Doorbell&) = delete;
+
+  xcclResult_t Open() {
+    fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd_ < 0) return Fail(xcclSystemError, "bootstrap: eventfd: %s", strerror(errno));
+    return xcclSuccess;
+  }
+  void Ring() {
+    if (fd_ < 0) return;
+    uint64_t one = 1;
+    ssize_t n = write(fd_, &one, sizeof(one));  // fails only when already rung 2^64-2 times
+    (void)n;
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+std::vector<uint8_t> HandshakeFrame(const Secret& secret, int rank, int nranks, uint32_t type) {
+  wire::RingHelloMsg m{};
+  memcpy(m.secret, secret.data(), secret.size());
+  m.rank = static_cast<uint32_t>(rank);
+  m.nranks = static_cast<uint32_t>(nranks);
+  return wire::Frame(type, wire::EncodeRingHello(m));
+}
+
+// Connection attempts to a peer's listener run in slices this long, so that a peer that is
+// not listening (gone) delays neither Abort() nor the other connections' progress.
+constexpr int64_t kConnectSliceMs = 100;
+static_assert(Bootstrap::kMaxMessageBytes == wire::kMaxMessageBytes, "one limit on the wire");
+
+std::string TagText(uint32_t tag) {
+  if ((tag & Bootstrap::kReservedTagBit) == 0) return "tag " + std::to_string(tag);
+  char text[40];
+  snprintf(text, sizeof(text), "group tag 0x%08x", tag);
+  return text;
+}
 
 class RingBootstrap final : public Bootstrap {
  public:
-  RingBootstrap(int rank, int nranks, int64_t timeout_ms, Socket next, Socket prev)
-      : rank_(rank),
+  RingBootstrap(const Secret& secret, int rank, int nranks, int64_t timeout_ms, Socket next,
+                Socket prev)
+      : secret_(secret),
+        rank_(rank),
         nranks_(nranks),
         timeout_ms_(timeout_ms),
         next_(std::move(next)),
@@ -592,19 +639,127 @@ class RingBootstrap final : public Bootstrap {
   int nranks() const override { return nranks_; }
 
   xcclResult_t AllGather(void* data, size_t block_bytes) override {
-    return Exchange(data, block_bytes, kOpAllGather);
+    return Exchange(data, block_bytes, wire::kOpAllGather);
   }
 
   xcclResult_t Barrier() override {
     // Every rank's byte reaches every other rank only after all have entered.
     std::vector<uint8_t> bytes(static_cast<size_t>(nranks_), 0);
-    return Exchange(bytes.data(), 1, kOpBarrier);
+    return Exchange(bytes.data(), 1, wire::kOpBarrier);
   }
 
   void Abort() override {
     aborted_.store(true);
     next_.Shutdown();
     prev_.Shutdown();
+    // The point-to-point sockets belong to the calling thread's tables: a call in flight
+    // shuts them itself when the doorbell wakes it, and a later call finds aborted_ set.
+    doorbell_.Ring();
+  }
+
+  // The last step of Init (nranks > 1): keeps `listener` for point-to-point connections and
+  // gathers every rank's listen address over the ring, within Init's deadline.
+  xcclResult_t StartPeerMessages(Socket listener, const Deadline& deadline) {
+    listener_ = std::move(listener);
+    XCCL_TRY(doorbell_.Open());
+    gate_ = std::make_unique<Gate>(&listener_, wire::kP2pHello,
+                                   "rank " + std::to_string(rank_) + " listener");
+    sockaddr_storage mine{};
+    XCCL_TRY(listener_.LocalAddress(&mine));
+    addresses_.assign(static_cast<size_t>(nranks_) * kWireAddressBytes, 0);
+    PackAddress(mine, &addresses_[static_cast<size_t>(rank_) * kWireAddressBytes]);
+    XCCL_TRY(
+        ExchangeWithSeq(addresses_.data(), kWireAddressBytes, wire::kOpAddressTable, 0, deadline));
+    for (int r = 0; r < nranks_; ++r) {
+      sockaddr_storage addr{};
+      if (!UnpackAddress(&addresses_[static_cast<size_t>(r) * kWireAddressBytes], &addr)) {
+        return Fail(xcclRemoteError, "bootstrap: rank %d: rank %d sent no usable listen address",
+                    rank_, r);
+      }
+    }
+    return xcclSuccess;
+  }
+
+  xcclResult_t Send(int peer, uint32_t tag, const void* data, size_t bytes) override {
+    try {
+      XCCL_TRY(CheckPeerCall("Send", peer, tag, data, bytes));
+      std::string what = "Send to rank " + std::to_string(peer) + " (" + TagText(tag) + ", " +
+                         std::to_string(bytes) + " bytes)";
+      PostedSend s(peer, tag, data, bytes);
+      return Progress(&s, nullptr, Deadline(timeout_ms_), what);
+    } catch (const std::exception& e) {
+      return Fail(xcclSystemError, "bootstrap: rank %d: Send: %s", rank_, e.what());
+    }
+  }
+
+  xcclResult_t Recv(int peer, uint32_t tag, void* data, size_t bytes) override {
+    try {
+      XCCL_TRY(CheckPeerCall("Recv", peer, tag, data, bytes));
+      std::string what = "Recv from rank " + std::to_string(peer) + " (" + TagText(tag) + ", " +
+                         std::to_string(bytes) + " bytes)";
+      PostedRecv r(peer, tag, data, bytes);
+      return Progress(nullptr, &r, Deadline(timeout_ms_), what);
+    } catch (const std::exception& e) {
+      return Fail(xcclSystemError, "bootstrap: rank %d: Recv: %s", rank_, e.what());
+    }
+  }
+
+  // A ring over the members: in step k each passes on the block it received in step k-1.
+  xcclResult_t GroupAllGather(const std::vector<int>& ranks, void* data,
+                              size_t block_bytes) override {
+    try {
+      size_t me = 0;
+      XCCL_TRY(CheckGroup("GroupAllGather", ranks, &me));
+      std::string what = "GroupAllGather over " + GroupText(ranks);
+      if (data == nullptr && block_bytes > 0) {
+        return Fail(xcclInvalidArgument, "bootstrap: rank %d: %s of a null buffer", rank_,
+                    what.c_str());
+      }
+      if (block_bytes > kMaxMessageBytes) {
+        return Fail(xcclInvalidArgument,
+                    "bootstrap: rank %d: %s: blocks of %zu bytes, at most %zu supported", rank_,
+                    what.c_str(), block_bytes, kMaxMessageBytes);
+      }
+      const size_t g = ranks.size();
+      if (g == 1) return xcclSuccess;
+      const uint32_t tag = GroupTag(kGroupAllGather, ranks);
+      const int next = ranks[(me + 1) % g];
+      const int prev = ranks[(me + g - 1) % g];
+      uint8_t* base = static_cast<uint8_t*>(data);
+      const Deadline deadline(timeout_ms_);
+      for (size_t step = 0; step + 1 < g; ++step) {
+        size_t send_block = (me + g - step) % g;
+        size_t recv_block = (me + g - step - 1) % g;
+        PostedSend s(next, tag, base + send_block * block_bytes, block_bytes);
+        PostedRecv r(prev, tag, base + recv_block * block_bytes, block_bytes);
+        XCCL_TRY(Progress(&s, &r, deadline, what));
+      }
+      return xcclSuccess;
+    } catch (const std::exception& e) {
+      return Fail(xcclSystemError, "bootstrap: rank %d: GroupAllGather: %s", rank_, e.what());
+    }
+  }
+
+  // Dissemination: in round k each member signals the one 2^k after it and waits for the one
+  // 2^k before it; after ceil(log2 g) rounds every member has heard, indirectly, from all.
+  xcclResult_t GroupBarrier(const std::vector<int>& ranks) override {
+    try {
+      size_t me = 0;
+      XCCL_TRY(CheckGroup("GroupBarrier", ranks, &me));
+      const size_t g = ranks.size();
+      if (g == 1) return xcclSuccess;
+      std::string what = "GroupBarrier over " + GroupText(ranks);
+      const uint32_t tag = GroupTag(kGroupBarrier, ranks);
+      const Deadline deadline(timeout_ms_);
+      for (size_t dist = 1; dist < g; dist *= 2) {
+        PostedSend s(ranks[(me + dist) % g], tag, nullptr, 0);
+        PostedRecv r(ranks[(me + g - dist) % g], tag, nullptr, 0);
+        XCCL_TRY(Progress(&s, &r, deadline, what));
+      }
+      return xcclSuccess;
+    } catch (const std::exception& e) {
+      return Fail(xcclSystemError, "bootstrap: rank %d: GroupBarrier: %s", rank_, e.what());
+    }
   }
 
  private:
@@ -612,10 +767,25 @@ class RingBootstrap final : public Bootstrap {
   int Prev() const { return (rank_ + nranks_ - 1) % nranks_; }
 
   static const char* OpName(uint32_t op) {
-    return op == kOpAllGather ? "AllGather" : op == kOpBarrier ? "Barrier" : "an unknown call";
+    switch (op) {
+      case wire::kOpAllGather:
+        return "AllGather";
+      case wire::kOpBarrier:
+        return "Barrier";
+      case wire::kOpAddressTable:
+        return "Init's address exchange";
+      default:
+        return "an unknown call";
+    }
   }
 
   xcclResult_t Exchange(void* data, size_t block_bytes, uint32_t op) {
+    // Numbered from 1: call #0 is Init's address exchange.
+    return ExchangeWithSeq(data, block_bytes, op, seq_ + 1, Deadline(timeout_ms_));
+  }
+
+  xcclResult_t ExchangeWithSeq(void* data, size_t block_bytes, uint32_t op, uint64_t seq,
+                               const Deadline& deadline) {
     const char* what = OpName(op);
     if (aborted_.load()) {
       return Fail(xcclInvalidUsage, "bootstrap: rank %d: %s after Abort()", rank_, what);
@@ -630,8 +800,7 @@ class RingBootstrap final : public Bootstrap {
     if (data == nullptr && block_bytes > 0) {
       return Fail(xcclInvalidArgument, "bootstrap: rank %d: %s of a null buffer", rank_, what);
     }
-    Deadline deadline = DeadlineAfter(timeout_ms_);
-    ++seq_;
+    seq_ = seq;
 
     // A header first, so that ranks calling different things, or different sizes, fail with
     // a message instead of reading each other's bytes as data.
@@ -705,6 +874,642 @@ class RingBootstrap final : public Bootstrap {
     }
   }
 
+  // ---- Point-to-point ---------------------------------------------------------------------
+  // Each ordered pair (a -> b) has its own connection, made by a on its first Send to b's
+  // listener (address from Init's table) with the ring's secret handshake, then frames of
+  // {tag, bytes} + payload; b buffers what no Recv waits for yet. There is no background
+  // thread: every wait polls all of a rank's connections, so two ranks sending to each other
+  // at once both progress, and a Recv finds whatever arrived while the rank was elsewhere.
+
+  struct PostedSend {
+    PostedSend(int p, uint32_t t, const void* d, size_t n)
+        : peer(p), tag(t), data(static_cast<const uint8_t*>(d)), bytes(n) {
+      wire::PutHeader(header, wire::kP2pData, wire::kP2pDataBytes);
+      wire::PutU32(header + wire::kHeaderBytes, tag);
+      wire::PutU64(header + wire::kHeaderBytes + 4, bytes);
+    }
+    size_t total() const { return sizeof(header) + bytes; }
+
+    int peer;
+    uint32_t tag;
+    const uint8_t* data;
+    size_t bytes;
+    uint8_t header[wire::kHeaderBytes + wire::kP2pDataBytes];
+    size_t done = 0;  // bytes of header + data handed to the kernel
+    bool finished = false;
+  };
+
+  struct PostedRecv {
+    PostedRecv(int p, uint32_t t, void* d, size_t n)
+        : peer(p), tag(t), data(static_cast<uint8_t*>(d)), bytes(n) {}
+    int peer;
+    uint32_t tag;
+    uint8_t* data;
+    size_t bytes;
+    bool finished = false;
+  };
+
+  // This rank's connection to a peer it sends to.
+  struct OutConn {
+    enum State { kIdle, kAwaitAck, kReady, kDead };
+    Socket sock;
+    State state = kIdle;
+    IoStatus last_connect;  // for the timeout message
+    // The acknowledgement, then any refusal frame (the larger of the two).
+    uint8_t in[wire::kHeaderBytes + wire::kRingHelloBytes] = {};
+    size_t in_have = 0;
+  };
+  static_assert(wire::kP2pRefusalBytes <= wire::kRingHelloBytes, "OutConn::in holds a refusal");
+
+  // A peer's connection to this rank, read message by message.
+  struct InConn {
+    Socket sock;
+    uint8_t header[wire::kHeaderBytes + wire::kP2pDataBytes] = {};
+    size_t header_have = 0;
+    bool in_payload = false;
+    uint32_t tag = 0;
+    uint64_t bytes = 0;
+    uint64_t got = 0;
+    uint8_t* dest = nullptr;  // the posted Recv's buffer (direct) or `buffer`
+    bool direct = false;
+    std::vector<uint8_t> buffer;
+    bool closed = false;    // the peer closed between two messages: what arrived stays valid
+    bool draining = false;  // after a refusal: read and drop everything
+  };
+
+  struct PeerFailure {
+    xcclResult_t code;
+    std::string message;
+  };
+
+  enum GroupOp : uint32_t { kGroupAllGather = 1, kGroupBarrier = 2 };
+
+  xcclResult_t CheckPeerCall(const char* call, int peer, uint32_t tag, const void* data,
+                             size_t bytes) {
+    if (aborted_.load()) {
+      return Fail(xcclInvalidUsage, "bootstrap: rank %d: %s after Abort()", rank_, call);
+    }
+    if (peer < 0 || peer >= nranks_) {
+      return Fail(xcclInvalidArgument,
+                  "bootstrap: rank %d: %s with peer %d, out of range for %d ranks", rank_, call,
+                  peer, nranks_);
+    }
+    if (peer == rank_) {
+      return Fail(xcclInvalidArgument, "bootstrap: rank %d: %s with itself as the peer", rank_,
+                  call);
+    }
+    if ((tag & kReservedTagBit) != 0) {
+      return Fail(xcclInvalidArgument,
+                  "bootstrap: rank %d: %s with tag 0x%08x: tags with the top bit set are reserved "
+                  "for the group calls",
+                  rank_, call, tag);
+    }
+    if (data == nullptr && bytes > 0) {
+      return Fail(xcclInvalidArgument, "bootstrap: rank %d: %s of %zu bytes with a null buffer",
+                  rank_, call, bytes);
+    }
+    if (bytes > kMaxMessageBytes) {
+      return Fail(xcclInvalidArgument,
+                  "bootstrap: rank %d: %s of %zu bytes: at most %zu bytes per message", rank_, call,
+                  bytes, kMaxMessageBytes);
+    }
+    return xcclSuccess;
+  }
+
+  xcclResult_t CheckGroup(const char* call, const std::vector<int>& ranks, size_t* me) {
+    if (aborted_.load()) {
+      return Fail(xcclInvalidUsage, "bootstrap: rank %d: %s after Abort()", rank_, call);
+    }
+    if (ranks.empty()) {
+      return Fail(xcclInvalidArgument, "bootstrap: rank %d: %s with an empty rank list", rank_,
+                  call);
+    }
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] < 0 || ranks[i] >= nranks_) {
+        return Fail(xcclInvalidArgument,
+                    "bootstrap: rank %d: %s: ranks[%zu] = %d is out of range for %d ranks", rank_,
+                    call, i, ranks[i], nranks_);
+      }
+      if (i > 0 && ranks[i] <= ranks[i - 1]) {
+        return Fail(xcclInvalidArgument,
+                    "bootstrap: rank %d: %s: the rank list must be sorted and distinct, but "
+                    "ranks[%zu] = %d follows ranks[%zu] = %d",
+                    rank_, call, i, ranks[i], i - 1, ranks[i - 1]);
+      }
+    }
+    auto it = std::lower_bound(ranks.begin(), ranks.end(), rank_);
+    if (it == ranks.end() || *it != rank_) {
+      return Fail(xcclInvalidArgument,
+                  "bootstrap: rank %d: %s: the rank list (%s) does not contain this rank", rank_,
+                  call, GroupText(ranks).c_str());
+    }
+    *me = static_cast<size_t>(it - ranks.begin());
+    return xcclSuccess;
+  }
+
+  static std::string GroupText(const std::vector<int>& ranks) {
+    std::string text = "ranks {";
+    for (size_t i = 0; i < ranks.size() && i < 16; ++i) {
+      text += (i ? "," : "") + std::to_string(ranks[i]);
+    }
+    if (ranks.size() > 16) text += ",... (" + std::to_string(ranks.size()) + " ranks)";
+    return text + "}";
+  }
+
+  // The reserved bit, the op, and a hash of the member list: members that disagree on the
+  // list wait for tags the others never send, and time out naming a peer, rather than pair
+  // up messages of different groups.
+  static uint32_t GroupTag(GroupOp op, const std::vector<int>& ranks) {
+    uint32_t h = 2166136261u;  // FNV-1a over the ranks' bytes
+    for (int r : ranks) {
+      for (int i = 0; i < 4; ++i) {
+        h ^= static_cast<uint8_t>(static_cast<uint32_t>(r) >> (8 * i));
+        h *= 16777619u;
+      }
+    }
+    return kReservedTagBit | (static_cast<uint32_t>(op) << 29) | (h & ((1u << 29) - 1));
+  }
+
+  // Runs the posted send and/or receive to completion, failure or the deadline. Never leaves
+  // a connection pointing into the caller's buffer.
+  xcclResult_t Progress(PostedSend* s, PostedRecv* r, const Deadline& deadline,
+                        const std::string& what) {
+    recv_ = r;
+    xcclResult_t rc = xcclInternalError;
+    try {
+      rc = ProgressLoop(s, r, deadline, what);
+    } catch (const std::exception& e) {  // allocation: the state stays consistent, see below
+      rc = Fail(xcclSystemError, "bootstrap: rank %d: %s: %s", rank_, what.c_str(), e.what());
+    }
+    recv_ = nullptr;
+    if (r != nullptr && !r->finished) DetachRecv(*r);
+    if (s != nullptr && !s->finished && s->done > 0 && failed_.count(s->peer) == 0) {
+      // Cut off mid-message (timeout, abort): what follows on that stream would be misread.
+      char text[300];
+      snprintf(text, sizeof(text),
+               "bootstrap: rank %d: an earlier Send to rank %d (%s) was cut off after %zu of %zu "
+               "bytes; that connection is out of step",
+               rank_, s->peer, TagText(s->tag).c_str(), s->done, s->total());
+      MarkFailed(s->peer, xcclRemoteError, text);
+    }
+    if (aborted_.load()) ShutdownPeerSockets();
+    return rc;
+  }
+
+  xcclResult_t ProgressLoop(PostedSend* s, PostedRecv* r, const Deadline& deadline,
+                            const std::string& what) {
+    for (;;) {
+      if (aborted_.load()) {
+        return Fail(xcclInvalidUsage, "bootstrap: rank %d: %s interrupted by Abort()", rank_,
+                    what.c_str());
+      }
+      bool retry_soon = false;
+      if (r != nullptr && !r->finished) XCCL_TRY(TryFinishRecv(r, what));
+      if (s != nullptr && !s->finished) XCCL_TRY(PushSend(s, deadline, &retry_soon));
+      bool send_done = s == nullptr || s->finished;
+      bool recv_done = r == nullptr || r->finished;
+      if (send_done && recv_done) return xcclSuccess;
+      if (deadline.Expired())
+        return TimeoutFailure(recv_done ? nullptr : r, send_done ? nullptr : s, what);
+      XCCL_TRY(PollPeers(send_done ? nullptr : s, retry_soon ? Deadline() : deadline));
+    }
+  }
+
+  xcclResult_t PeerFailed(int peer) {
+    auto f = failed_.find(peer);
+    if (f == failed_.end()) return xcclSuccess;
+    return Fail(f->second.code, "%s", f->second.message.c_str());
+  }
+
+  // The first failure of a pair is the one reported, by every later call with that peer.
+  void MarkFailed(int peer, xcclResult_t code, const std::string& message) {
+    if (failed_.emplace(peer, PeerFailure{code, message}).second) {
+      XCCL_INFO(kLogBootstrap, "%s", message.c_str());
+    }
+  }
+
+  xcclResult_t TryFinishRecv(PostedRecv* r, const std::string& what) {
+    XCCL_TRY(PeerFailed(r->peer));
+    auto q = unexpected_.find({r->peer, r->tag});
+    if (q != unexpected_.end() && !q->second.empty()) {
+      std::vector<uint8_t>& msg = q->second.front();
+      if (msg.size() != r->bytes) {
+        RefuseMessage(r->peer, r->tag, msg.size(), r->bytes);
+        return PeerFailed(r->peer);
+      }
+      if (r->bytes > 0) memcpy(r->data, msg.data(), r->bytes);
+      q->second.pop_front();
+      if (q->second.empty()) unexpected_.erase(q);
+      r->finished = true;
+      return xcclSuccess;
+    }
+    auto in = in_.find(r->peer);
+    if (in != in_.end() && in->second.closed) {
+      return Fail(xcclRemoteError,
+                  "bootstrap: rank %d: %s: rank %d closed its connection before sending it (did "
+                  "it exit or abort?)",
+                  rank_, what.c_str(), r->peer);
+    }
+    return xcclSuccess;
+  }
+
+  // A size mismatch, found by the receiver: both ends learn it with the same numbers, and
+  // the pair is unusable from here on (what the sender sends next is read and dropped).
+  void RefuseMessage(int peer, uint32_t tag, uint64_t sent, uint64_t expected) {
+    char text[300];
+    snprintf(text, sizeof(text),
+             "bootstrap: rank %d: Recv from rank %d (%s) expected %llu bytes, but rank %d sent "
+             "%llu bytes: Send and Recv must agree on the size",
+             rank_, peer, TagText(tag).c_str(), static_cast<unsigned long long>(expected), peer,
+             static_cast<unsigned long long>(sent));
+    MarkFailed(peer, xcclInvalidUsage, text);
+    auto in = in_.find(peer);
+    if (in == in_.end() || !in->second.sock.valid()) return;
+    InConn& c = in->second;
+    uint8_t frame[wire::kHeaderBytes + wire::kP2pRefusalBytes];
+    wire::PutHeader(frame, wire::kP2pRefusal, wire::kP2pRefusalBytes);
+    wire::PutU32(frame + wire::kHeaderBytes, tag);
+    wire::PutU64(frame + wire::kHeaderBytes + 4, sent);
+    wire::PutU64(frame + wire::kHeaderBytes + 12, expected);
+    // The first bytes this end ever writes on that socket: the buffer has room.
+    IoStatus st = c.sock.SendAll(frame, sizeof(frame), Deadline(kConnectSliceMs));
+    if (!st.ok()) {
+      XCCL_INFO(kLogBootstrap, "bootstrap: rank %d: could not tell rank %d of the mismatch: %s",
+                rank_, peer, st.Describe().c_str());
+    }
+    c.draining = true;
+    c.in_payload = false;
+    c.direct = false;
+    c.dest = nullptr;
+    c.buffer = {};
+  }
+
+  // Connects if needed, then hands the kernel what it takes. *retry_soon: a connection attempt
+  // timed out its slice and is tried again after the other connections had their turn.
+  xcclResult_t PushSend(PostedSend* s, const Deadline& deadline, bool* retry_soon) {
+    XCCL_TRY(PeerFailed(s->peer));
+    OutConn& c = out_[s->peer];
+    if (c.state == OutConn::kIdle) {
+      sockaddr_storage addr{};
+      UnpackAddress(&addresses_[static_cast<size_t>(s->peer) * kWireAddressBytes], &addr);
+      const Deadline slice = std::min(deadline, Deadline(kConnectSliceMs));
+      IoStatus st = Socket::Connect(addr, slice, &c.sock);
+      if (st.code == IoStatus::kTimeout) {
+        c.last_connect = st;
+        *retry_soon = !deadline.Expired();
+        return xcclSuccess;
+      }
+      if (!st.ok()) {
+        MarkFailed(s->peer, xcclSystemError,
+                   "bootstrap: rank " + std::to_string(rank_) + ": cannot connect to rank " +
+                       std::to_string(s->peer) + " at " + FormatAddress(addr) + ": " +
+                       st.Describe());
+        return PeerFailed(s->peer);
+      }
+      std::vector<uint8_t> hello = HandshakeFrame(secret_, rank_, nranks_, wire::kP2pHello);
+      st = c.sock.SendAll(hello.data(), hello.size(), deadline);
+      if (!st.ok()) {
+        c.sock.Close();
+        c.state = OutConn::kDead;
+        MarkFailed(s->peer, st.code == IoStatus::kTimeout ? xcclTimeout : xcclRemoteError,
+                   "bootstrap: rank " + std::to_string(rank_) + ": sending the hello to rank " +
+                       std::to_string(s->peer) + " at " + FormatAddress(addr) + ": " +
+                       st.Describe());
+        return PeerFailed(s->peer);
+      }
+      c.state = OutConn::kAwaitAck;
+      return xcclSuccess;
+    }
+    if (c.state != OutConn::kReady) return xcclSuccess;  // the ack comes through PollPeers
+    const size_t header_bytes = sizeof(s->header);
+    while (s->done < s->total()) {
+      const uint8_t* p =
+          s->done < header_bytes ? s->header + s->done : s->data + (s->done - header_bytes);
+      size_t n = s->done < header_bytes ? header_bytes - s->done : s->total() - s->done;
+      size_t sent = 0;
+      IoStatus st = c.sock.SendSome(p, n, &sent);
+      if (!st.ok()) {
+        c.sock.Close();
+        c.state = OutConn::kDead;
+        MarkFailed(s->peer, st.code == IoStatus::kClosed ? xcclRemoteError : xcclSystemError,
+                   "bootstrap: rank " + std::to_string(rank_) + ": rank " +
+                       std::to_string(s->peer) + " closed its connection (" + st.Describe() +
+                       "; did it exit or abort?)");
+        return PeerFailed(s->peer);
+      }
+      if (sent == 0) return xcclSuccess;  // full: PollPeers waits for room
+      s->done += sent;
+    }
+    s->finished = true;
+    return xcclSuccess;
+  }
+
+  xcclResult_t TimeoutFailure(const PostedRecv* r, const PostedSend* s, const std::string& what) {
+    const long long ms = static_cast<long long>(timeout_ms_);
+    // Blame the receive side first: a stuck ring of Send/Recv pairs is a silent predecessor.
+    if (r != nullptr) {
+      auto in = in_.find(r->peer);
+      if (in != in_.end() && in->second.direct && in->second.in_payload) {
+        return Fail(xcclTimeout,
+                    "bootstrap: rank %d: %s: rank %d sent only %llu of %zu bytes within %lld ms",
+                    rank_, what.c_str(), r->peer, static_cast<unsigned long long>(in->second.got),
+                    r->bytes, ms);
+      }
+      return Fail(xcclTimeout, "bootstrap: rank %d: %s: no message from rank %d within %lld ms",
+                  rank_, what.c_str(), r->peer, ms);
+    }
+    auto out = out_.find(s->peer);
+    OutConn::State state = out == out_.end() ? OutConn::kIdle : out->second.state;
+    if (state == OutConn::kIdle) {
+      std::string last = out == out_.end() ? "timed out" : out->second.last_connect.Describe();
+      return Fail(xcclTimeout,
+                  "bootstrap: rank %d: %s: could not connect to rank %d within %lld ms (%s)", rank_,
+                  what.c_str(), s->peer, ms, last.c_str());
+    }
+    if (state == OutConn::kAwaitAck) {
+      return Fail(xcclTimeout,
+                  "bootstrap: rank %d: %s: rank %d did not accept the connection within %lld ms "
+                  "(a rank accepts them only inside a Send, Recv or group call)",
+                  rank_, what.c_str(), s->peer, ms);
+    }
+    return Fail(xcclTimeout,
+                "bootstrap: rank %d: %s: rank %d took only %zu of %zu bytes within %lld ms (is it "
+                "receiving?)",
+                rank_, what.c_str(), s->peer, s->done, s->total(), ms);
+  }
+
+  // One poll over the doorbell, the listener (new peers), every inbound connection and every
+  // outbound one (acknowledgements, refusals, a peer closing); `s`'s connection also for room.
+  xcclResult_t PollPeers(const PostedSend* s, const Deadline& until) {
+    std::vector<pollfd> fds;
+    fds.push_back({doorbell_.fd(), POLLIN, 0});
+    Deadline wake = until;
+    gate_->AddPollFds(&fds, &wake);
+    const size_t in_start = fds.size();
+    std::vector<int> in_peers;
+    for (auto& [peer, c] : in_) {
+      if (!c.sock.valid()) continue;
+      fds.push_back({c.sock.fd(), POLLIN, 0});
+      in_peers.push_back(peer);
+    }
+    const size_t out_start = fds.size();
+    std::vector<int> out_peers;
+    for (auto& [peer, c] : out_) {
+      if (!c.sock.valid() || (c.state != OutConn::kAwaitAck && c.state != OutConn::kReady)) {
+        continue;
+      }
+      short events = POLLIN;
+      if (s != nullptr && s->peer == peer && c.state == OutConn::kReady) events |= POLLOUT;
+      fds.push_back({c.sock.fd(), events, 0});
+      out_peers.push_back(peer);
+    }
+    XCCL_TRY(PollOnce(&fds, wake));
+    std::vector<Arrival> ready;
+    gate_->Service(fds, &ready);
+    for (Arrival& a : ready) AdmitPeer(std::move(a));
+    for (size_t i = 0; i < in_peers.size(); ++i) {
+      if ((fds[in_start + i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) ReadInbound(in_peers[i]);
+    }
+    for (size_t i = 0; i < out_peers.size(); ++i) {
+      if ((fds[out_start + i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        ReadOutbound(out_peers[i]);
+      }
+    }
+    return xcclSuccess;
+  }
+
+  // A peer's hello on the listener: the same checks as the ring's, then the acknowledgement.
+  void AdmitPeer(Arrival a) {
+    wire::RingHelloMsg m;
+    if (!wire::DecodeRingHello(a.payload, &m)) {
+      gate_->Refuse(a.peer, "malformed hello");
+      return;
+    }
+    if (!SecretEquals(secret_, m.secret)) {
+      gate_->Refuse(a.peer, "wrong secret");
+      return;
+    }
+    if (m.nranks != static_cast<uint32_t>(nranks_) || m.rank >= m.nranks ||
+        m.rank == static_cast<uint32_t>(rank_)) {
+      gate_->Refuse(a.peer, "claims rank " + std::to_string(m.rank) + " of " +
+                                std::to_string(m.nranks) + " (this is rank " +
+                                std::to_string(rank_) + " of " + std::to_string(nranks_) + ")");
+      return;
+    }
+    int peer = static_cast<int>(m.rank);
+    if (in_.count(peer) != 0) {
+      gate_->Refuse(a.peer, "a second connection claiming rank " + std::to_string(peer));
+      return;
+    }
+    std::vector<uint8_t> ack = HandshakeFrame(secret_, rank_, nranks_, wire::kP2pAck);
+    IoStatus st = a.sock.SendAll(ack.data(), ack.size(), Deadline(kConnectSliceMs));
+    if (!st.ok()) {
+      gate_->Refuse(a.peer, "gone before the acknowledgement (" + st.Describe() + ")");
+      return;
+    }
+    XCCL_TRACE(kLogBootstrap, "bootstrap: rank %d: rank %d (%s) connected for messages", rank_,
+               peer, a.peer.c_str());
+    InConn c;
+    c.sock = std::move(a.sock);
+    in_.emplace(peer, std::move(c));
+  }
+
+  // Reads whatever the peer's connection holds now, message by message: into the posted
+  // Recv's buffer when it waits for exactly this message, else into a buffer of its own.
+  void ReadInbound(int peer) {
+    InConn& c = in_.at(peer);
+    for (;;) {
+      size_t got = 0;
+      IoStatus st;
+      if (c.draining) {
+        uint8_t scratch[16384];
+        st = c.sock.RecvSome(scratch, sizeof(scratch), &got);
+        if (!st.ok()) c.sock.Close();
+        if (!st.ok() || got == 0) return;
+        continue;
+      }
+      if (!c.in_payload) {
+        st = c.sock.RecvSome(c.header + c.header_have, sizeof(c.header) - c.header_have, &got);
+        if (!st.ok()) return InboundEnded(peer, &c, st);
+        if (got == 0) return;
+        c.header_have += got;
+        if (c.header_have < sizeof(c.header)) continue;
+        c.header_have = 0;
+        uint32_t magic = wire::GetU32(c.header);
+        uint32_t type = wire::GetU32(c.header + 4);
+        uint32_t length = wire::GetU32(c.header + 8);
+        c.tag = wire::GetU32(c.header + wire::kHeaderBytes);
+        c.bytes = wire::GetU64(c.header + wire::kHeaderBytes + 4);
+        if (magic != wire::kMagic || type != wire::kP2pData || length != wire::kP2pDataBytes ||
+            c.bytes > wire::kMaxMessageBytes) {
+          char text[300];
+          snprintf(text, sizeof(text),
+                   "bootstrap: rank %d: rank %d sent a malformed message header (magic 0x%08x, "
+                   "type %u, length %u, %llu bytes; at most %llu accepted)",
+                   rank_, peer, magic, type, length, static_cast<unsigned long long>(c.bytes),
+                   static_cast<unsigned long long>(wire::kMaxMessageBytes));
+          XCCL_WARN(kLogBootstrap, "%s", text);
+          MarkFailed(peer, xcclRemoteError, text);
+          c.sock.Close();
+          return;
+        }
+        c.got = 0;
+        c.in_payload = true;
+        auto q = unexpected_.find({peer, c.tag});
+        bool queued = q != unexpected_.end() && !q->second.empty();
+        if (recv_ != nullptr && !recv_->finished && recv_->peer == peer && recv_->tag == c.tag &&
+            !queued) {
+          if (c.bytes != recv_->bytes) {
+            RefuseMessage(peer, c.tag, c.bytes, recv_->bytes);
+            continue;  // draining now
+          }
+          c.dest = recv_->data;
+          c.direct = true;
+        } else if (!AllocateBuffer(peer, &c)) {
+          return;
+        }
+      }
+      if (c.got < c.bytes) {
+        st = c.sock.RecvSome(c.dest + c.got, c.bytes - c.got, &got);
+        if (!st.ok()) return InboundEnded(peer, &c, st);
+        if (got == 0) return;
+        c.got += got;
+        if (c.got < c.bytes) continue;
+      }
+      c.in_payload = false;
+      if (c.direct) {
+        recv_->finished = true;
+        c.direct = false;
+      } else {
+        unexpected_[{peer, c.tag}].push_back(std::move(c.buffer));
+        c.buffer = {};
+      }
+      c.dest = nullptr;
+    }
+  }
+
+  void InboundEnded(int peer, InConn* c, const IoStatus& st) {
+    bool mid_message = c->in_payload || c->header_have > 0;
+    c->sock.Close();
+    c->direct = false;
+    c->dest = nullptr;
+    if (st.code == IoStatus::kClosed && !mid_message) {
+      c->closed = true;  // its messages so far remain for their Recv
+      return;
+    }
+    MarkFailed(peer, st.code == IoStatus::kClosed ? xcclRemoteError : xcclSystemError,
+               "bootstrap: rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
+                   (mid_message ? " closed its connection in the middle of a message ("
+                                : " connection failed (") +
+                   st.Describe() + ")");
+  }
+
+  // The acknowledgement of this rank's hello; afterwards a refusal, or the peer closing.
+  void ReadOutbound(int peer) {
+    OutConn& c = out_.at(peer);
+    const std::string who =
+        "bootstrap: rank " + std::to_string(rank_) + ": rank " + std::to_string(peer);
+    for (;;) {
+      // The whole acknowledgement; or a refusal's header, then (once checked) its payload.
+      size_t need = wire::kHeaderBytes + wire::kRingHelloBytes;
+      if (c.state == OutConn::kReady) {
+        need = c.in_have < wire::kHeaderBytes ? wire::kHeaderBytes
+                                              : wire::kHeaderBytes + wire::kP2pRefusalBytes;
+      }
+      size_t got = 0;
+      IoStatus st = c.sock.RecvSome(c.in + c.in_have, need - c.in_have, &got);
+      if (!st.ok()) {
+        c.sock.Close();
+        bool acked = c.state == OutConn::kReady;
+        c.state = OutConn::kDead;
+        MarkFailed(peer, xcclRemoteError,
+                   who +
+                       (acked ? " closed its connection ("
+                              : " closed the connection without accepting it (") +
+                       st.Describe() + "; did it exit or abort?)");
+        return;
+      }
+      if (got == 0) return;
+      c.in_have += got;
+      if (c.state == OutConn::kReady && c.in_have == wire::kHeaderBytes) {
+        if (wire::GetU32(c.in) != wire::kMagic || wire::GetU32(c.in + 4) != wire::kP2pRefusal ||
+            wire::GetU32(c.in + 8) != wire::kP2pRefusalBytes) {
+          c.sock.Close();
+          c.state = OutConn::kDead;
+          MarkFailed(peer, xcclRemoteError, who + " sent a malformed frame on its connection");
+          return;
+        }
+        continue;
+      }
+      if (c.in_have < need) continue;
+      c.in_have = 0;
+      const uint8_t* p = c.in + wire::kHeaderBytes;
+      if (c.state == OutConn::kAwaitAck) {
+        // The acknowledgement proves that `peer` itself, not a stale listener, holds the end.
+        wire::RingHelloMsg m;
+        bool ok = wire::GetU32(c.in) == wire::kMagic && wire::GetU32(c.in + 4) == wire::kP2pAck &&
+                  wire::GetU32(c.in + 8) == wire::kRingHelloBytes &&
+                  wire::DecodeRingHello(std::vector<uint8_t>(p, p + wire::kRingHelloBytes), &m) &&
+                  SecretEquals(secret_, m.secret) && m.rank == static_cast<uint32_t>(peer) &&
+                  m.nranks == static_cast<uint32_t>(nranks_);
+        if (!ok) {
+          c.sock.Close();
+          c.state = OutConn::kDead;
+          MarkFailed(peer, xcclRemoteError, who + " sent a malformed acknowledgement");
+          return;
+        }
+        c.state = OutConn::kReady;
+        continue;
+      }
+      char text[300];
+      snprintf(text, sizeof(text),
+               "bootstrap: rank %d: rank %d refused this rank's Send (%s): %llu bytes were sent, "
+               "its Recv expected %llu bytes; Send and Recv must agree on the size",
+               rank_, peer, TagText(wire::GetU32(p)).c_str(),
+               static_cast<unsigned long long>(wire::GetU64(p + 4)),
+               static_cast<unsigned long long>(wire::GetU64(p + 12)));
+      MarkFailed(peer, xcclInvalidUsage, text);
+      c.sock.Close();  // the peer drops whatever else this rank would send
+      c.state = OutConn::kDead;
+      return;
+    }
+  }
+
+  // A buffer for a message no Recv waits for. Out of memory, the connection is given up
+  // rather than left reading into nothing.
+  bool AllocateBuffer(int peer, InConn* c) {
+    c->direct = false;
+    c->dest = nullptr;
+    try {
+      c->buffer.resize(c->bytes);
+    } catch (const std::bad_alloc&) {
+      c->sock.Close();
+      c->in_payload = false;
+      MarkFailed(peer, xcclSystemError,
+                 "bootstrap: rank " + std::to_string(rank_) + ": out of memory buffering " +
+                     std::to_string(c->bytes) + " bytes from rank " + std::to_string(peer));
+      return false;
+    }
+    c->dest = c->buffer.data();
+    return true;
+  }
+
+  // A Recv that returns unfinished leaves its message, if under way, to a buffer of its own:
+  // no connection may keep pointing into the caller's memory.
+  void DetachRecv(const PostedRecv& r) {
+    auto in = in_.find(r.peer);
+    if (in == in_.end() || !in->second.direct) return;
+    InConn& c = in->second;
+    if (AllocateBuffer(r.peer, &c) && c.got > 0) memcpy(c.dest, r.data, c.got);
+  }
+
+  void ShutdownPeerSockets() {
+    listener_.Shutdown();
+    for (auto& [peer, c] : in_) c.sock.Shutdown();
+    for (auto& [peer, c] : out_) c.sock.Shutdown();
+  }
+
+  Secret secret_;
   int rank_;
   int nranks_;
   int64_t timeout_ms_;
@@ -713,6 +1518,17 @@ class RingBootstrap final : public Bootstrap {
   uint64_t seq_ = 0;
   bool broken_ = false;
   std::atomic<bool> aborted_{false};
+
+  // Point-to-point state (nranks > 1), touched only by the calling thread.
+  Socket listener_;
+  std::unique_ptr<Gate> gate_;  // after listener_: destroyed first
+  Doorbell doorbell_;
+  std::vector<uint8_t> addresses_;  // every rank's listen address, packed
+  std::map<int, OutConn> out_;
+  std::map<int, InConn> in_;
+  std::map<std::pair<int, uint32_t>, std::deque<std::vector<uint8_t>>> unexpected_;
+  std::map<int, PeerFailure> failed_;
+  PostedRecv* recv_ = nullptr;  // the Recv in flight, for direct delivery
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -753,7 +1569,7 @@ xcclResult_t JoinRoot(const JoinContext& c, const sockaddr_storage& root_addr, S
   hello.rank = static_cast<uint32_t>(c.rank);
   hello.nranks = static_cast<uint32_t>(c.nranks);
   hello.timeout_ms = static_cast<uint64_t>(c.timeout_ms);
-  hello.wait_ms = static_cast<uint64_t>(MsUntil(c.deadline));
+  hello.wait_ms = static_cast<uint64_t>(c.deadline.RemainingMs());
   if (c.nranks > 1) {
     // Without XCCL_SOCKET_IFNAME, listen where this host reached the root: the interface that
     // routes to the root is the one the other ranks can most likely reach too.
@@ -829,11 +1645,7 @@ xcclResult_t JoinRoot(const JoinContext& c, const sockaddr_storage& root_addr, S
 }
 
 std::vector<uint8_t> RingHelloFrame(const JoinContext& c, uint32_t type) {
-  wire::RingHelloMsg m{};
-  memcpy(m.secret, c.secret.data(), c.secret.size());
-  m.rank = static_cast<uint32_t>(c.rank);
-  m.nranks = static_cast<uint32_t>(c.nranks);
-  return wire::Frame(type, wire::EncodeRingHello(m));
+  return HandshakeFrame(c.secret, c.rank, c.nranks, type);
 }
 
 // Accepts rank-1's connection; anything else that connects is refused and logged.
@@ -841,7 +1653,7 @@ xcclResult_t AcceptPrev(const JoinContext& c, Socket* listener, Socket* out) {
   int prev = (c.rank + c.nranks - 1) % c.nranks;
   Gate gate(listener, wire::kRingHello, "rank " + std::to_string(c.rank) + " ring listener");
   for (;;) {
-    if (SteadyClock::now() >= c.deadline) {
+    if (c.deadline.Expired()) {
       return Fail(xcclTimeout, "bootstrap: rank %d: rank %d did not connect within %lld ms", c.rank,
                   prev, static_cast<long long>(c.timeout_ms));
     }
@@ -948,15 +1760,14 @@ xcclResult_t InitImpl(const xcclUniqueId& id, int rank, int nranks, int64_t time
   }
   UniqueIdContents contents;
   XCCL_TRY(DecodeUniqueId(id, &contents));
-  JoinContext c{
-      ToSecret(contents.secret),        rank, nranks, timeout_ms, DeadlineAfter(timeout_ms),
-      FormatAddress(contents.root_addr)};
+  JoinContext c{ToSecret(contents.secret),        rank, nranks, timeout_ms, Deadline(timeout_ms),
+                FormatAddress(contents.root_addr)};
   XCCL_TRY(ClaimId(c.secret, rank));
 
   if (contents.rank0_is_root) {
     // Nobody to meet: XCCL_COMM_ID's root would only serve this rank.
     if (nranks == 1) {
-      *out = std::make_unique<RingBootstrap>(0, 1, timeout_ms, Socket(), Socket());
+      *out = std::make_unique<RingBootstrap>(c.secret, 0, 1, timeout_ms, Socket(), Socket());
       return xcclSuccess;
     }
     if (rank == 0) {
@@ -991,7 +1802,7 @@ xcclResult_t InitImpl(const xcclUniqueId& id, int rank, int nranks, int64_t time
   sockaddr_storage next_addr{};
   XCCL_TRY(JoinRoot(c, contents.root_addr, &listener, &next_addr));
   if (nranks == 1) {
-    *out = std::make_unique<RingBootstrap>(0, 1, timeout_ms, Socket(), Socket());
+    *out = std::make_unique<RingBootstrap>(c.secret, 0, 1, timeout_ms, Socket(), Socket());
     return xcclSuccess;
   }
   // Connecting first cannot deadlock: the kernel completes it from the listen backlog before
@@ -1000,11 +1811,13 @@ xcclResult_t InitImpl(const xcclUniqueId& id, int rank, int nranks, int64_t time
   XCCL_TRY(ConnectNext(c, next_addr, &next));
   XCCL_TRY(AcceptPrev(c, &listener, &prev));
   XCCL_TRY(WaitAck(c, &next));
-  listener.Close();
+  auto boot = std::make_unique<RingBootstrap>(c.secret, rank, nranks, timeout_ms, std::move(next),
+                                              std::move(prev));
+  // The ring listener stays open for point-to-point connections.
+  XCCL_TRY(boot->StartPeerMessages(std::move(listener), c.deadline));
   XCCL_INFO(kLogBootstrap, "bootstrap: rank %d of %d joined the rendezvous at %s; ring to %s", rank,
             nranks, c.root.c_str(), FormatAddress(next_addr).c_str());
-  *out =
-      std::make_unique<RingBootstrap>(rank, nranks, timeout_ms, std::move(next), std::move(prev));
+  *out = std::move(boot);
   return xcclSuccess;
 }
 
@@ -1034,8 +1847,8 @@ xcclResult_t Bootstrap::CreateUniqueId(xcclUniqueId* id) {
     XCCL_INFO(kLogBootstrap, "bootstrap: unique id with root at %s (interface %s)",
               FormatAddress(contents.root_addr).c_str(), ifname.c_str());
     // Until the first rank arrives, the root can only wait as long as any rank would.
-    XCCL_TRY(StartRoot(std::move(listener), ToSecret(contents.secret),
-                       DeadlineAfter(params.timeout_ms)));
+    XCCL_TRY(
+        StartRoot(std::move(listener), ToSecret(contents.secret), Deadline(params.timeout_ms)));
     EncodeUniqueId(contents, id);
     return xcclSuccess;
   } catch (const std::exception& e) {

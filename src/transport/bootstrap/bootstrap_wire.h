@@ -3,7 +3,9 @@
 //
 // Every message is a frame: magic, type, payload length (u32 each, big-endian), then the
 // payload. Receivers that face the network (the root, a rank's ring listener) refuse any
-// frame longer than kMaxRequestBytes before reading its payload.
+// frame longer than kMaxRequestBytes before reading its payload. A point-to-point message is
+// the one exception: its frame carries {tag, bytes}, then `bytes` raw bytes follow, at most
+// kMaxMessageBytes; it flows only on a connection whose sender proved it holds the secret.
 #pragma once
 
 #include <sys/socket.h>
@@ -32,7 +34,15 @@ enum Type : uint32_t {
   kRingHello = 4,    // rank -> next rank: RingHelloMsg
   kRingAck = 5,      // next rank -> rank: RingHelloMsg from the acceptor
   kCollHeader = 6,   // before each AllGather/Barrier: seq, block bytes, op
+  kP2pHello = 7,     // sender -> receiver's listener: RingHelloMsg (one connection per pair)
+  kP2pAck = 8,       // receiver -> sender: RingHelloMsg from the receiver
+  kP2pData = 9,      // sender -> receiver: tag, bytes (P2pDataBytes), then the raw bytes
+  kP2pRefusal = 10,  // receiver -> sender: tag, bytes sent, bytes its Recv expected
 };
+
+// The op of a kCollHeader; kOpAddressTable is the listen-address exchange that ends Init
+// (call #0), which gives every rank the address of every other for point-to-point messages.
+enum CollOp : uint32_t { kOpAllGather = 1, kOpBarrier = 2, kOpAddressTable = 3 };
 
 inline void PutU32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
@@ -114,6 +124,10 @@ inline bool DecodeRingHello(const std::vector<uint8_t>& p, RingHelloMsg* m) {
 }
 
 constexpr size_t kCollHeaderBytes = 8 + 8 + 4;
+
+constexpr size_t kP2pDataBytes = 4 + 8;         // tag, bytes
+constexpr size_t kP2pRefusalBytes = 4 + 8 + 8;  // tag, bytes sent, bytes expected
+constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 30;
 
 }  // namespace wire
 }  // namespace xccl

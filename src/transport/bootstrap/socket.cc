@@ -11,13 +11,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
-#include "core/timeout_limit.h"
 
 namespace xccl {
 
@@ -52,13 +51,13 @@ void SetNoDelay(int fd) {
 
 // Waits for `events` on fd; kOk when ready (or on POLLHUP/POLLERR: the next I/O call reports
 // what happened), kTimeout at the deadline.
-IoStatus WaitFd(int fd, short events, Deadline deadline) {
+IoStatus WaitFd(int fd, short events, const Deadline& deadline) {
   for (;;) {
     pollfd pfd{fd, events, 0};
-    int n = poll(&pfd, 1, PollTimeoutMs(deadline));
+    int n = poll(&pfd, 1, deadline.PollTimeoutMs());
     if (n > 0) return {};
     if (n == 0) {
-      if (SteadyClock::now() >= deadline) return {IoStatus::kTimeout, 0};
+      if (deadline.Expired()) return {IoStatus::kTimeout, 0};
       continue;  // woke early because of rounding
     }
     if (errno == EINTR) continue;
@@ -81,18 +80,6 @@ uint32_t GetU32Be(const uint8_t* p) {
 }
 
 }  // namespace
-
-Deadline DeadlineAfter(int64_t timeout_ms) {
-  timeout_ms = std::clamp<int64_t>(timeout_ms, 0, kMaxTimeoutMs);
-  return SteadyClock::now() + std::chrono::milliseconds(timeout_ms);
-}
-
-int PollTimeoutMs(Deadline deadline) {
-  auto left = deadline - SteadyClock::now();
-  if (left <= SteadyClock::duration::zero()) return 0;
-  auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-  return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
-}
 
 std::string IoStatus::Describe() const {
   switch (code) {
@@ -376,7 +363,7 @@ xcclResult_t Socket::Listen(const sockaddr_storage& addr, Socket* out) {
   return xcclSuccess;
 }
 
-IoStatus Socket::Connect(const sockaddr_storage& addr, Deadline deadline, Socket* out) {
+IoStatus Socket::Connect(const sockaddr_storage& addr, const Deadline& deadline, Socket* out) {
   auto backoff = std::chrono::milliseconds(2);
   int last_err = 0;
   for (;;) {
@@ -400,14 +387,14 @@ IoStatus Socket::Connect(const sockaddr_storage& addr, Deadline deadline, Socket
     }
     if (!IsRetryableConnectError(err)) return {IoStatus::kError, err};
     last_err = err;
-    auto now = SteadyClock::now();
-    if (now >= deadline) return {IoStatus::kTimeout, last_err};
-    std::this_thread::sleep_for(std::min<SteadyClock::duration>(backoff, deadline - now));
+    auto now = Deadline::Clock::now();
+    if (now >= deadline.end()) return {IoStatus::kTimeout, last_err};
+    std::this_thread::sleep_for(std::min<Deadline::Clock::duration>(backoff, deadline.end() - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   }
 }
 
-IoStatus Socket::Accept(Deadline deadline, Socket* out, sockaddr_storage* peer) {
+IoStatus Socket::Accept(const Deadline& deadline, Socket* out, sockaddr_storage* peer) {
   for (;;) {
     sockaddr_storage from{};
     socklen_t len = sizeof(from);
@@ -421,13 +408,13 @@ IoStatus Socket::Accept(Deadline deadline, Socket* out, sockaddr_storage* peer) 
     int err = errno;
     if (err == EINTR || err == ECONNABORTED) continue;  // the client gave up; wait for the next
     if (err != EAGAIN && err != EWOULDBLOCK) return {IoStatus::kError, err};
-    if (SteadyClock::now() >= deadline) return {IoStatus::kTimeout, 0};
+    if (deadline.Expired()) return {IoStatus::kTimeout, 0};
     IoStatus w = WaitFd(fd_, POLLIN, deadline);
     if (!w.ok()) return w;
   }
 }
 
-IoStatus Socket::SendAll(const void* data, size_t bytes, Deadline deadline) {
+IoStatus Socket::SendAll(const void* data, size_t bytes, const Deadline& deadline) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
     ssize_t n = send(fd_, p, bytes, MSG_NOSIGNAL);
@@ -449,7 +436,7 @@ IoStatus Socket::SendAll(const void* data, size_t bytes, Deadline deadline) {
   return {};
 }
 
-IoStatus Socket::RecvAll(void* data, size_t bytes, Deadline deadline) {
+IoStatus Socket::RecvAll(void* data, size_t bytes, const Deadline& deadline) {
   char* p = static_cast<char*>(data);
   while (bytes > 0) {
     size_t got = 0;
@@ -464,6 +451,23 @@ IoStatus Socket::RecvAll(void* data, size_t bytes, Deadline deadline) {
     bytes -= got;
   }
   return {};
+}
+
+IoStatus Socket::SendSome(const void* data, size_t bytes, size_t* sent) {
+  *sent = 0;
+  if (bytes == 0) return {};
+  for (;;) {
+    ssize_t n = send(fd_, data, bytes, MSG_NOSIGNAL);
+    if (n >= 0) {
+      *sent = static_cast<size_t>(n);
+      return {};
+    }
+    int err = errno;
+    if (err == EINTR) continue;
+    if (err == EAGAIN || err == EWOULDBLOCK) return {};
+    if (IsPeerGoneError(err)) return {IoStatus::kClosed, err};
+    return {IoStatus::kError, err};
+  }
 }
 
 IoStatus Socket::RecvSome(void* data, size_t bytes, size_t* got) {
@@ -505,7 +509,7 @@ void Socket::Close() {
 }
 
 IoStatus SendRecv(Socket& tx, const void* send_data, size_t send_bytes, Socket& rx, void* recv_data,
-                  size_t recv_bytes, Deadline deadline, bool* failed_on_send) {
+                  size_t recv_bytes, const Deadline& deadline, bool* failed_on_send) {
   const char* sp = static_cast<const char*>(send_data);
   char* rp = static_cast<char*>(recv_data);
   *failed_on_send = false;
@@ -538,9 +542,9 @@ IoStatus SendRecv(Socket& tx, const void* send_data, size_t send_bytes, Socket& 
     int count = 0;
     if (send_bytes > 0) pfds[count++] = {tx.fd(), POLLOUT, 0};
     if (recv_bytes > 0) pfds[count++] = {rx.fd(), POLLIN, 0};
-    int n = poll(pfds, count, PollTimeoutMs(deadline));
+    int n = poll(pfds, count, deadline.PollTimeoutMs());
     if (n < 0 && errno != EINTR) return {IoStatus::kError, errno};
-    if (n == 0 && SteadyClock::now() >= deadline) {
+    if (n == 0 && deadline.Expired()) {
       // Blame the receive side first: a stuck ring is seen as a silent predecessor.
       *failed_on_send = recv_bytes == 0;
       return {IoStatus::kTimeout, 0};

@@ -5,23 +5,14 @@
 
 #include <sys/socket.h>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "core/deadline.h"
 #include "xccl.h"
 
 namespace xccl {
-
-using SteadyClock = std::chrono::steady_clock;
-using Deadline = SteadyClock::time_point;
-
-// now + timeout_ms, clamped so that huge timeouts (XCCL_TIMEOUT_MS allows years) cannot
-// overflow the clock.
-Deadline DeadlineAfter(int64_t timeout_ms);
-// Milliseconds left until `deadline` (0 if passed), rounded up, clamped to an int for poll().
-int PollTimeoutMs(Deadline deadline);
 
 struct IoStatus {
   enum Code { kOk, kTimeout, kClosed, kError };
@@ -77,13 +68,15 @@ class Socket {
   static IoStatus TryListen(const sockaddr_storage& addr, Socket* out);
   // Connects, retrying refused or unreachable attempts with a short backoff until `deadline`
   // (the peer may not be listening yet). kTimeout carries the last attempt's errno.
-  static IoStatus Connect(const sockaddr_storage& addr, Deadline deadline, Socket* out);
+  static IoStatus Connect(const sockaddr_storage& addr, const Deadline& deadline, Socket* out);
 
   // Waits for one connection until `deadline`; a deadline already passed makes it a single
   // non-blocking attempt (kTimeout if none is queued).
-  IoStatus Accept(Deadline deadline, Socket* out, sockaddr_storage* peer);
-  IoStatus SendAll(const void* data, size_t bytes, Deadline deadline);
-  IoStatus RecvAll(void* data, size_t bytes, Deadline deadline);
+  IoStatus Accept(const Deadline& deadline, Socket* out, sockaddr_storage* peer);
+  IoStatus SendAll(const void* data, size_t bytes, const Deadline& deadline);
+  IoStatus RecvAll(void* data, size_t bytes, const Deadline& deadline);
+  // One non-blocking send: *sent = bytes written (0 with kOk: the socket buffer is full).
+  IoStatus SendSome(const void* data, size_t bytes, size_t* sent);
   // One non-blocking recv: *got = bytes read (0 with kOk: nothing available now).
   IoStatus RecvSome(void* data, size_t bytes, size_t* got);
 
@@ -103,6 +96,6 @@ class Socket {
 // peers exchanging large blocks in a ring cannot deadlock on full socket buffers.
 // *failed_on_send tells which side a failure came from.
 IoStatus SendRecv(Socket& tx, const void* send_data, size_t send_bytes, Socket& rx, void* recv_data,
-                  size_t recv_bytes, Deadline deadline, bool* failed_on_send);
+                  size_t recv_bytes, const Deadline& deadline, bool* failed_on_send);
 
 }  // namespace xccl
