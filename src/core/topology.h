@@ -40,6 +40,19 @@ struct Topology {
       if (r != rank && ranks[r].device == ranks[rank].device && SameProcess(r)) return true;
     return false;
   }
+  // Ranks of this node on this rank's device, this rank included.
+  int RanksOnMyDevice() const {
+    int count = 0;
+    for (int r : local_ranks) count += ranks[r].device == ranks[rank].device;
+    return count;
+  }
+  // Whether any two ranks of this node share a device (the same answer on every rank).
+  bool AnyDeviceShared() const {
+    for (int r : local_ranks)
+      for (int q : local_ranks)
+        if (q != r && ranks[q].device == ranks[r].device) return true;
+    return false;
+  }
 };
 
 RankInfo DescribeThisRank(int device);

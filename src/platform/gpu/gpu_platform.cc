@@ -32,6 +32,8 @@
 #include "platform/platform.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
+#include "transport/connection.h"
+#include "transport/p2p/copy_engine_queues.h"
 #include "transport/p2p/peer_map.h"
 
 namespace xccl {
@@ -118,7 +120,7 @@ class GpuPlatform final : public Platform {
 #endif
   }
   // The copy-engine streams of this rank; 0 where ranks share its device.
-  int queue_count() const override { return static_cast<int>(streams_.size()); }
+  int queue_count() const override { return queues_.count(); }
 
   // The kernel engine's barrier advances the epoch itself; the dma engine's operations are
   // queued ones.
@@ -129,11 +131,7 @@ class GpuPlatform final : public Platform {
   // any rank's next operation writes them.
   xcclResult_t EndOperation(uint32_t /*epoch*/, const Deadline& /*deadline*/,
                             PlatformFailure* failure) override {
-    for (size_t q = 0; q < streams_.size(); ++q) {
-      if (!queue_used_[q]) continue;
-      Check(gpuEventRecord(join_events_[q], streams_[q]), "event record (join)");
-      Check(gpuStreamWaitEvent(stream_, join_events_[q], 0), "stream wait (join)");
-    }
+    Check(queues_.Join(), "queue join");
     LaunchBarrierStep(/*advance_epoch=*/false, "closing barrier kernel");
     return TakeLaunchFailure(failure);
   }
@@ -230,12 +228,8 @@ class GpuPlatform final : public Platform {
   // copy of this rank's device epoch as the device holds it then (no value is baked into the
   // call, so a graph replay signals the replay's epoch).
   void QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot) {
-    gpuStream_t queue = streams_.empty() ? stream_ : queues_[peer];
-    const int q = queue_of_peer_[peer];
-    if (!streams_.empty() && !queue_used_[q]) {
-      Check(gpuStreamWaitEvent(queue, fork_event_, 0), "stream wait (fork)");
-      queue_used_[q] = true;
-    }
+    gpuStream_t queue = nullptr;
+    Check(queues_.StreamFor(peer, &queue), "stream wait (fork)");
     if (bytes > 0) Check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyQueueKind, queue), "put");
     if (signal_slot == ControlLayout::kNoSignal) return;
     Check(gpuMemcpyAsync(Slots(peer) + signal_slot,
@@ -314,12 +308,12 @@ class GpuPlatform final : public Platform {
   // records the event the DMA queues fork from (QueuePut waits for it).
   void Begin(xcclStream_t stream, bool queued) {
     stream_ = static_cast<gpuStream_t>(stream);
-    queue_used_.assign(streams_.size(), false);
+    queues_.Begin(stream_);
     Check(gpuSetDevice(device_), "cudaSetDevice");
     if (!queued) return;
     Check(LaunchAdvanceEpoch(Slots(topology_.rank) + ControlLayout::kDeviceEpoch, stream_),
           "advance-epoch kernel");
-    Check(gpuEventRecord(fork_event_, stream_), "event record (fork)");
+    Check(queues_.MarkFork(), "event record (fork)");
   }
 
   uint64_t TimeoutNs() const { return static_cast<uint64_t>(timeout_ms_) * 1000000ull; }
@@ -399,14 +393,8 @@ class GpuPlatform final : public Platform {
   // the copy engines at every size measured, docs/PERF.md).
   xcclResult_t CreateQueues() {
     const int nranks = topology_.nranks;
-    bool any_shared = false;
-    for (int r : topology_.local_ranks) {
-      for (int q : topology_.local_ranks)
-        any_shared |= q != r && topology_.ranks[q].device == topology_.ranks[r].device;
-    }
-    int sharing = 0;
-    for (int r : topology_.local_ranks) sharing += topology_.ranks[r].device == device_;
-    int count = sharing > 1 ? 0 : nranks - 1;
+    const bool any_shared = topology_.AnyDeviceShared();
+    int count = topology_.RanksOnMyDevice() > 1 ? 0 : nranks - 1;
     if (params_.gpu_queues > 0) count = std::min<int>(nranks - 1, params_.gpu_queues);
     const std::string& algo = params_.allgather_algo;
     dma_engine_ = algo == "dma" && !any_shared && count > 0;
@@ -414,34 +402,12 @@ class GpuPlatform final : public Platform {
       XCCL_WARN(kLogInit,
                 "XCCL_ALLGATHER_ALGO=dma: ranks share a GPU (their copy engines can deadlock "
                 "each other), so the kernel engine runs instead");
-    streams_.assign(count, nullptr);
-    join_events_.assign(count, nullptr);
-    for (int q = 0; q < count; ++q) {
-      XCCL_GPU_TRY(gpuStreamCreateWithFlags(&streams_[q], gpuStreamNonBlocking));
-      XCCL_GPU_TRY(gpuEventCreateWithFlags(&join_events_[q], gpuEventDisableTiming));
-    }
-    queues_.assign(nranks, nullptr);
-    queue_of_peer_.assign(nranks, 0);
-    for (int step = 1; step < nranks && count > 0; ++step) {
-      const int peer = (topology_.rank + step) % nranks;
-      queue_of_peer_[peer] = (step - 1) % count;
-      queues_[peer] = streams_[queue_of_peer_[peer]];
-    }
-    XCCL_GPU_TRY(gpuEventCreateWithFlags(&fork_event_, gpuEventDisableTiming));
-    queue_used_.assign(count, false);
-    return xcclSuccess;
+    return queues_.Create(topology_, count);
   }
 
   void Release() {
     if (gpuSetDevice(device_) != gpuSuccess) return;
-    for (gpuStream_t queue : streams_)
-      if (queue != nullptr) {
-        (void)gpuStreamSynchronize(queue);
-        (void)gpuStreamDestroy(queue);
-      }
-    for (gpuEvent_t event : join_events_)
-      if (event != nullptr) (void)gpuEventDestroy(event);
-    if (fork_event_ != nullptr) (void)gpuEventDestroy(fork_event_);
+    queues_.Destroy();
     // The frees first: cudaFree waits for the device, so no kernel queued on a caller's stream
     // (after an abort they give up at once) still stores into a peer's window when its mapping
     // is closed below.
@@ -472,12 +438,7 @@ class GpuPlatform final : public Platform {
   size_t slots_per_lane_ = 1;
   DeviceFailureRecord* record_ = nullptr;
   DeviceFailureRecord* record_device_ = nullptr;
-  std::vector<gpuStream_t> streams_;  // this rank's DMA queues
-  std::vector<gpuStream_t> queues_;   // per peer: the stream that serves it
-  std::vector<int> queue_of_peer_;
-  std::vector<gpuEvent_t> join_events_;
-  gpuEvent_t fork_event_ = nullptr;
-  std::vector<bool> queue_used_;
+  CopyEngineQueues queues_;  // this rank's DMA queues
   gpuStream_t stream_ = nullptr;
   std::string launch_error_;
 };
@@ -547,10 +508,10 @@ xcclResult_t CreatePlatform(Bootstrap* bootstrap, const Topology& topology, cons
   const int device = topology.ranks[topology.rank].device;
   auto platform = std::make_unique<GpuPlatform>(topology, params, device, timeout_ms);
   XCCL_TRY(platform->Init(bootstrap));
-  int sharing = 0;
-  for (int r : topology.local_ranks) sharing += topology.ranks[r].device == device;
+  const int sharing = topology.RanksOnMyDevice();
   WarnAboutLazyLoading(topology.SharesDeviceInProcess());
   WarnAboutHardwareQueues(topology.SharesDeviceInProcess());
+  LogTransports(topology, /*device_memory=*/true);
   XCCL_INFO(kLogInit,
             "rank %d: %s platform, device %d%s, %d DMA queues (copy-engine streams), all_gather "
             "engine %s",
