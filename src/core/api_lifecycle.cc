@@ -86,7 +86,7 @@ xcclResult_t xcclGetUniqueId(xcclUniqueId* unique_id) {
   return GuardedCall("xcclGetUniqueId", nullptr, [&]() -> xcclResult_t {
     LogParamsOnce();
     if (unique_id == nullptr) return Fail(xcclInvalidArgument, "xcclGetUniqueId: id is NULL");
-    return Bootstrap::CreateUniqueId(unique_id);
+    return Bootstrap::CreateUniqueId(unique_id, GetParams());
   });
 }
 

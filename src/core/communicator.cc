@@ -15,7 +15,8 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   // The parameters are read here, once, and handed down.
   const Params& params = GetParams();
   comm->epoch_ = params.epoch_base;
-  XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_));
+  XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_,
+                           params.socket_ifname));
   XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, &comm->topology_));
   XCCL_TRY(RequireSharedSettings(comm->bootstrap_.get(), params));
   XCCL_TRY(CreatePlatform(comm->bootstrap_.get(), comm->topology_, params, config.timeout_ms,

@@ -25,7 +25,6 @@
 
 #include "core/error.h"
 #include "core/logging.h"
-#include "core/params.h"
 #include "transport/bootstrap/bootstrap_wire.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/bootstrap/unique_id.h"
@@ -1540,7 +1539,8 @@ struct JoinContext {
   int nranks;
   int64_t timeout_ms;
   Deadline deadline;
-  std::string root;  // for messages
+  std::string root;           // for messages
+  std::string socket_ifname;  // XCCL_SOCKET_IFNAME, handed down by the caller
 };
 
 xcclResult_t RendezvousTimeout(const JoinContext& c, const std::string& detail) {
@@ -1574,7 +1574,7 @@ xcclResult_t JoinRoot(const JoinContext& c, const sockaddr_storage& root_addr, S
     // Without XCCL_SOCKET_IFNAME, listen where this host reached the root: the interface that
     // routes to the root is the one the other ranks can most likely reach too.
     sockaddr_storage local{};
-    const std::string& ifname = GetParams().socket_ifname;
+    const std::string& ifname = c.socket_ifname;
     if (ifname.empty()) {
       XCCL_TRY(sock.LocalAddress(&local));
       if (local.ss_family == AF_INET) reinterpret_cast<sockaddr_in&>(local).sin_port = 0;
@@ -1744,7 +1744,7 @@ xcclResult_t WaitAck(const JoinContext& c, Socket* next_sock) {
 }
 
 xcclResult_t InitImpl(const xcclUniqueId& id, int rank, int nranks, int64_t timeout_ms,
-                      std::unique_ptr<Bootstrap>* out) {
+                      const std::string& socket_ifname, std::unique_ptr<Bootstrap>* out) {
   if (out == nullptr) return Fail(xcclInvalidArgument, "bootstrap: Init with a null output");
   if (nranks < 1 || nranks > wire::kMaxRanks) {
     return Fail(xcclInvalidArgument, "bootstrap: nranks %d is out of range 1..%d", nranks,
@@ -1760,8 +1760,9 @@ xcclResult_t InitImpl(const xcclUniqueId& id, int rank, int nranks, int64_t time
   }
   UniqueIdContents contents;
   XCCL_TRY(DecodeUniqueId(id, &contents));
-  JoinContext c{ToSecret(contents.secret),        rank, nranks, timeout_ms, Deadline(timeout_ms),
-                FormatAddress(contents.root_addr)};
+  JoinContext c{
+      ToSecret(contents.secret),         rank,         nranks, timeout_ms, Deadline(timeout_ms),
+      FormatAddress(contents.root_addr), socket_ifname};
   XCCL_TRY(ClaimId(c.secret, rank));
 
   if (contents.rank0_is_root) {
@@ -1823,12 +1824,11 @@ xcclResult_t InitImpl(const xcclUniqueId& id, int rank, int nranks, int64_t time
 
 }  // namespace
 
-xcclResult_t Bootstrap::CreateUniqueId(xcclUniqueId* id) {
+xcclResult_t Bootstrap::CreateUniqueId(xcclUniqueId* id, const Params& params) {
   if (id == nullptr) return Fail(xcclInvalidArgument, "xcclGetUniqueId: null id");
   try {
     UniqueIdContents contents{};
     XCCL_TRY(RandomBytes(contents.secret, sizeof(contents.secret)));
-    const Params& params = GetParams();
     if (!params.comm_id.empty()) {
       if (ParseHostPort(params.comm_id, &contents.root_addr) != xcclSuccess) {
         return Fail(xcclInvalidArgument, "XCCL_COMM_ID=%s: %s", params.comm_id.c_str(),
@@ -1857,9 +1857,9 @@ xcclResult_t Bootstrap::CreateUniqueId(xcclUniqueId* id) {
 }
 
 xcclResult_t Bootstrap::Init(const xcclUniqueId& id, int rank, int nranks, int64_t timeout_ms,
-                             std::unique_ptr<Bootstrap>* out) {
+                             std::unique_ptr<Bootstrap>* out, const std::string& socket_ifname) {
   try {
-    return InitImpl(id, rank, nranks, timeout_ms, out);
+    return InitImpl(id, rank, nranks, timeout_ms, socket_ifname, out);
   } catch (const std::exception& e) {
     return Fail(xcclSystemError, "bootstrap: rank %d: %s", rank, e.what());
   }

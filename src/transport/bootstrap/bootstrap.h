@@ -10,8 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "core/params.h"
 #include "xccl.h"
 
 namespace xccl {
@@ -20,16 +22,19 @@ class Bootstrap {
  public:
   virtual ~Bootstrap() = default;
 
-  // xcclGetUniqueId: a fresh secret and the root's address; unless XCCL_COMM_ID is set, starts
-  // the root in a detached thread of this process that serves exactly one rendezvous.
-  static xcclResult_t CreateUniqueId(xcclUniqueId* id);
+  // xcclGetUniqueId: a fresh secret and the root's address; unless params.comm_id
+  // (XCCL_COMM_ID, host:port) names one, starts the root in a detached thread of this process
+  // that serves exactly one rendezvous (on params.socket_ifname's interface, for at most
+  // params.timeout_ms).
+  static xcclResult_t CreateUniqueId(xcclUniqueId* id, const Params& params = Params());
 
   // Joins the rendezvous named by `id` as `rank` of `nranks` (with XCCL_COMM_ID, rank 0 also
   // serves the root). Fails with xcclInvalidUsage for an id this process already used,
   // xcclTimeout naming the missing ranks after `timeout_ms`, xcclInvalidUsage when ranks
-  // disagree on nranks or two claim one rank.
+  // disagree on nranks or two claim one rank. `socket_ifname` (XCCL_SOCKET_IFNAME) chooses the
+  // interface this rank listens on; empty: the one that reached the root.
   static xcclResult_t Init(const xcclUniqueId& id, int rank, int nranks, int64_t timeout_ms,
-                           std::unique_ptr<Bootstrap>* out);
+                           std::unique_ptr<Bootstrap>* out, const std::string& socket_ifname = "");
 
   virtual int rank() const = 0;
   virtual int nranks() const = 0;
