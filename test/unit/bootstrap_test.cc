@@ -20,20 +20,15 @@
 #include "transport/bootstrap/socket.h"
 #include "transport/bootstrap/unique_id.h"
 #include "transport/bootstrap/verdicts.h"
+#include "unit/bootstrap_test_util.h"
 
 namespace xccl {
 namespace {
 
-using Ms = std::chrono::milliseconds;
-using SteadyClock = std::chrono::steady_clock;
-
-int64_t ElapsedMs(SteadyClock::time_point since) {
-  return std::chrono::duration_cast<Ms>(SteadyClock::now() - since).count();
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using bootstrap_test::Contains;
+using bootstrap_test::ElapsedMs;
+using bootstrap_test::Ms;
+using bootstrap_test::SteadyClock;
 
 struct RankSpec {
   int rank;
