@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "collectives/device_kernels.h"
+#include "collectives/kernel_all_gather.h"
 #include "collectives/ll_all_gather.h"
 #include "collectives/pipelined_all_gather.h"
 #include "core/error.h"
@@ -44,8 +45,6 @@ namespace {
 constexpr size_t kSlotsBytes = 32768;
 static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kSlotsBytes, "ring counters fit");
 static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kSlotsBytes, "LL call counters fit");
-// Calls of at most this many bytes per rank run on one lane (PipelinedAllGather).
-constexpr size_t kSmallCallBytes = 16 * 1024;
 
 class GpuPlatform final : public Platform {
  public:
@@ -67,30 +66,8 @@ class GpuPlatform final : public Platform {
     if (ControlLayout::SlotCount(nranks) > PipelineSlots::kFirst)
       return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
     inbox_bytes_ = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
-    // XCCL_ALLGATHER_LANES overrides the automatic count (for measuring: see gpu_check's lanes
-    // stage); every rank must use the same (core/shared_settings.h).
-    lanes_ =
-        params.allgather_lanes > 0
-            ? static_cast<int>(std::min<int64_t>(params.allgather_lanes, PipelineSlots::kMaxLanes))
-            : PipelineLanes(nranks);
-    // Ring slots: chunks of at most XCCL_ALLGATHER_CHUNK_BYTES, at least two slots per lane
-    // where the inbox allows, and a power of two of them (slot = counter % slots must survive
-    // the wrap).
-    // The default, 512 KiB: a block pushes about 25 GB/s over NVLink, so a chunk takes ~20 us
-    // against ~1-2 us of flag traffic per chunk. Halved chunks stay multiples of 256 bytes
-    // (16-byte stores, aligned slots) for any multiple of 256 the parameter takes.
-    chunk_max_ = static_cast<size_t>(params.allgather_chunk_bytes);
-    while (chunk_max_ > 256 && inbox_bytes_ / (lanes_ * chunk_max_) < 2)
-      chunk_max_ = std::max<size_t>(256, chunk_max_ / 2 / 256 * 256);
-    const size_t slots = inbox_bytes_ / (lanes_ * chunk_max_);
-    if (slots == 0)
-      return Fail(xcclInvalidUsage,
-                  "XCCL_WINDOW_BYTES=%lld is too small for %d ranks (each inbox needs %zu bytes)",
-                  static_cast<long long>(params.window_bytes), nranks, lanes_ * chunk_max_);
-    slots_per_lane_ = 1;
-    while (slots_per_lane_ * 2 <= slots) slots_per_lane_ *= 2;
+    XCCL_TRY(TuneKernelAllGather(params, nranks, inbox_bytes_, &tuning_));
     // The window: control slots, the LL region (the inboxes' offset includes it), inboxes.
-    ll_bytes_ = static_cast<size_t>(std::min<int64_t>(params.ll_bytes, LlLayout::kMaxBytes));
     slots_bytes_ = kSlotsBytes + LlLayout::RegionBytes(nranks);
     window_bytes_ = slots_bytes_ + inbox_bytes_ * nranks;
 
@@ -150,44 +127,19 @@ class GpuPlatform final : public Platform {
   xcclResult_t PipelinedAllGather(const void* send, void* recv, size_t bytes, xcclStream_t stream,
                                   PlatformFailure* failure) override {
     BeginOperation(stream);
-    if (bytes <= ll_bytes_) {
-      LlAllGatherArgs ll;
-      ll.send = static_cast<const char*>(send);
-      ll.recv = static_cast<char*>(recv);
-      ll.bytes = bytes;
-      ll.rank = topology_.rank;
-      ll.nranks = topology_.nranks;
-      ll.region_at_peer = ll_regions_device_;
-      ll.own_region = static_cast<const char*>(own_window_) + kSlotsBytes;
-      ll.own_slots = Slots(topology_.rank);
-      ll.timeout_ns = TimeoutNs();
-      ll.record = record_device_;
-      Check(LaunchLlAllGather(ll, stream_), "all_gather LL kernel");
-      return TakeLaunchFailure(failure);
-    }
-    PipelinedAllGatherArgs args;
-    args.send = static_cast<const char*>(send);
-    args.recv = static_cast<char*>(recv);
-    args.bytes = bytes;
-    // Small calls take one lane: a block per peer pushes the few KiB in well under a
-    // microsecond, and the launch has 2 (n-1) + 1 blocks instead of lanes times as many (launch
-    // and block scheduling are the whole cost there). Every rank picks the same lanes for the
-    // same call, so the per-lane counters stay in step.
-    const int lanes = bytes <= kSmallCallBytes ? 1 : lanes_;
-    args.chunk = PipelineChunk(bytes, lanes, chunk_max_);
-    args.slot_stride = chunk_max_;
-    args.slots_per_lane = static_cast<uint32_t>(slots_per_lane_);
-    args.lanes = lanes;
-    args.rank = topology_.rank;
-    args.nranks = topology_.nranks;
-    args.inbox_at_peer = put_dsts_device_;
-    args.peer_slots = peer_slots_device_;
-    args.own_inbox = static_cast<const char*>(own_window_) + slots_bytes_;
-    args.inbox_bytes = inbox_bytes_;
-    args.own_slots = Slots(topology_.rank);
-    args.timeout_ns = TimeoutNs();
-    args.record = record_device_;
-    Check(LaunchPipelinedAllGather(args, stream_), "all_gather kernel");
+    KernelAllGatherWindows windows;
+    windows.rank = topology_.rank;
+    windows.nranks = topology_.nranks;
+    windows.inbox_at_peer = put_dsts_device_;
+    windows.peer_slots = peer_slots_device_;
+    windows.ll_region_at_peer = ll_regions_device_;
+    windows.own_ll_region = static_cast<const char*>(own_window_) + kSlotsBytes;
+    windows.own_inbox = static_cast<const char*>(own_window_) + slots_bytes_;
+    windows.inbox_bytes = inbox_bytes_;
+    windows.own_slots = Slots(topology_.rank);
+    windows.timeout_ns = TimeoutNs();
+    windows.record = record_device_;
+    Check(LaunchKernelAllGather(tuning_, windows, send, recv, bytes, stream_), "all_gather kernel");
     return TakeLaunchFailure(failure);
   }
 
@@ -424,7 +376,6 @@ class GpuPlatform final : public Platform {
   int device_;
   int64_t timeout_ms_;
   size_t slots_bytes_ = 0;  // control slots and the LL region: where the inboxes start
-  size_t ll_bytes_ = 0;     // blocks up to this take the LL all_gather (kernel engine)
   size_t inbox_bytes_ = 0;
   size_t window_bytes_ = 0;
   void* own_window_ = nullptr;
@@ -432,10 +383,8 @@ class GpuPlatform final : public Platform {
   uint32_t** peer_slots_device_ = nullptr;
   char** ll_regions_device_ = nullptr;  // [peer] -> its LL region
   char** put_dsts_device_ = nullptr;
-  bool dma_engine_ = false;  // all_gather over the copy-engine queues (see CreateQueues)
-  int lanes_ = 1;            // pipelined all_gather: lanes per peer
-  size_t chunk_max_ = 0;     // ... its largest chunk (the ring slot size)
-  size_t slots_per_lane_ = 1;
+  bool dma_engine_ = false;       // all_gather over the copy-engine queues (see CreateQueues)
+  KernelAllGatherTuning tuning_;  // the kernel engine's lanes, ring slots and LL size
   DeviceFailureRecord* record_ = nullptr;
   DeviceFailureRecord* record_device_ = nullptr;
   CopyEngineQueues queues_;  // this rank's DMA queues

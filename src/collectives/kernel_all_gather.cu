@@ -1,0 +1,83 @@
+#include <algorithm>
+
+#include "collectives/kernel_all_gather.h"
+#include "collectives/ll_all_gather.h"
+#include "collectives/pipelined_all_gather.h"
+#include "core/error.h"
+
+namespace xccl {
+
+namespace {
+
+// Calls of at most this many bytes per rank run on one lane: a block per peer pushes the few
+// KiB in well under a microsecond, and the launch has 2 (n-1) + 1 blocks instead of lanes times
+// as many (launch and block scheduling are the whole cost there).
+constexpr size_t kSmallCallBytes = 16 * 1024;
+
+}  // namespace
+
+xcclResult_t TuneKernelAllGather(const Params& params, int nranks, size_t inbox_bytes,
+                                 KernelAllGatherTuning* out) {
+  KernelAllGatherTuning t;
+  // XCCL_ALLGATHER_LANES overrides the automatic count (for measuring the lanes stage).
+  t.lanes =
+      params.allgather_lanes > 0
+          ? static_cast<int>(std::min<int64_t>(params.allgather_lanes, PipelineSlots::kMaxLanes))
+          : PipelineLanes(nranks);
+  // The default slot, 512 KiB, makes a chunk's push (about 20 us over NVLink) long against its
+  // flag traffic (1-2 us). Halved chunks stay multiples of 256 bytes (16-byte stores, aligned
+  // slots) for any multiple of 256 the parameter takes.
+  t.chunk_max = static_cast<size_t>(params.allgather_chunk_bytes);
+  while (t.chunk_max > 256 && inbox_bytes / (t.lanes * t.chunk_max) < 2)
+    t.chunk_max = std::max<size_t>(256, t.chunk_max / 2 / 256 * 256);
+  const size_t slots = inbox_bytes / (t.lanes * t.chunk_max);
+  if (slots == 0)
+    return Fail(xcclInvalidUsage,
+                "XCCL_WINDOW_BYTES=%lld is too small for %d ranks (each inbox needs %zu bytes)",
+                static_cast<long long>(params.window_bytes), nranks, t.lanes * t.chunk_max);
+  while (t.slots_per_lane * 2 <= slots) t.slots_per_lane *= 2;
+  t.ll_bytes = static_cast<size_t>(std::min<int64_t>(params.ll_bytes, LlLayout::kMaxBytes));
+  *out = t;
+  return xcclSuccess;
+}
+
+gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
+                                 const KernelAllGatherWindows& windows, const void* send,
+                                 void* recv, size_t bytes, gpuStream_t stream) {
+  if (bytes <= tuning.ll_bytes) {
+    LlAllGatherArgs ll;
+    ll.send = static_cast<const char*>(send);
+    ll.recv = static_cast<char*>(recv);
+    ll.bytes = bytes;
+    ll.rank = windows.rank;
+    ll.nranks = windows.nranks;
+    ll.region_at_peer = windows.ll_region_at_peer;
+    ll.own_region = windows.own_ll_region;
+    ll.own_slots = windows.own_slots;
+    ll.timeout_ns = windows.timeout_ns;
+    ll.record = windows.record;
+    return LaunchLlAllGather(ll, stream);
+  }
+  PipelinedAllGatherArgs args;
+  args.send = static_cast<const char*>(send);
+  args.recv = static_cast<char*>(recv);
+  args.bytes = bytes;
+  // Every rank picks the same lanes for the same call, so the per-lane counters stay in step.
+  const int lanes = bytes <= kSmallCallBytes ? 1 : tuning.lanes;
+  args.chunk = PipelineChunk(bytes, lanes, tuning.chunk_max);
+  args.slot_stride = tuning.chunk_max;
+  args.slots_per_lane = static_cast<uint32_t>(tuning.slots_per_lane);
+  args.lanes = lanes;
+  args.rank = windows.rank;
+  args.nranks = windows.nranks;
+  args.inbox_at_peer = windows.inbox_at_peer;
+  args.peer_slots = windows.peer_slots;
+  args.own_inbox = windows.own_inbox;
+  args.inbox_bytes = windows.inbox_bytes;
+  args.own_slots = windows.own_slots;
+  args.timeout_ns = windows.timeout_ns;
+  args.record = windows.record;
+  return LaunchPipelinedAllGather(args, stream);
+}
+
+}  // namespace xccl

@@ -1,0 +1,50 @@
+// The GPU kernel engine of all_gather, above the launches: its tuning per communicator (lanes
+// per peer, ring slot size and count, the LL threshold) and one call, which takes the LL path
+// for small blocks and the pipelined kernel for the rest (ll_all_gather.h,
+// pipelined_all_gather.h). The window it works in is the p2p transport's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collectives/device_kernels.h"
+#include "core/params.h"
+#include "platform/gpu.h"
+#include "xccl.h"
+
+namespace xccl {
+
+struct KernelAllGatherTuning {
+  int lanes = 1;              // pushing blocks per peer
+  size_t chunk_max = 0;       // the ring slot size, the largest chunk
+  size_t slots_per_lane = 1;  // a power of two, so that slot = counter % slots survives the wrap
+  size_t ll_bytes = 0;        // blocks up to this take the LL path
+};
+
+// From the parameters every rank shares (core/shared_settings.h) and the inbox each source gets:
+// lanes (automatic unless XCCL_ALLGATHER_LANES), ring slots of at most XCCL_ALLGATHER_CHUNK_BYTES
+// with at least two per lane where the inbox allows. xcclInvalidUsage where one slot per lane
+// does not fit the inbox.
+xcclResult_t TuneKernelAllGather(const Params& params, int nranks, size_t inbox_bytes,
+                                 KernelAllGatherTuning* out);
+
+// What one call addresses: this rank's window and the device tables of every peer's.
+struct KernelAllGatherWindows {
+  int rank = 0, nranks = 0;
+  char* const* inbox_at_peer = nullptr;   // [peer] -> this rank's inbox in that peer's window
+  uint32_t* const* peer_slots = nullptr;  // [peer] -> that peer's control slots
+  char* const* ll_region_at_peer = nullptr;
+  const char* own_ll_region = nullptr;
+  const char* own_inbox = nullptr;  // this rank's inboxes: source s at s * inbox_bytes
+  size_t inbox_bytes = 0;
+  uint32_t* own_slots = nullptr;
+  uint64_t timeout_ns = 0;
+  DeviceFailureRecord* record = nullptr;
+};
+
+// Launches the all_gather of `bytes` per rank on `stream`.
+gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
+                                 const KernelAllGatherWindows& windows, const void* send,
+                                 void* recv, size_t bytes, gpuStream_t stream);
+
+}  // namespace xccl
