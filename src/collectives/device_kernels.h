@@ -8,18 +8,9 @@
 #include <cstdint>
 
 #include "platform/gpu.h"
+#include "transport/window.h"
 
 namespace xccl {
-
-// In host-mapped memory: written by device waits, read by the host.
-struct DeviceFailureRecord {
-  // 0, or (peer + 1) << 8 | code: the xcclResult_t of the first wait that gave up and the rank
-  // it was waiting for, set together by one CAS, so that the host never reads a code whose rank
-  // is not written yet.
-  uint32_t failure;
-  uint32_t abort;  // set by the host: every wait gives up at once
-  uint32_t pad[2];
-};
 
 // Loads every kernel of the GPU platform into the current device's context. With lazy loading
 // (CUDA's default since 12.2) a kernel's first launch loads its module, which waits for the

@@ -3,6 +3,8 @@
 // host keeps it in shared memory (transport/shm), GPUs in IPC-mapped device memory.
 #pragma once
 
+#include <cstdint>
+
 namespace xccl {
 
 // Where each signal of a rank's control window lives. Slots are 32-bit and never reset.
@@ -36,6 +38,17 @@ struct ControlLayout {
   // A put's signal_slot when nothing waits on that put alone (the next put of its queue
   // signals).
   static constexpr int kNoSignal = -1;
+};
+
+// GPU platforms: a device wait that gives up (deadline, abort) says so to the host here.
+// In host-mapped memory: written by device waits, read by the host.
+struct DeviceFailureRecord {
+  // 0, or (peer + 1) << 8 | code: the xcclResult_t of the first wait that gave up and the rank
+  // it was waiting for, set together by one CAS, so that the host never reads a code whose rank
+  // is not written yet.
+  uint32_t failure;
+  uint32_t abort;  // set by the host: every wait gives up at once
+  uint32_t pad[2];
 };
 
 }  // namespace xccl

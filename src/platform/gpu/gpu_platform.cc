@@ -35,6 +35,7 @@
 #include "transport/bootstrap/verdicts.h"
 #include "transport/connection.h"
 #include "transport/p2p/copy_engine_queues.h"
+#include "transport/p2p/device_windows.h"
 #include "transport/p2p/peer_map.h"
 
 namespace xccl {
@@ -67,17 +68,11 @@ class GpuPlatform final : public Platform {
       return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
     inbox_bytes_ = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
     XCCL_TRY(TuneKernelAllGather(params, nranks, inbox_bytes_, &tuning_));
-    // The window: control slots, the LL region (the inboxes' offset includes it), inboxes.
+    // The window: control slots and the LL region (set to the epoch base, which no first flag
+    // equals), then the inboxes.
     slots_bytes_ = kSlotsBytes + LlLayout::RegionBytes(nranks);
-    window_bytes_ = slots_bytes_ + inbox_bytes_ * nranks;
-
-    // Every rank takes part in the mapping even after a local failure, so no peer waits.
-    const xcclResult_t local = CreateLocalWindow(params.epoch_base);
-    const xcclResult_t mapped = xccl::MapPeerBuffers(
-        bootstrap, topology_, device_, local == xcclSuccess ? own_window_ : nullptr,
-        /*enable_peer_access=*/true, "GPU control window", &windows_);
-    if (local != xcclSuccess) return local;
-    XCCL_TRY(mapped);
+    XCCL_TRY(windows_.Create(bootstrap, topology_, device_, slots_bytes_, inbox_bytes_ * nranks,
+                             params.epoch_base));
     const xcclResult_t uploaded = UploadTables();
     int failed = -1;
     XCCL_TRY(ExchangeVerdicts(bootstrap, uploaded == xcclSuccess, &failed));
@@ -133,12 +128,12 @@ class GpuPlatform final : public Platform {
     windows.inbox_at_peer = put_dsts_device_;
     windows.peer_slots = peer_slots_device_;
     windows.ll_region_at_peer = ll_regions_device_;
-    windows.own_ll_region = static_cast<const char*>(own_window_) + kSlotsBytes;
-    windows.own_inbox = static_cast<const char*>(own_window_) + slots_bytes_;
+    windows.own_ll_region = static_cast<const char*>(windows_.window(topology_.rank)) + kSlotsBytes;
+    windows.own_inbox = static_cast<const char*>(windows_.window(topology_.rank)) + slots_bytes_;
     windows.inbox_bytes = inbox_bytes_;
     windows.own_slots = Slots(topology_.rank);
     windows.timeout_ns = TimeoutNs();
-    windows.record = record_device_;
+    windows.record = windows_.record_device();
     Check(LaunchKernelAllGather(tuning_, windows, send, recv, bytes, stream_), "all_gather kernel");
     return TakeLaunchFailure(failure);
   }
@@ -149,8 +144,7 @@ class GpuPlatform final : public Platform {
   // then the flag.
   void InboxPut(int peer, uint32_t /*epoch*/, const void* src, size_t bytes,
                 int signal_slot) override {
-    char* inbox =
-        reinterpret_cast<char*>(windows_.at[peer]) + slots_bytes_ + topology_.rank * inbox_bytes_;
+    char* inbox = windows_.window(peer) + slots_bytes_ + topology_.rank * inbox_bytes_;
     QueuePut(peer, inbox, src, bytes, signal_slot);
   }
 
@@ -171,7 +165,7 @@ class GpuPlatform final : public Platform {
                           xcclStream_t stream, PlatformFailure* /*failure*/) override {
     const int rank = topology_.rank;
     Check(LaunchWaitSlot(Slots(rank) + slot, peer, Slots(rank) + ControlLayout::kDeviceEpoch,
-                         TimeoutNs(), record_device_, static_cast<gpuStream_t>(stream)),
+                         TimeoutNs(), windows_.record_device(), static_cast<gpuStream_t>(stream)),
           "wait kernel");
     return xcclSuccess;
   }
@@ -209,7 +203,7 @@ class GpuPlatform final : public Platform {
   }
 
   const void* Inbox(uint32_t /*epoch*/, int src) const override {
-    return static_cast<const char*>(windows_.at[topology_.rank]) + slots_bytes_ +
+    return static_cast<const char*>(windows_.window(topology_.rank)) + slots_bytes_ +
            src * inbox_bytes_;
   }
 
@@ -223,8 +217,8 @@ class GpuPlatform final : public Platform {
                             PlatformFailure* failure) override {
     const int rank = topology_.rank, nranks = topology_.nranks;
     Check(LaunchWaitSlots(Slots(rank), ControlLayout::Arrival(0), nranks, rank,
-                          Slots(rank) + ControlLayout::kDeviceEpoch, TimeoutNs(), record_device_,
-                          stream_),
+                          Slots(rank) + ControlLayout::kDeviceEpoch, TimeoutNs(),
+                          windows_.record_device(), stream_),
           "wait kernel");
     for (int step = 1; step < nranks; ++step) on_arrival((rank - step + nranks) % nranks);
     return TakeLaunchFailure(failure);
@@ -238,22 +232,10 @@ class GpuPlatform final : public Platform {
   }
 
   xcclResult_t PollAsyncFailure(PlatformFailure* failure) override {
-    if (record_ == nullptr) return xcclSuccess;
-    const uint32_t packed = __atomic_load_n(&record_->failure, __ATOMIC_ACQUIRE);
-    if (packed == 0) return xcclSuccess;
-    // (peer + 1) << 8 | code, written in one word (DeviceFailureRecord).
-    const int peer = static_cast<int>(packed >> 8) - 1;
-    const std::string pid = peer >= 0 && peer < topology_.nranks && !topology_.SameProcess(peer)
-                                ? " (pid " + std::to_string(topology_.ranks[peer].pid) + ")"
-                                : std::string();
-    return SetFailure(failure, static_cast<xcclResult_t>(packed & 0xFFu), peer,
-                      "a device-side wait timed out after %lld ms waiting for rank %d%s",
-                      static_cast<long long>(timeout_ms_), peer, pid.c_str());
+    return windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
   }
 
-  void Abort(int /*failed_peer*/) override {
-    if (record_ != nullptr) __atomic_store_n(&record_->abort, 1u, __ATOMIC_RELEASE);
-  }
+  void Abort(int /*failed_peer*/) override { windows_.Abort(); }
 
  private:
   // An operation on `stream`; a queued one also advances the device epoch on the stream and
@@ -275,12 +257,12 @@ class GpuPlatform final : public Platform {
     Check(LaunchBarrier(peer_slots_device_, ControlLayout::BarrierFrom(rank, nranks), Slots(rank),
                         ControlLayout::BarrierFrom(0, nranks), rank, nranks,
                         Slots(rank) + ControlLayout::kDeviceEpoch, advance_epoch, TimeoutNs(),
-                        record_device_, stream_),
+                        windows_.record_device(), stream_),
           what);
   }
 
   // A rank's control slots as mapped in this process.
-  uint32_t* Slots(int rank) const { return static_cast<uint32_t*>(windows_.at[rank]); }
+  uint32_t* Slots(int rank) const { return windows_.slots(rank); }
 
   // Launch-time failures of the runtime are kept until the operation reports them.
   void Check(gpuError_t err, const char* what) {
@@ -296,30 +278,13 @@ class GpuPlatform final : public Platform {
     return result;
   }
 
-  xcclResult_t CreateLocalWindow(uint32_t epoch_base) {
-    void* window = nullptr;
-    XCCL_GPU_TRY(gpuMalloc(&window, window_bytes_));
-    own_window_ = window;
-    std::vector<uint32_t> slots(slots_bytes_ / 4, epoch_base);
-    slots[ControlLayout::kAbort] = 0;
-    XCCL_TRY(CopyToDeviceNow(window, slots.data(), slots_bytes_));
-    void* record = nullptr;
-    XCCL_GPU_TRY(gpuHostAlloc(&record, sizeof(DeviceFailureRecord), gpuHostAllocMapped));
-    record_ = static_cast<DeviceFailureRecord*>(record);
-    memset(record_, 0, sizeof(*record_));
-    void* record_device = nullptr;
-    XCCL_GPU_TRY(gpuHostGetDevicePointer(&record_device, record, 0));
-    record_device_ = static_cast<DeviceFailureRecord*>(record_device);
-    return xcclSuccess;
-  }
-
   // The tables kernels load once per launch: every rank's control base, every peer's LL region
   // (where this rank's small blocks go) and this rank's inbox in every peer's window.
   xcclResult_t UploadTables() {
     const int nranks = topology_.nranks;
     std::vector<void*> slots(nranks), regions(nranks), dsts(nranks);
     for (int r = 0; r < nranks; ++r) {
-      char* window = static_cast<char*>(windows_.at[r]);
+      char* window = windows_.window(r);
       slots[r] = window;
       regions[r] = window + kSlotsBytes;
       dsts[r] = window + slots_bytes_ + topology_.rank * inbox_bytes_;
@@ -366,9 +331,7 @@ class GpuPlatform final : public Platform {
     if (peer_slots_device_ != nullptr) (void)gpuFree(peer_slots_device_);
     if (ll_regions_device_ != nullptr) (void)gpuFree(ll_regions_device_);
     if (put_dsts_device_ != nullptr) (void)gpuFree(put_dsts_device_);
-    ClosePeerBuffers(&windows_);
-    if (own_window_ != nullptr) (void)gpuFree(own_window_);
-    if (record_ != nullptr) (void)gpuFreeHost(record_);
+    windows_.Release();
   }
 
   Topology topology_;
@@ -377,17 +340,13 @@ class GpuPlatform final : public Platform {
   int64_t timeout_ms_;
   size_t slots_bytes_ = 0;  // control slots and the LL region: where the inboxes start
   size_t inbox_bytes_ = 0;
-  size_t window_bytes_ = 0;
-  void* own_window_ = nullptr;
-  PeerBuffers windows_;  // every rank's control window, as this process addresses it
+  DeviceWindows windows_;  // every rank's window, as this process addresses it
   uint32_t** peer_slots_device_ = nullptr;
   char** ll_regions_device_ = nullptr;  // [peer] -> its LL region
   char** put_dsts_device_ = nullptr;
   bool dma_engine_ = false;       // all_gather over the copy-engine queues (see CreateQueues)
   KernelAllGatherTuning tuning_;  // the kernel engine's lanes, ring slots and LL size
-  DeviceFailureRecord* record_ = nullptr;
-  DeviceFailureRecord* record_device_ = nullptr;
-  CopyEngineQueues queues_;  // this rank's DMA queues
+  CopyEngineQueues queues_;       // this rank's DMA queues
   gpuStream_t stream_ = nullptr;
   std::string launch_error_;
 };

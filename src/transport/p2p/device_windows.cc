@@ -1,0 +1,74 @@
+#include "transport/p2p/device_windows.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "platform/gpu.h"
+#include "platform/gpu/device_bytes_now.h"
+#include "platform/gpu/gpu_call.h"
+
+namespace xccl {
+
+namespace {
+
+// This rank's window with its slots set, and the record; `own`/`record` keep what was made.
+xcclResult_t CreateLocal(size_t control_bytes, size_t data_bytes, uint32_t epoch_base, void** own,
+                         DeviceFailureRecord** record, DeviceFailureRecord** record_device) {
+  XCCL_GPU_TRY(gpuMalloc(own, control_bytes + data_bytes));
+  std::vector<uint32_t> slots(control_bytes / 4, epoch_base);
+  slots[ControlLayout::kAbort] = 0;
+  XCCL_TRY(CopyToDeviceNow(*own, slots.data(), control_bytes));
+  void* host = nullptr;
+  XCCL_GPU_TRY(gpuHostAlloc(&host, sizeof(DeviceFailureRecord), gpuHostAllocMapped));
+  *record = static_cast<DeviceFailureRecord*>(host);
+  memset(*record, 0, sizeof(**record));
+  void* device = nullptr;
+  XCCL_GPU_TRY(gpuHostGetDevicePointer(&device, host, 0));
+  *record_device = static_cast<DeviceFailureRecord*>(device);
+  return xcclSuccess;
+}
+
+}  // namespace
+
+xcclResult_t DeviceWindows::Create(Bootstrap* bootstrap, const Topology& topology, int device,
+                                   size_t control_bytes, size_t data_bytes, uint32_t epoch_base) {
+  const xcclResult_t local =
+      CreateLocal(control_bytes, data_bytes, epoch_base, &own_, &record_, &record_device_);
+  const xcclResult_t mapped =
+      MapPeerBuffers(bootstrap, topology, device, local == xcclSuccess ? own_ : nullptr,
+                     /*enable_peer_access=*/true, "GPU control window", &mapped_);
+  if (local != xcclSuccess) return local;
+  return mapped;
+}
+
+xcclResult_t DeviceWindows::PollAsyncFailure(const Topology& topology, int64_t timeout_ms,
+                                             PlatformFailure* failure) const {
+  if (record_ == nullptr) return xcclSuccess;
+  const uint32_t packed = __atomic_load_n(&record_->failure, __ATOMIC_ACQUIRE);
+  if (packed == 0) return xcclSuccess;
+  // (peer + 1) << 8 | code, written in one word (DeviceFailureRecord).
+  const int peer = static_cast<int>(packed >> 8) - 1;
+  const std::string pid = peer >= 0 && peer < topology.nranks && !topology.SameProcess(peer)
+                              ? " (pid " + std::to_string(topology.ranks[peer].pid) + ")"
+                              : std::string();
+  return SetFailure(failure, static_cast<xcclResult_t>(packed & 0xFFu), peer,
+                    "a device-side wait timed out after %lld ms waiting for rank %d%s",
+                    static_cast<long long>(timeout_ms), peer, pid.c_str());
+}
+
+void DeviceWindows::Abort() {
+  if (record_ != nullptr) __atomic_store_n(&record_->abort, 1u, __ATOMIC_RELEASE);
+}
+
+void DeviceWindows::Release() {
+  ClosePeerBuffers(&mapped_);
+  if (own_ != nullptr) (void)gpuFree(own_);
+  if (record_ != nullptr) (void)gpuFreeHost(record_);
+  own_ = nullptr;
+  record_ = nullptr;
+  record_device_ = nullptr;
+}
+
+}  // namespace xccl

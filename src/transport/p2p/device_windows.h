@@ -1,0 +1,55 @@
+// Same node, GPU: every rank's window in device memory (its control slots, then a data area the
+// engines carve), mapped by every rank of the node (peer_map), and this rank's failure record in
+// host-mapped memory, where its device waits report a deadline or an abort.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/failure.h"
+#include "core/topology.h"
+#include "transport/p2p/peer_map.h"
+#include "transport/window.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class Bootstrap;
+
+class DeviceWindows {
+ public:
+  DeviceWindows() = default;
+  ~DeviceWindows() { Release(); }
+  DeviceWindows(const DeviceWindows&) = delete;
+  DeviceWindows& operator=(const DeviceWindows&) = delete;
+
+  // Collective: allocates `control_bytes` of slots (each `epoch_base`, the abort slot 0) and
+  // `data_bytes` after them on `device`, maps every rank's window (peer access enabled between
+  // devices) and makes the failure record. Every rank takes part even after a local failure.
+  xcclResult_t Create(Bootstrap* bootstrap, const Topology& topology, int device,
+                      size_t control_bytes, size_t data_bytes, uint32_t epoch_base);
+
+  // Rank `rank`'s window and its control slots, as this process addresses them.
+  char* window(int rank) const { return static_cast<char*>(mapped_.at[rank]); }
+  uint32_t* slots(int rank) const { return static_cast<uint32_t*>(mapped_.at[rank]); }
+  DeviceFailureRecord* record_device() const { return record_device_; }
+
+  // A failure a device wait recorded since init, named after the rank it waited for; or
+  // xcclSuccess.
+  xcclResult_t PollAsyncFailure(const Topology& topology, int64_t timeout_ms,
+                                PlatformFailure* failure) const;
+  // Makes every device wait of this rank give up at once.
+  void Abort();
+  // Closes the peers' mappings and frees this rank's window and record (the device must be
+  // current; frees that wait for the device come first, so no queued store reaches a closed
+  // mapping).
+  void Release();
+
+ private:
+  void* own_ = nullptr;
+  PeerBuffers mapped_;
+  DeviceFailureRecord* record_ = nullptr;
+  DeviceFailureRecord* record_device_ = nullptr;
+};
+
+}  // namespace xccl
