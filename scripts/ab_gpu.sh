@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# On a GPU machine: the build of an earlier commit against this tree's, side by side in one call
+# (the "no speed lost" check of a refactor). OLD_TREE is the earlier commit's source tree (git
+# archive into an ignored folder, carried). Both are built for cuda, then, on GPU 0, the builds
+# take turns for ROUNDS rounds: all_gather_perf -t 1, 2, 4 and 8 from 8 B to 1 GiB per rank, and
+# barrier_perf -t 8 plain and graph-launched (-G 10). Each run is itself the median of 3 timed
+# loops; the table gives per (run, size) the median over the rounds of each build, their ratio
+# and, last, the verdict against the bounds: within 3% from 64 MiB up and within 0.5 us below
+# 64 KiB (out-of-place time).
+# Usage: OLD_TREE=.old-tree [ROUNDS=2] scripts/ab_gpu.sh      Output also in $OUT/ab_gpu.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+old=${OLD_TREE:?set OLD_TREE to the source tree of the earlier commit}
+rounds=${ROUNDS:-2}
+out=${OUT:-/tmp}
+export NCCL_NVLS_ENABLE=0 CUDA_VISIBLE_DEVICES=0 XCCL_TIMEOUT_MS=${XCCL_TIMEOUT_MS:-20000}
+jobs=$(nproc)
+targets=(--target all_gather_perf barrier_perf)
+{ cmake -S "$old" -B build-ab-old -DXCCL_PLATFORM=cuda -DXCCL_BUILD_TESTS=OFF -DXCCL_BUILD_SHIM=OFF &&
+    cmake --build build-ab-old -j"$jobs" "${targets[@]}"; } >/tmp/ab-old.log 2>&1 &
+old_pid=$!
+{ cmake -S . -B build-ab-new -DXCCL_PLATFORM=cuda -DXCCL_BUILD_TESTS=OFF -DXCCL_BUILD_SHIM=OFF &&
+    cmake --build build-ab-new -j"$jobs" "${targets[@]}"; } >/tmp/ab-new.log 2>&1 &
+new_pid=$!
+wait $old_pid || { tail -20 /tmp/ab-old.log; exit 1; }
+wait $new_pid || { tail -20 /tmp/ab-new.log; exit 1; }
+raw=$(mktemp)
+for ((round = 1; round <= rounds; ++round)); do
+  for side in old new; do
+    bin=build-ab-$side/perf
+    for t in 1 2 4 8; do
+      timeout 200 "$bin/all_gather_perf" -t "$t" -b $((8 * t)) -e 1G -f 2 -n 20 -w 5 --repeats 3 2>&1 |
+        awk -v run="ag-t$t" -v side="$side" '/^ +[0-9]/ {print run, $1, side, $6}' >>"$raw"
+    done
+    for g in 0 10; do
+      timeout 60 "$bin/barrier_perf" -t 8 -n 500 -w 50 -G "$g" --repeats 3 2>&1 |
+        awk -v run="barrier-G$g" -v side="$side" '/^ +[0-9]/ {line = $0}
+             END {split(line, f); print run, 0, side, f[2]}' >>"$raw"
+    done
+  done
+  echo "ab_gpu: round $round done at ${SECONDS}s" >&2
+done
+{
+  printf "# %-12s %12s %12s %12s %8s %s\n" run "size(B)" "old(us)" "new(us)" new/old verdict
+  sort -k1,1 -k2,2n -k3,3 -k4,4g "$raw" |
+    awk '{k = $1 " " $2 " " $3; v[k, ++n[k]] = $4}
+         END {for (k in n) {m = n[k]; med = (m % 2) ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2; print k, med}}' |
+    awk '{k = $1 " " $2; if ($3 == "new") a[k] = $4; else b[k] = $4; ks[k] = 1}
+         END {for (k in ks) {split(k, f, " "); size = f[2] + 0; o = b[k]; x = a[k];
+                verdict = "";
+                if (size >= 67108864) verdict = (x <= o * 1.03) ? "ok (<=3%)" : "SLOWER";
+                else if (size < 65536) verdict = (x - o <= 0.5) ? "ok (<=0.5us)" : "SLOWER";
+                printf "  %-12s %12s %12.2f %12.2f %8.3f %s\n", f[1], f[2], o, x, (o > 0 ? x / o : 0), verdict}}' |
+    sort -k1,1 -k2,2n
+} | tee "$out/ab_gpu.txt"
+echo "ab_gpu: SLOWER rows: $(grep -c SLOWER "$out/ab_gpu.txt")"
+rm -f "$raw"
