@@ -1,0 +1,178 @@
+// The host transport on its own, below the collectives: two and three ranks as threads over a
+// real bootstrap, each with a ShmTransport. Puts land in the published buffer and raise the
+// slot, in order per connection; inbox puts leave their size; a put that does not fit the
+// published buffer is refused, not written; a closed buffer refuses late puts; waits give up at
+// their deadline naming the peer.
+#include "transport/shm/shm_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/window.h"
+
+namespace xccl {
+namespace {
+
+constexpr int64_t kTimeoutMs = 5000;
+
+// Runs body(rank, transport, bootstrap) on `world` thread ranks, each with its own initialised
+// transport.
+void OnRanks(int world, const std::function<void(int, ShmTransport&, Bootstrap*)>& body) {
+  xcclUniqueId id;
+  ASSERT_EQ(Bootstrap::CreateUniqueId(&id), xcclSuccess) << ThreadLastError();
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      std::unique_ptr<Bootstrap> bootstrap;
+      Topology topology;
+      ASSERT_EQ(Bootstrap::Init(id, r, world, kTimeoutMs, &bootstrap), xcclSuccess)
+          << ThreadLastError();
+      ASSERT_EQ(ExchangeTopology(bootstrap.get(), 0, &topology), xcclSuccess) << ThreadLastError();
+      ShmTransport transport(topology, Params(), kTimeoutMs);
+      ASSERT_EQ(transport.Init(bootstrap.get()), xcclSuccess) << ThreadLastError();
+      body(r, transport, bootstrap.get());
+      // No rank tears its window down while a peer may still write or wait on it.
+      ASSERT_EQ(bootstrap->Barrier(), xcclSuccess) << ThreadLastError();
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+}
+
+std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> bytes(n);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  return bytes;
+}
+
+TEST(ShmTransport, ThreadPeersAreSameProcessConnections) {
+  OnRanks(3, [](int rank, ShmTransport& t, Bootstrap*) {
+    for (int peer = 0; peer < 3; ++peer) {
+      if (peer == rank) continue;
+      EXPECT_EQ(t.connection(peer).kind(), TransportKind::kSameProcess);
+    }
+    EXPECT_EQ(t.peer_count(), 2);
+  });
+}
+
+// Every rank puts a random block into every peer's published buffer at rank * block, queued to
+// one peer and on the caller to the other, then waits for every arrival and checks every byte.
+TEST(ShmTransport, PutsLandInThePublishedBufferThenRaiseTheSlot) {
+  const uint64_t seed = std::random_device{}();
+  const int world = 3;
+  const size_t block = 100003;  // odd: no alignment luck
+  OnRanks(world, [&](int rank, ShmTransport& t, Bootstrap*) {
+    const uint32_t epoch = 1;
+    std::vector<uint8_t> recv(world * block, 0xEE);
+    t.PublishRecvBuffer(epoch, recv.data(), recv.size(), block);
+    const std::vector<uint8_t> mine = RandomBytes(block, seed + rank);
+    const int queued = (rank + 1) % world, direct = (rank + 2) % world;
+    t.connection(queued).Put(epoch, mine.data(), rank * block, block, ControlLayout::Arrival(rank));
+    PlatformFailure failure;
+    EXPECT_EQ(t.connection(direct).PutNow(epoch, mine.data(), rank * block, block,
+                                          ControlLayout::Arrival(rank), &failure),
+              xcclSuccess)
+        << failure.message;
+    for (int peer = 0; peer < world; ++peer) {
+      if (peer == rank) continue;
+      ASSERT_EQ(t.WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data",
+                           Deadline(kTimeoutMs), &failure),
+                xcclSuccess)
+          << failure.message;
+      const std::vector<uint8_t> want = RandomBytes(block, seed + peer);
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), recv.begin() + peer * block))
+          << "rank " << rank << ": block of rank " << peer << " differs";
+    }
+    EXPECT_EQ(t.connection(queued).Flush(Deadline(kTimeoutMs), &failure), xcclSuccess)
+        << failure.message;
+    // This rank's own block was never written by anyone.
+    for (size_t i = 0; i < block; ++i) ASSERT_EQ(recv[rank * block + i], 0xEE) << "byte " << i;
+  });
+}
+
+TEST(ShmTransport, InboxPutsLeaveTheirSize) {
+  const uint64_t seed = std::random_device{}();
+  OnRanks(2, [&](int rank, ShmTransport& t, Bootstrap*) {
+    const int peer = 1 - rank;
+    const uint32_t epoch = 7;
+    const size_t bytes = 1000 + 17 * rank;  // the two ranks' blocks differ in size
+    ASSERT_LE(bytes, t.inbox_limit());
+    const std::vector<uint8_t> mine = RandomBytes(bytes, seed + rank);
+    t.connection(peer).InboxPut(epoch, mine.data(), bytes, ControlLayout::Arrival(rank));
+    PlatformFailure failure;
+    ASSERT_EQ(t.WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data",
+                         Deadline(kTimeoutMs), &failure),
+              xcclSuccess)
+        << failure.message;
+    const size_t theirs = 1000 + 17 * peer;
+    EXPECT_EQ(t.InboxBlockBytes(epoch, peer), theirs);
+    const std::vector<uint8_t> want = RandomBytes(theirs, seed + peer);
+    const uint8_t* got = static_cast<const uint8_t*>(t.Inbox(epoch, peer));
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), got));
+  });
+}
+
+// Rank 0 publishes blocks of 64 bytes; rank 1 puts 65: refused with xcclInvalidUsage naming the
+// different counts, and not one byte of rank 0's buffer is written.
+TEST(ShmTransport, APutThatDoesNotFitIsRefusedNotWritten) {
+  OnRanks(2, [](int rank, ShmTransport& t, Bootstrap*) {
+    const uint32_t epoch = 3;
+    std::vector<uint8_t> recv(2 * 64, 0xEE);
+    if (rank == 0) t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 64);
+    if (rank == 1) {
+      const std::vector<uint8_t> src = RandomBytes(65, 1);
+      PlatformFailure failure;
+      EXPECT_EQ(
+          t.connection(0).PutNow(epoch, src.data(), 64, 65, ControlLayout::Arrival(1), &failure),
+          xcclInvalidUsage);
+      EXPECT_NE(failure.message.find("different counts"), std::string::npos) << failure.message;
+      EXPECT_EQ(failure.peer, 0);
+    }
+    // Rank 0 sees no arrival (it gives up at a short deadline, naming rank 1) and no write.
+    if (rank == 0) {
+      PlatformFailure failure;
+      EXPECT_EQ(
+          t.WaitSlot(ControlLayout::Arrival(1), epoch, 1, "its data", Deadline(300), &failure),
+          xcclTimeout);
+      EXPECT_NE(failure.message.find("rank 1"), std::string::npos) << failure.message;
+      for (uint8_t b : recv) ASSERT_EQ(b, 0xEE);
+    }
+  });
+}
+
+TEST(ShmTransport, AClosedBufferRefusesLatePuts) {
+  OnRanks(2, [](int rank, ShmTransport& t, Bootstrap* bootstrap) {
+    const uint32_t epoch = 5;
+    std::vector<uint8_t> recv(2 * 32, 0xEE);
+    if (rank == 0) {
+      t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 32);
+      t.CloseRecvBuffer(epoch, Deadline(kTimeoutMs));
+    }
+    ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);  // the put comes after the close
+    if (rank == 1) {
+      const std::vector<uint8_t> src = RandomBytes(32, 2);
+      PlatformFailure failure;
+      EXPECT_EQ(
+          t.connection(0).PutNow(epoch, src.data(), 32, 32, ControlLayout::Arrival(1), &failure),
+          xcclRemoteError);
+      EXPECT_NE(failure.message.find("gave up"), std::string::npos) << failure.message;
+    }
+    ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);
+    if (rank == 0) {
+      for (uint8_t b : recv) ASSERT_EQ(b, 0xEE);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace xccl
