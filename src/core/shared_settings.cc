@@ -20,7 +20,7 @@ std::vector<Setting> SharedSettingsOf(const Params& params) {
   return {
       {"XCCL_EPOCH_BASE", static_cast<int64_t>(params.epoch_base)},
       {"XCCL_EAGER_BYTES", params.eager_bytes},
-      {"XCCL_WINDOW_BYTES (bytes per inbox)", params.window_bytes},
+      {"XCCL_WINDOW_BYTES", params.window_bytes},
       {"XCCL_ALLGATHER_LL_BYTES", params.ll_bytes},
       {"XCCL_ALLGATHER_LANES (lanes per peer)", params.allgather_lanes},
       {"XCCL_ALLGATHER_CHUNK_BYTES (ring slot bytes)", params.allgather_chunk_bytes},

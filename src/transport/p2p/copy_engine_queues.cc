@@ -54,13 +54,14 @@ gpuError_t CopyEngineQueues::StreamFor(int peer, gpuStream_t* stream) {
 }
 
 gpuError_t CopyEngineQueues::Join() {
+  gpuError_t first = gpuSuccess;
   for (size_t q = 0; q < streams_.size(); ++q) {
     if (!used_[q]) continue;
     gpuError_t err = gpuEventRecord(join_events_[q], streams_[q]);
     if (err == gpuSuccess) err = gpuStreamWaitEvent(stream_, join_events_[q], 0);
-    if (err != gpuSuccess) return err;
+    if (err != gpuSuccess && first == gpuSuccess) first = err;  // the other queues still join
   }
-  return gpuSuccess;
+  return first;
 }
 
 }  // namespace xccl

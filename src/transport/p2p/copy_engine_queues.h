@@ -15,7 +15,7 @@ namespace xccl {
 class CopyEngineQueues {
  public:
   CopyEngineQueues() = default;
-  ~CopyEngineQueues() { Destroy(); }
+  ~CopyEngineQueues() = default;  // the owner calls Destroy with the device current
   CopyEngineQueues(const CopyEngineQueues&) = delete;
   CopyEngineQueues& operator=(const CopyEngineQueues&) = delete;
 

@@ -19,7 +19,9 @@ class Bootstrap;
 class DeviceWindows {
  public:
   DeviceWindows() = default;
-  ~DeviceWindows() { Release(); }
+  // Frees nothing: the owner calls Release with the device current (and not at all where it
+  // cannot make it current).
+  ~DeviceWindows() = default;
   DeviceWindows(const DeviceWindows&) = delete;
   DeviceWindows& operator=(const DeviceWindows&) = delete;
 
@@ -40,9 +42,9 @@ class DeviceWindows {
                                 PlatformFailure* failure) const;
   // Makes every device wait of this rank give up at once.
   void Abort();
-  // Closes the peers' mappings and frees this rank's window and record (the device must be
-  // current; frees that wait for the device come first, so no queued store reaches a closed
-  // mapping).
+  // Closes the peers' mappings, then frees this rank's window and record (the device must be
+  // current). The owner frees what waits for the device (its tables) first, so no queued store
+  // reaches a closed mapping.
   void Release();
 
  private:

@@ -61,12 +61,14 @@ xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, const Topology& topology, int 
   std::vector<BufferAnnounce> all(nranks);
   all[rank] = mine;
   XCCL_TRY(bootstrap->AllGather(all.data(), sizeof(BufferAnnounce)));
+  out->device = device;
   out->at.assign(nranks, nullptr);
   out->opened.assign(nranks, false);
   xcclResult_t mapped = xcclSuccess;
   for (int r = 0; r < nranks && mapped == xcclSuccess; ++r) {
     if (!all[r].ok) {
-      mapped = Fail(xcclRemoteError, "rank %d could not share its %s", r, what);
+      mapped = r == rank ? Fail(xcclUnhandledDeviceError, "rank %d could not share its %s", r, what)
+                         : Fail(xcclRemoteError, "rank %d could not share its %s", r, what);
       break;
     }
     if (r == rank) {
@@ -84,11 +86,14 @@ xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, const Topology& topology, int 
   XCCL_TRY(exchanged);
   if (mapped != xcclSuccess) return mapped;  // this rank's own cause first
   if (failed >= 0)
-    return Fail(xcclUnhandledDeviceError, "rank %d could not share or map its %s", failed, what);
+    return Fail(xcclRemoteError, "rank %d could not share or map its %s", failed, what);
   return xcclSuccess;
 }
 
 void ClosePeerBuffers(PeerBuffers* buffers) {
+  bool any = false;
+  for (bool opened : buffers->opened) any = any || opened;
+  if (!any || gpuSetDevice(buffers->device) != gpuSuccess) return;
   for (size_t r = 0; r < buffers->opened.size(); ++r) {
     if (buffers->opened[r]) (void)gpuIpcCloseMemHandle(buffers->at[r]);
     buffers->opened[r] = false;
@@ -99,8 +104,13 @@ xcclResult_t UploadPointerTable(const std::vector<void*>& table, void*** device_
   void* memory = nullptr;
   const size_t bytes = table.size() * sizeof(void*);
   XCCL_GPU_TRY(gpuMalloc(&memory, bytes > 0 ? bytes : sizeof(void*)));
+  const xcclResult_t copied = CopyToDeviceNow(memory, table.data(), bytes);
+  if (copied != xcclSuccess) {
+    (void)gpuFree(memory);
+    return copied;
+  }
   *device_table = static_cast<void**>(memory);
-  return CopyToDeviceNow(memory, table.data(), bytes);
+  return xcclSuccess;
 }
 
 }  // namespace xccl

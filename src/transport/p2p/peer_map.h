@@ -14,6 +14,7 @@ namespace xccl {
 class Bootstrap;
 
 struct PeerBuffers {
+  int device = 0;            // this rank's, made current to close the mappings
   std::vector<void*> at;     // [rank]: its buffer as this process addresses it (own: local)
   std::vector<bool> opened;  // [rank]: an IPC mapping to be closed (ClosePeerBuffers)
 };
@@ -25,7 +26,7 @@ struct PeerBuffers {
 xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, const Topology& topology, int device, void* local,
                             bool enable_peer_access, const char* what, PeerBuffers* out);
 
-// Closes the IPC mappings of `buffers` (device must be current).
+// Closes the IPC mappings of `buffers` (on their device).
 void ClosePeerBuffers(PeerBuffers* buffers);
 
 // A device copy of a host table of pointers (kernels load it once per launch); freed with gpuFree.
