@@ -28,7 +28,6 @@
 #include "core/params.h"
 #include "core/topology.h"
 #include "platform/gpu.h"
-#include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"
 #include "platform/platform.h"
 #include "transport/bootstrap/bootstrap.h"
