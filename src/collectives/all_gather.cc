@@ -3,34 +3,43 @@
 #include <algorithm>
 #include <string>
 
+#include "collectives/device_engine.h"
+#include "collectives/queued_operation.h"
+#include "core/error.h"
 #include "core/failure.h"
+#include "platform/runtime.h"
 
 namespace xccl {
 
 namespace {
 
-// Direct puts (host platform, blocks above the inbox size): publish the receive buffer, push
+// Direct puts (DirectPuts, blocks above the inbox size): publish the receive buffer, push
 // this rank's block into every peer's receive buffer at once — queued peers first in rotated
 // order (rank+2, rank+3, ...) so they start while this thread copies its own block, then this
 // thread serves rank+1 itself — and wait for every peer's arrival.
-xcclResult_t AllGatherDirect(Communicator* comm, const void* send, void* recv, size_t bytes) {
-  Platform* platform = comm->platform();
+xcclResult_t AllGatherDirect(Communicator* comm, DirectPuts* direct, const void* send, void* recv,
+                             size_t bytes, xcclStream_t stream) {
+  Transport* transport = comm->transport();
   const int rank = comm->rank(), nranks = comm->nranks();
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
   char* own_block = static_cast<char*>(recv) + rank * bytes;
 
-  platform->PublishRecvBuffer(epoch, recv, nranks * bytes, bytes);
+  direct->PublishRecvBuffer(epoch, recv, nranks * bytes, bytes);
   for (int step = 2; step < nranks; ++step) {
-    platform->EnqueuePut((rank + step) % nranks, epoch, send, rank * bytes, bytes,
-                         ControlLayout::Arrival(rank));
+    transport->connection((rank + step) % nranks)
+        .Put(epoch, /*dst: the published buffer*/ nullptr, rank * bytes, send, bytes,
+             ControlLayout::Arrival(rank));
   }
-  if (send != own_block) platform->LocalCopy(own_block, send, bytes);
+  xcclResult_t result = CopyAsync(own_block, send, bytes, stream);
   PlatformFailure failure;
-  xcclResult_t result = platform->PutFromCaller((rank + 1) % nranks, epoch, send, rank * bytes,
-                                                bytes, ControlLayout::Arrival(rank), &failure);
+  if (result != xcclSuccess)
+    result = SetFailure(&failure, result, rank, "local copy: %s", ThreadLastError().c_str());
+  if (result == xcclSuccess)
+    result = direct->PutNow((rank + 1) % nranks, epoch, send, rank * bytes, bytes,
+                            ControlLayout::Arrival(rank), &failure);
   if (result == xcclSuccess) {
-    result = platform->WaitArrivals(
+    result = transport->WaitArrivals(
         epoch, deadline, [](int) {}, &failure);
   }
   if (result != xcclSuccess) {
@@ -39,11 +48,11 @@ xcclResult_t AllGatherDirect(Communicator* comm, const void* send, void* recv, s
     // within milliseconds once the failure is announced, and the caller gets its buffers back
     // only after that.
     PlatformFailure ignored;
-    platform->EndOperation(epoch, Deadline(comm->timeout_ms()), &ignored);
-    platform->CloseRecvBuffer(epoch, Deadline(comm->timeout_ms()));
+    transport->Flush(Deadline(comm->timeout_ms()), &ignored);
+    direct->CloseRecvBuffer(epoch, Deadline(comm->timeout_ms()));
     return recorded;
   }
-  result = platform->EndOperation(epoch, deadline, &failure);
+  result = transport->Flush(deadline, &failure);
   if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
   return xcclSuccess;
 }
@@ -53,9 +62,10 @@ xcclResult_t AllGatherDirect(Communicator* comm, const void* send, void* recv, s
 // peer's piece is copied out of this rank's inbox once it has arrived.
 xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void* recv, size_t bytes,
                                      xcclStream_t stream) {
-  Platform* platform = comm->platform();
+  Transport* transport = comm->transport();
+  DirectPuts* direct = transport->direct_puts();
   const int rank = comm->rank(), nranks = comm->nranks();
-  const size_t piece_limit = std::max<size_t>(platform->inbox_limit(), 1);
+  const size_t piece_limit = std::max<size_t>(transport->inbox_limit(), 1);
   size_t offset = 0;
   do {
     const size_t piece = std::min(piece_limit, bytes - offset);
@@ -63,43 +73,51 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
     const Deadline deadline(comm->timeout_ms());
     const char* src = static_cast<const char*>(send) + offset;
     char* out = static_cast<char*>(recv);
-    platform->BeginOperation(stream);
+    PlatformFailure failure;
+    xcclResult_t result = transport->BeginOperation(stream, /*queued=*/true, &failure);
+    if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
     // No buffer to write into (blocks go through the inboxes), but the block size is published
     // all the same: a peer that passed a larger count takes the direct path and would otherwise
     // wait for this rank's receive buffer until the deadline.
-    platform->PublishRecvBuffer(epoch, nullptr, 0, piece);
+    if (direct != nullptr) direct->PublishRecvBuffer(epoch, nullptr, 0, piece);
     for (int step = 1; step < nranks; ++step) {
-      platform->InboxPut((rank + step) % nranks, epoch, src, piece, ControlLayout::Arrival(rank));
+      transport->connection((rank + step) % nranks)
+          .InboxPut(epoch, src, piece, ControlLayout::Arrival(rank));
     }
-    char* own = out + rank * bytes + offset;
-    if (src != own) platform->LocalCopy(own, src, piece);
-    PlatformFailure failure;
+    // Local copies fail only at their enqueue (a runtime error): the first one ends the call
+    // once the arrivals are in.
+    xcclResult_t copied = CopyAsync(out + rank * bytes + offset, src, piece, stream);
     // A peer whose piece has another size passed another count (pieces are cut alike from
     // equal counts): nothing of it is copied, the wait for the others goes on, and then this
     // rank fails. That peer finds the same mismatch in this rank's piece, so both fail at once.
     int odd_peer = -1;
     size_t odd_bytes = 0;
-    xcclResult_t result = platform->WaitArrivals(
+    result = transport->WaitArrivals(
         epoch, deadline,
         [&](int peer) {
           size_t arrived = piece;
-          if (platform->InboxBlockBytes(epoch, peer, &arrived) && arrived != piece) {
+          if (transport->InboxBlockBytes(epoch, peer, &arrived) && arrived != piece) {
             if (odd_peer < 0) {
               odd_peer = peer;
               odd_bytes = arrived;
             }
             return;
           }
-          platform->LocalCopy(out + peer * bytes + offset, platform->Inbox(epoch, peer), piece);
+          const xcclResult_t one =
+              CopyAsync(out + peer * bytes + offset, transport->Inbox(epoch, peer), piece, stream);
+          if (copied == xcclSuccess) copied = one;
         },
         &failure);
+    if (result == xcclSuccess && copied != xcclSuccess)
+      result = SetFailure(&failure, copied, rank, "copy out of the inbox: %s",
+                          ThreadLastError().c_str());
     if (result == xcclSuccess && odd_peer >= 0) {
       result = SetFailure(&failure, xcclInvalidUsage, odd_peer,
                           "rank %d sent a piece of %zu bytes at offset %zu of its block where "
                           "this rank's is %zu bytes: the ranks passed different counts",
                           odd_peer, odd_bytes, offset, piece);
     }
-    if (result == xcclSuccess) result = platform->EndOperation(epoch, deadline, &failure);
+    if (result == xcclSuccess) result = EndQueuedOperation(comm, stream, deadline, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
     offset += piece;
   } while (offset < bytes);
@@ -112,15 +130,17 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
                        xcclStream_t stream) {
   // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
   if (bytes == 0) return xcclSuccess;
-  Platform* platform = comm->platform();
-  if (platform->pipelined_all_gather()) {
+  Transport* transport = comm->transport();
+  DeviceEngine* engine = comm->device_engine();
+  if (engine != nullptr && engine->kernel_all_gather()) {
     PlatformFailure failure;
-    xcclResult_t result = platform->PipelinedAllGather(send, recv, bytes, stream, &failure);
+    xcclResult_t result = engine->AllGather(*transport, send, recv, bytes, stream, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
     return xcclSuccess;
   }
-  if (platform->direct_puts() && bytes > platform->inbox_limit())
-    return AllGatherDirect(comm, send, recv, bytes);
+  DirectPuts* direct = transport->direct_puts();
+  if (direct != nullptr && bytes > transport->inbox_limit())
+    return AllGatherDirect(comm, direct, send, recv, bytes, stream);
   return AllGatherThroughInboxes(comm, send, recv, bytes, stream);
 }
 

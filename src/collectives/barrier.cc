@@ -1,14 +1,41 @@
 #include "collectives/barrier.h"
 
+#include "collectives/device_engine.h"
+#include "core/error.h"
+
 namespace xccl {
 
+namespace {
+
+xcclResult_t SignalsThenWaits(Communicator* comm, uint32_t epoch, const Deadline& deadline,
+                              PlatformFailure* failure) {
+  Transport* transport = comm->transport();
+  const int rank = comm->rank(), nranks = comm->nranks();
+  for (int step = 1; step < nranks; ++step)
+    transport->connection((rank + step) % nranks)
+        .Signal(ControlLayout::BarrierFrom(rank, nranks), epoch);
+  for (int step = 1; step < nranks; ++step) {
+    const int peer = (rank - step + nranks) % nranks;
+    XCCL_TRY(transport->WaitSlot(ControlLayout::BarrierFrom(peer, nranks), epoch, peer, "barrier",
+                                 deadline, nullptr, failure));
+  }
+  return xcclSuccess;
+}
+
+}  // namespace
+
 xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
-  Platform* platform = comm->platform();
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
+  Transport* transport = comm->transport();
   PlatformFailure failure;
-  platform->BeginOperation(stream);
-  xcclResult_t result = platform->Barrier(epoch, deadline, &failure);
+  xcclResult_t result = transport->BeginOperation(stream, /*queued=*/false, &failure);
+  if (result == xcclSuccess) {
+    DeviceEngine* engine = comm->device_engine();
+    result = engine != nullptr
+                 ? engine->Barrier(*transport, /*advance_epoch=*/true, stream, &failure)
+                 : SignalsThenWaits(comm, epoch, deadline, &failure);
+  }
   if (result != xcclSuccess) return comm->RecordFailure("xcclBarrier", failure);
   return xcclSuccess;
 }

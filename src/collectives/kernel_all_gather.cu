@@ -41,21 +41,20 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, size_t inbox_
   return xcclSuccess;
 }
 
-gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
-                                 const KernelAllGatherWindows& windows, const void* send,
-                                 void* recv, size_t bytes, gpuStream_t stream) {
+gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const DeviceView& view,
+                                 const void* send, void* recv, size_t bytes, gpuStream_t stream) {
   if (bytes <= tuning.ll_bytes) {
     LlAllGatherArgs ll;
     ll.send = static_cast<const char*>(send);
     ll.recv = static_cast<char*>(recv);
     ll.bytes = bytes;
-    ll.rank = windows.rank;
-    ll.nranks = windows.nranks;
-    ll.region_at_peer = windows.ll_region_at_peer;
-    ll.own_region = windows.own_ll_region;
-    ll.own_slots = windows.own_slots;
-    ll.timeout_ns = windows.timeout_ns;
-    ll.record = windows.record;
+    ll.rank = view.rank;
+    ll.nranks = view.nranks;
+    ll.region_at_peer = view.staging_at_peer;
+    ll.own_region = view.own_staging;
+    ll.own_slots = view.own_slots;
+    ll.timeout_ns = view.timeout_ns;
+    ll.record = view.record;
     return LaunchLlAllGather(ll, stream);
   }
   PipelinedAllGatherArgs args;
@@ -68,15 +67,15 @@ gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
   args.slot_stride = tuning.chunk_max;
   args.slots_per_lane = static_cast<uint32_t>(tuning.slots_per_lane);
   args.lanes = lanes;
-  args.rank = windows.rank;
-  args.nranks = windows.nranks;
-  args.inbox_at_peer = windows.inbox_at_peer;
-  args.peer_slots = windows.peer_slots;
-  args.own_inbox = windows.own_inbox;
-  args.inbox_bytes = windows.inbox_bytes;
-  args.own_slots = windows.own_slots;
-  args.timeout_ns = windows.timeout_ns;
-  args.record = windows.record;
+  args.rank = view.rank;
+  args.nranks = view.nranks;
+  args.inbox_at_peer = view.inbox_at_peer;
+  args.peer_slots = view.peer_slots;
+  args.own_inbox = view.own_inbox;
+  args.inbox_bytes = view.inbox_bytes;
+  args.own_slots = view.own_slots;
+  args.timeout_ns = view.timeout_ns;
+  args.record = view.record;
   return LaunchPipelinedAllGather(args, stream);
 }
 

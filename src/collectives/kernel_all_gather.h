@@ -1,15 +1,15 @@
 // The GPU kernel engine of all_gather, above the launches: its tuning per communicator (lanes
 // per peer, ring slot size and count, the LL threshold) and one call, which takes the LL path
 // for small blocks and the pipelined kernel for the rest (ll_all_gather.h,
-// pipelined_all_gather.h). The window it works in is the p2p transport's.
+// pipelined_all_gather.h). The window it works in is the p2p transport's (DeviceView).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "collectives/device_kernels.h"
 #include "core/params.h"
 #include "platform/gpu.h"
+#include "transport/device_view.h"
 #include "xccl.h"
 
 namespace xccl {
@@ -28,23 +28,10 @@ struct KernelAllGatherTuning {
 xcclResult_t TuneKernelAllGather(const Params& params, int nranks, size_t inbox_bytes,
                                  KernelAllGatherTuning* out);
 
-// What one call addresses: this rank's window and the device tables of every peer's.
-struct KernelAllGatherWindows {
-  int rank = 0, nranks = 0;
-  char* const* inbox_at_peer = nullptr;   // [peer] -> this rank's inbox in that peer's window
-  uint32_t* const* peer_slots = nullptr;  // [peer] -> that peer's control slots
-  char* const* ll_region_at_peer = nullptr;
-  const char* own_ll_region = nullptr;
-  const char* own_inbox = nullptr;  // this rank's inboxes: source s at s * inbox_bytes
-  size_t inbox_bytes = 0;
-  uint32_t* own_slots = nullptr;
-  uint64_t timeout_ns = 0;
-  DeviceFailureRecord* record = nullptr;
-};
-
 // Launches the all_gather of `bytes` per rank on `stream`.
-gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
-                                 const KernelAllGatherWindows& windows, const void* send,
-                                 void* recv, size_t bytes, gpuStream_t stream);
+// `view`: this rank's window and the device tables of every peer's (the LL buffers in the
+// staging area, the rings in the inboxes).
+gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const DeviceView& view,
+                                 const void* send, void* recv, size_t bytes, gpuStream_t stream);
 
 }  // namespace xccl

@@ -15,9 +15,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "platform/gpu.h"
-#include "collectives/device_kernels.h"
 #include "collectives/pipelined_all_gather.h"
+#include "platform/gpu.h"
+#include "transport/window.h"
 
 namespace xccl {
 
@@ -57,7 +57,7 @@ struct LlAllGatherArgs {
 // the other way round), the first also copies the own block.
 gpuError_t LaunchLlAllGather(const LlAllGatherArgs& args, gpuStream_t stream);
 
-// Loads the kernel's module (see PreloadKernels).
+// Loads the kernel's module at init (transport/p2p/device_signals.h says why).
 gpuError_t PreloadLlAllGather();
 
 }  // namespace xccl

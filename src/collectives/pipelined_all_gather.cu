@@ -97,7 +97,6 @@ __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAl
 
 }  // namespace
 
-// Declared in device_kernels.h's PreloadKernels, which calls it (see there for why).
 gpuError_t PreloadPipelinedAllGather() {
   gpuFuncAttributes_t attributes;
   return gpuFuncGetAttributes(&attributes,

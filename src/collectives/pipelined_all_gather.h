@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "platform/gpu.h"
-#include "collectives/device_kernels.h"
+#include "transport/window.h"
 
 namespace xccl {
 
@@ -66,6 +66,9 @@ struct PipelinedAllGatherArgs {
 int PipelineLanes(int nranks);
 // The chunk size of a call of `bytes` per rank with chunks of at most `chunk_max`.
 size_t PipelineChunk(size_t bytes, int lanes, size_t chunk_max);
+
+// Loads the kernel's module at init (transport/p2p/device_signals.h says why).
+gpuError_t PreloadPipelinedAllGather();
 
 // Launches the call on `stream` ((2 * (nranks - 1) + 1) * lanes blocks).
 gpuError_t LaunchPipelinedAllGather(const PipelinedAllGatherArgs& args, gpuStream_t stream);

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "fused/ag_gemm_op.h"
 #include "fused/ag_gemm_testing.h"
-#include "platform/platform.h"
+#include "platform/runtime.h"
 #include "xccl_gemm.h"
 
 using namespace xccl;

@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/params.h"
-#include "platform/platform.h"
+#include "platform/runtime.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/unique_id.h"
 

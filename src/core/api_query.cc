@@ -72,7 +72,7 @@ xcclResult_t xcclCommDevice(const xcclComm_t comm, int* device) {
 
 xcclResult_t xcclCommQueueCount(const xcclComm_t comm, int* count) {
   return QueryInt("xcclCommQueueCount", comm, count,
-                  [](Communicator* c) { return c->platform()->queue_count(); });
+                  [](Communicator* c) { return c->transport()->queue_count(); });
 }
 
 xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* async_error) {

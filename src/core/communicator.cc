@@ -1,9 +1,11 @@
 #include "core/communicator.h"
 
+#include "collectives/device_engine.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/params.h"
 #include "core/shared_settings.h"
+#include "platform/runtime.h"
 
 namespace xccl {
 
@@ -19,11 +21,19 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
                            params.socket_ifname));
   XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, &comm->topology_));
   XCCL_TRY(RequireSharedSettings(comm->bootstrap_.get(), params));
-  XCCL_TRY(CreatePlatform(comm->bootstrap_.get(), comm->topology_, params, config.timeout_ms,
-                          &comm->platform_));
-  XCCL_INFO(kLogInit, "comm %s rank %d nranks %d device %d platform %s queues %d - Init COMPLETE",
-            config.name.empty() ? "-" : config.name.c_str(), rank, nranks, device,
-            comm->platform_->name(), comm->platform_->queue_count());
+  // The collectives say what they carve of a device window, the transport maps it, and the device
+  // engine (GPU builds) runs its kernels over it.
+  WindowGeometry geometry;
+  XCCL_TRY(PlanDeviceWindow(params, nranks, &geometry));
+  XCCL_TRY(CreateNodeTransport(comm->bootstrap_.get(), comm->topology_, params, geometry,
+                               config.timeout_ms, &comm->transport_));
+  XCCL_TRY(CreateDeviceEngine(params, comm->topology_, geometry, *comm->transport_,
+                              &comm->device_engine_));
+  XCCL_INFO(kLogInit,
+            "comm %s rank %d nranks %d device %d platform %s transport %s queues %d - Init "
+            "COMPLETE",
+            config.name.empty() ? "-" : config.name.c_str(), rank, nranks, device, PlatformName(),
+            comm->transport_->name(), comm->transport_->queue_count());
   *out = std::move(comm);
   return xcclSuccess;
 }
@@ -40,13 +50,13 @@ xcclResult_t Communicator::RecordFailure(const char* op, const PlatformFailure& 
       failure_message_ = message;
     }
   }
-  if (platform_) platform_->Abort(failure.peer >= 0 ? failure.peer : rank());
+  if (transport_) transport_->Abort(failure.peer >= 0 ? failure.peer : rank());
   return Fail(failure.result, "%s", message.c_str());
 }
 
 void Communicator::AbsorbAsyncFailure() {
   PlatformFailure failure;
-  if (!platform_ || platform_->PollAsyncFailure(&failure) == xcclSuccess) return;
+  if (!transport_ || transport_->PollAsyncFailure(&failure) == xcclSuccess) return;
   std::lock_guard<std::mutex> lock(failure_mutex_);
   if (failure_result_ != xcclSuccess) return;
   failure_result_ = failure.result;
@@ -83,7 +93,7 @@ xcclResult_t Communicator::OperationGuard::Acquire(const char* op) {
 }
 
 void Communicator::Abort() {
-  if (platform_) platform_->Abort(rank());
+  if (transport_) transport_->Abort(rank());
   if (bootstrap_) bootstrap_->Abort();
 }
 

@@ -1,5 +1,6 @@
-// One rank's communicator: its bootstrap, what it knows of every rank, its platform (control
-// windows and DMA queues), its epoch, and the first failure it met.
+// One rank's communicator: its bootstrap, what it knows of every rank, its transport to the
+// node's peers (control windows, connections, DMA queues), the device engine where the build has
+// one, its epoch, and the first failure it met.
 #pragma once
 
 #include <atomic>
@@ -11,11 +12,13 @@
 
 #include "core/config.h"
 #include "core/topology.h"
-#include "platform/platform.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/transport.h"
 #include "xccl.h"
 
 namespace xccl {
+
+class DeviceEngine;
 
 class Communicator {
  public:
@@ -29,7 +32,9 @@ class Communicator {
   int device() const { return device_; }
   int64_t timeout_ms() const { return config_.timeout_ms; }
   const Topology& topology() const { return topology_; }
-  Platform* platform() const { return platform_.get(); }
+  Transport* transport() const { return transport_.get(); }
+  // The collectives' kernels (GPU builds); nullptr on the host platform.
+  DeviceEngine* device_engine() const { return device_engine_.get(); }
   Bootstrap* bootstrap() const { return bootstrap_.get(); }
 
   // The epoch of the next operation. Every rank calls the same sequence of operations, so
@@ -78,14 +83,15 @@ class Communicator {
 
  private:
   Communicator() = default;
-  // Takes a failure the platform found asynchronously as this communicator's first failure.
+  // Takes a failure the transport found asynchronously as this communicator's first failure.
   void AbsorbAsyncFailure();
 
   CommConfig config_;
   int device_ = 0;
   std::unique_ptr<Bootstrap> bootstrap_;
   Topology topology_;
-  std::unique_ptr<Platform> platform_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<DeviceEngine> device_engine_;
   uint32_t epoch_ = 0;
   std::atomic<bool> busy_{false};                // an operation is running (OperationGuard)
   std::vector<std::shared_ptr<void>> deferred_;  // DeferRelease; freed first in the destructor

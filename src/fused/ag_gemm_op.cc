@@ -10,6 +10,7 @@
 
 #include "collectives/all_gather.h"
 #include "collectives/barrier.h"
+#include "collectives/queued_operation.h"
 #include "core/byte_range.h"
 #include "core/datatype.h"
 #include "core/deadline.h"
@@ -20,7 +21,7 @@
 #include "fused/chunk_rule.h"
 #include "fused/gemm_schedule.h"
 #include "fused/self_test_pattern.h"
-#include "platform/platform.h"
+#include "platform/runtime.h"
 #include "platform/side_stream.h"
 
 namespace xccl {
@@ -36,10 +37,14 @@ bool Aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
 }
 
-// XCCL_AGGEMM_COMPUTE_STREAMS, or the platform's choice where it is 0.
-int ComputeStreams(const Platform& platform) {
+// XCCL_AGGEMM_COMPUTE_STREAMS, or where it is 0: 2 where the band GEMMs are stream-ordered
+// device work, since bands on one stream serialise each band's tail wave, which a second stream
+// overlaps with the next band (docs/perf-history.md, third round); 1 on the host, whose calls are
+// synchronous (a side lane would run nothing beside the caller and cost a plugin context).
+int ComputeStreams(const Communicator& comm) {
   const int64_t asked = GetParams().aggemm_compute_streams;
-  return asked > 0 ? static_cast<int>(asked) : platform.default_compute_streams();
+  if (asked > 0) return static_cast<int>(asked);
+  return comm.transport()->device_view() != nullptr ? 2 : 1;
 }
 
 }  // namespace
@@ -52,8 +57,7 @@ AgGemmOp::~AgGemmOp() {
   // The output first: freeing device memory waits for the device, so no queued put still
   // writes into a peer's window when its mapping is closed below.
   FreeOpBuffer(device_, output_);
-  for (size_t r = 0; r < peer_opened_.size(); ++r)
-    if (peer_opened_[r]) ClosePeerBuffer(device_, peer_windows_[r]);
+  peer_windows_.reset();
   FreeOpBuffer(device_, window_);
   FreeStaging(staging_);
 }
@@ -80,7 +84,7 @@ xcclResult_t AgGemmOp::CheckShape(const Communicator* comm, const Shape& shape) 
     return Fail(xcclInvalidArgument, "ag_gemm: chunks = %d must be 0 (automatic) to %d",
                 shape.pinned_chunks, ControlLayout::kMaxBands);
   XCCL_TRY(RequireOneNode(comm->topology(), "ag_gemm"));
-  const int queues = comm->platform()->queue_count();
+  const int queues = comm->transport()->queue_count();
   if (shape.mode == xcclAgGemmFused && comm->nranks() > 1 && queues < comm->nranks() - 1)
     return Fail(xcclInvalidUsage,
                 "ag_gemm's fused mode needs one DMA queue per peer; this communicator has %d for "
@@ -98,7 +102,6 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   op->comm_ = comm;
   op->shape_ = shape;
   op->device_ = comm->device();
-  Platform* platform = comm->platform();
   const int world = comm->nranks();
   if (mine == xcclSuccess)
     mine = WindowLayout::Create(world, comm->rank(), shape.m_max, shape.k, op->in_size(),
@@ -110,7 +113,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
     // A side lane for the bands' GEMMs where they run band by band (not through a tile-wait
     // entry, which takes each source in one launch).
     if (mine == xcclSuccess && shape.mode == xcclAgGemmFused && world > 1 &&
-        ComputeStreams(*platform) == 2 && !op->TileWait())
+        ComputeStreams(*comm) == 2 && !op->TileWait())
       mine = op->PrepareSideLane(problem);
   }
   // Every rank learns at once whether every rank's local steps succeeded and asked for the same
@@ -123,8 +126,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   if (mine != xcclSuccess) return mine;  // this rank's own cause first, even if the round failed
   XCCL_TRY(agreed);
   if (shape.mode == xcclAgGemmFused && world > 1) {
-    XCCL_TRY(platform->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_,
-                                      &op->peer_opened_));
+    XCCL_TRY(comm->transport()->MapPeerBuffers(comm->bootstrap(), op->window_, &op->peer_windows_));
   }
   *out = std::move(op);
   return xcclSuccess;
@@ -397,14 +399,23 @@ xcclResult_t AgGemmOp::Exchange(
   }
 
   // Fused: every peer's queue gets this rank's bands (data, scales, then the band's flag).
-  Platform* platform = comm_->platform();
+  Transport* transport = comm_->transport();
+  DirectPuts* direct = transport->direct_puts();
   const std::vector<RowRange> bands =
       BandRows(padded, ChooseChunks(padded, shape_.n, world, shape_.pinned_chunks));
   const Deadline deadline(comm_->timeout_ms());
   const uint32_t epoch = comm_->NextEpoch();  // the host's; GPUs advance theirs on the stream
-  platform->BeginWindowOperation(epoch, window(), layout_.total_bytes(), stream);
+  {
+    PlatformFailure failure;
+    if (transport->BeginOperation(stream, /*queued=*/true, &failure) != xcclSuccess)
+      return comm_->RecordFailure("ag_gemm", failure);
+  }
+  // The peers' puts land in this window: published for this epoch where they go into published
+  // buffers (host), mapped at create otherwise.
+  if (direct != nullptr) direct->PublishRecvBuffer(epoch, window(), layout_.total_bytes(), 0);
   auto put = [&](int peer, size_t offset, size_t bytes, int flag) {
-    platform->WindowPut(peer, epoch, peer_windows_[peer], offset, window() + offset, bytes, flag);
+    transport->connection(peer).Put(epoch, peer_windows_->at(peer), offset, window() + offset,
+                                    bytes, flag);
   };
   for (int step = 1; step < world; ++step) {
     const int peer = (rank + step) % world;
@@ -454,8 +465,9 @@ xcclResult_t AgGemmOp::Exchange(
     wait.row_end = (source + 1) * padded;
     wait.band_rows = bands[0].end - bands[0].begin;
     wait.num_bands = chunks;
-    wait.flags = platform->DeviceSlot(ControlLayout::BandFlag(source, 0, world));
-    wait.epoch = platform->DeviceEpoch();
+    const DeviceView& view = *transport->device_view();
+    wait.flags = view.own_slots + ControlLayout::BandFlag(source, 0, world);
+    wait.epoch = view.device_epoch;
     wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
     gemm = plugin_->api().run_tile_wait(plugin_ctx_, problem_, &wait, stream);
     if (gemm != xcclSuccess)
@@ -465,9 +477,9 @@ xcclResult_t AgGemmOp::Exchange(
   for (size_t i = 1; i < steps.size() && !tile_wait && result == xcclSuccess; ++i) {
     const GemmStep& step = steps[i];
     for (const BandWait& w : step.waits) {
-      result = platform->WindowWait(ControlLayout::BandFlag(w.source, w.band, world), epoch,
-                                    w.source, "its ag_gemm rows", deadline,
-                                    LaneStream(step.lane, stream), &failure);
+      result = transport->WaitSlot(ControlLayout::BandFlag(w.source, w.band, world), epoch,
+                                   w.source, "its ag_gemm rows", deadline,
+                                   LaneStream(step.lane, stream), &failure);
       if (result != xcclSuccess) break;
     }
     if (result != xcclSuccess) {
@@ -488,19 +500,19 @@ xcclResult_t AgGemmOp::Exchange(
   // must be drained before the caller may destroy the op).
   PlatformFailure end_failure;
   const bool failed = result != xcclSuccess || gemm != xcclSuccess;
-  xcclResult_t ended = platform->EndOperation(
-      epoch, failed ? Deadline(comm_->timeout_ms()) : deadline, &end_failure);
+  xcclResult_t ended = EndQueuedOperation(
+      comm_, stream, failed ? Deadline(comm_->timeout_ms()) : deadline, &end_failure);
   // After a failed wait no peer may write the window any more: the caller may destroy the op.
   // (After a failed GEMM every wait was met: every peer's rows have landed.)
-  if (result != xcclSuccess || ended != xcclSuccess)
-    platform->CloseRecvBuffer(epoch, Deadline(comm_->timeout_ms()));
+  if ((result != xcclSuccess || ended != xcclSuccess) && direct != nullptr)
+    direct->CloseRecvBuffer(epoch, Deadline(comm_->timeout_ms()));
   if (result != xcclSuccess) return result;
   if (ended != xcclSuccess) return comm_->RecordFailure("ag_gemm", end_failure);
   return gemm;
 }
 
 bool AgGemmOp::TileWait() const {
-  return comm_->platform()->DeviceEpoch() != nullptr && plugin_->api().run_tile_wait != nullptr;
+  return comm_->transport()->device_view() != nullptr && plugin_->api().run_tile_wait != nullptr;
 }
 
 xcclGemmProblem AgGemmOp::ProblemOf(int64_t padded) const {

@@ -27,6 +27,7 @@
 #include "fused/gemm_plugin_loader.h"
 #include "fused/window_layout.h"
 #include "platform/side_stream.h"
+#include "transport/transport.h"
 #include "xccl.h"
 
 namespace xccl {
@@ -137,8 +138,9 @@ class AgGemmOp {
   // a piece of staging_bytes_ at a time.
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
-  std::vector<void*> peer_windows_;  // fused: every rank's window as this rank addresses it (GPU)
-  std::vector<bool> peer_opened_;    // ... and which of those are IPC mappings to close
+  // Fused: every rank's window as this rank addresses it (GPU; nullptr on the host, whose puts go
+  // into the window each rank publishes per call).
+  std::unique_ptr<PeerMappings> peer_windows_;
   int corrupt_source_ = -1;
   // The GEMM of the run in progress (Run sets it, SelfTest has none): the GPU fused path hands
   // it to the plugin's tile-wait entry where there is one.

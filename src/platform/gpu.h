@@ -21,6 +21,7 @@ using gpuFuncAttributes_t = hipFuncAttributes;
 constexpr gpuError_t gpuSuccess = hipSuccess;
 constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = hipErrorPeerAccessAlreadyEnabled;
 constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
+constexpr gpuError_t gpuErrorInvalidValue = hipErrorInvalidValue;
 #define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 // The DMA queues' copies: SDMA engines only (no compute units) where the ROCm has the kind
 // (HIP 6.2 and later); plain device-to-device copies (which HIP may run on a blit kernel) before.
@@ -104,6 +105,7 @@ using gpuFuncAttributes_t = cudaFuncAttributes;
 constexpr gpuError_t gpuSuccess = cudaSuccess;
 constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = cudaErrorPeerAccessAlreadyEnabled;
 constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
+constexpr gpuError_t gpuErrorInvalidValue = cudaErrorInvalidValue;
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define gpuMemcpyQueueKind cudaMemcpyDeviceToDevice  // copy engines for device-to-device
 #define gpuMemcpyDefault cudaMemcpyDefault

@@ -1,10 +1,16 @@
 // How this rank reaches each peer, chosen once at init from the topology and logged at
 // XCCL_DEBUG=INFO: itself, a rank of this process, a rank of another process on this node over
-// GPU peer mappings (p2p) or over shared memory (shm). A Connection per peer then carries a
-// put and its flag in order (transport/shm/shm_transport.h on the host).
+// GPU peer mappings (p2p) or over shared memory (shm). A Connection per peer then carries puts
+// and their flags to that peer, in order.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
+#include "core/deadline.h"
+#include "core/failure.h"
 #include "core/topology.h"
+#include "xccl.h"
 
 namespace xccl {
 
@@ -18,5 +24,28 @@ TransportKind ChooseTransport(const Topology& topology, int peer, bool device_me
 
 // Logs this rank's transport to every peer, one line per kind with its peers.
 void LogTransports(const Topology& topology, bool device_memory);
+
+// One peer. Everything queued on a connection reaches the peer in the order it was queued, and
+// each flag only after the bytes queued before it: a receiver waits on its own slots only,
+// whatever carried the data. `epoch` is the operation's (the host's count; GPU connections
+// signal the device's own epoch instead, so that a graph replay signals the replay's).
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual TransportKind kind() const = 0;
+
+  // `bytes` from `src` to `dst_offset` in the peer's buffer `dst` (as Transport::MapPeerBuffers
+  // gave it; nullptr: the receive buffer the peer published for `epoch`, DirectPuts), then the
+  // peer's slot `signal_slot` (ControlLayout::kNoSignal: none).
+  virtual void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
+                   int signal_slot) = 0;
+  // `bytes` into this rank's inbox in the peer's window, then the peer's slot `signal_slot`.
+  virtual void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) = 0;
+  // The peer's slot `slot`, after everything queued before it.
+  virtual void Signal(int slot, uint32_t epoch) = 0;
+  // Until everything queued so far has landed (host), or the operation's stream is ordered after
+  // it (GPU); the first failure since the last flush.
+  virtual xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) = 0;
+};
 
 }  // namespace xccl

@@ -16,7 +16,7 @@
 #include "gpu/gpu_harness.h"
 #include "gpu/gpu_runtime.h"
 #include "platform/gpu/device_bytes_now.h"
-#include "platform/platform.h"
+#include "platform/runtime.h"
 
 namespace xccl_test {
 namespace {

@@ -61,7 +61,7 @@ TEST(ShmTransport, ThreadPeersAreSameProcessConnections) {
       if (peer == rank) continue;
       EXPECT_EQ(t.connection(peer).kind(), TransportKind::kSameProcess);
     }
-    EXPECT_EQ(t.peer_count(), 2);
+    EXPECT_EQ(t.queue_count(), 2);
   });
 }
 
@@ -77,16 +77,17 @@ TEST(ShmTransport, PutsLandInThePublishedBufferThenRaiseTheSlot) {
     t.PublishRecvBuffer(epoch, recv.data(), recv.size(), block);
     const std::vector<uint8_t> mine = RandomBytes(block, seed + rank);
     const int queued = (rank + 1) % world, direct = (rank + 2) % world;
-    t.connection(queued).Put(epoch, mine.data(), rank * block, block, ControlLayout::Arrival(rank));
+    t.connection(queued).Put(epoch, nullptr, rank * block, mine.data(), block,
+                             ControlLayout::Arrival(rank));
     PlatformFailure failure;
-    EXPECT_EQ(t.connection(direct).PutNow(epoch, mine.data(), rank * block, block,
-                                          ControlLayout::Arrival(rank), &failure),
+    EXPECT_EQ(t.PutNow(direct, epoch, mine.data(), rank * block, block,
+                       ControlLayout::Arrival(rank), &failure),
               xcclSuccess)
         << failure.message;
     for (int peer = 0; peer < world; ++peer) {
       if (peer == rank) continue;
       ASSERT_EQ(t.WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data",
-                           Deadline(kTimeoutMs), &failure),
+                           Deadline(kTimeoutMs), nullptr, &failure),
                 xcclSuccess)
           << failure.message;
       const std::vector<uint8_t> want = RandomBytes(block, seed + peer);
@@ -111,11 +112,13 @@ TEST(ShmTransport, InboxPutsLeaveTheirSize) {
     t.connection(peer).InboxPut(epoch, mine.data(), bytes, ControlLayout::Arrival(rank));
     PlatformFailure failure;
     ASSERT_EQ(t.WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data",
-                         Deadline(kTimeoutMs), &failure),
+                         Deadline(kTimeoutMs), nullptr, &failure),
               xcclSuccess)
         << failure.message;
     const size_t theirs = 1000 + 17 * peer;
-    EXPECT_EQ(t.InboxBlockBytes(epoch, peer), theirs);
+    size_t arrived = 0;
+    ASSERT_TRUE(t.InboxBlockBytes(epoch, peer, &arrived));
+    EXPECT_EQ(arrived, theirs);
     const std::vector<uint8_t> want = RandomBytes(theirs, seed + peer);
     const uint8_t* got = static_cast<const uint8_t*>(t.Inbox(epoch, peer));
     EXPECT_TRUE(std::equal(want.begin(), want.end(), got));
@@ -132,18 +135,17 @@ TEST(ShmTransport, APutThatDoesNotFitIsRefusedNotWritten) {
     if (rank == 1) {
       const std::vector<uint8_t> src = RandomBytes(65, 1);
       PlatformFailure failure;
-      EXPECT_EQ(
-          t.connection(0).PutNow(epoch, src.data(), 64, 65, ControlLayout::Arrival(1), &failure),
-          xcclInvalidUsage);
+      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 64, 65, ControlLayout::Arrival(1), &failure),
+                xcclInvalidUsage);
       EXPECT_NE(failure.message.find("different counts"), std::string::npos) << failure.message;
       EXPECT_EQ(failure.peer, 0);
     }
     // Rank 0 sees no arrival (it gives up at a short deadline, naming rank 1) and no write.
     if (rank == 0) {
       PlatformFailure failure;
-      EXPECT_EQ(
-          t.WaitSlot(ControlLayout::Arrival(1), epoch, 1, "its data", Deadline(300), &failure),
-          xcclTimeout);
+      EXPECT_EQ(t.WaitSlot(ControlLayout::Arrival(1), epoch, 1, "its data", Deadline(300), nullptr,
+                           &failure),
+                xcclTimeout);
       EXPECT_NE(failure.message.find("rank 1"), std::string::npos) << failure.message;
       for (uint8_t b : recv) ASSERT_EQ(b, 0xEE);
     }
@@ -162,9 +164,8 @@ TEST(ShmTransport, AClosedBufferRefusesLatePuts) {
     if (rank == 1) {
       const std::vector<uint8_t> src = RandomBytes(32, 2);
       PlatformFailure failure;
-      EXPECT_EQ(
-          t.connection(0).PutNow(epoch, src.data(), 32, 32, ControlLayout::Arrival(1), &failure),
-          xcclRemoteError);
+      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 32, 32, ControlLayout::Arrival(1), &failure),
+                xcclRemoteError);
       EXPECT_NE(failure.message.find("gave up"), std::string::npos) << failure.message;
     }
     ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);

@@ -6,7 +6,7 @@
 #include "platform/gpu.h"
 #include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"
-#include "platform/platform.h"
+#include "platform/runtime.h"
 
 namespace xccl {
 
@@ -50,11 +50,6 @@ xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t stream) {
   if (bytes == 0) return xcclSuccess;
   XCCL_GPU_TRY(gpuMemsetAsync(dst, 0, bytes, static_cast<gpuStream_t>(stream)));
   return xcclSuccess;
-}
-
-void ClosePeerBuffer(int device, void* mapped) {
-  if (mapped == nullptr || gpuSetDevice(device) != gpuSuccess) return;
-  (void)gpuIpcCloseMemHandle(mapped);
 }
 
 xcclResult_t SyncStream(xcclStream_t stream) {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "platform/platform.h"
+#include "platform/runtime.h"
 
 namespace xccl {
 
@@ -37,7 +37,5 @@ xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t /*stream*/) {
 }
 
 xcclResult_t SyncStream(xcclStream_t /*stream*/) { return xcclSuccess; }
-
-void ClosePeerBuffer(int /*device*/, void* /*mapped*/) {}
 
 }  // namespace xccl

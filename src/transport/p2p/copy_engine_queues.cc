@@ -56,12 +56,20 @@ gpuError_t CopyEngineQueues::StreamFor(int peer, gpuStream_t* stream) {
 gpuError_t CopyEngineQueues::Join() {
   gpuError_t first = gpuSuccess;
   for (size_t q = 0; q < streams_.size(); ++q) {
-    if (!used_[q]) continue;
-    gpuError_t err = gpuEventRecord(join_events_[q], streams_[q]);
-    if (err == gpuSuccess) err = gpuStreamWaitEvent(stream_, join_events_[q], 0);
+    const gpuError_t err = JoinQueue(static_cast<int>(q));
     if (err != gpuSuccess && first == gpuSuccess) first = err;  // the other queues still join
   }
   return first;
+}
+
+gpuError_t CopyEngineQueues::JoinQueueOf(int peer) {
+  return streams_.empty() ? gpuSuccess : JoinQueue(queue_of_peer_[peer]);
+}
+
+gpuError_t CopyEngineQueues::JoinQueue(int q) {
+  if (!used_[q]) return gpuSuccess;
+  const gpuError_t err = gpuEventRecord(join_events_[q], streams_[q]);
+  return err == gpuSuccess ? gpuStreamWaitEvent(stream_, join_events_[q], 0) : err;
 }
 
 }  // namespace xccl

@@ -33,10 +33,14 @@ class CopyEngineQueues {
   gpuError_t StreamFor(int peer, gpuStream_t* stream);
   // The operation's stream waits for every queue used since Begin.
   gpuError_t Join();
+  // The operation's stream waits for the queue that serves `peer`, if it was used.
+  gpuError_t JoinQueueOf(int peer);
   // Waits for the queues' work and destroys them (the device must be current).
   void Destroy();
 
  private:
+  gpuError_t JoinQueue(int q);
+
   std::vector<gpuStream_t> streams_;
   std::vector<gpuEvent_t> join_events_;
   std::vector<int> queue_of_peer_;

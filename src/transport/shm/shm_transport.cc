@@ -56,18 +56,13 @@ WaitPolicy ChooseWaitPolicy(const Params& params, int local_ranks) {
 
 // ---- ShmConnection ----
 
-void ShmConnection::Put(uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
-                        int signal_slot) {
+void ShmConnection::Put(uint32_t epoch, void* /*dst: published per operation*/, size_t dst_offset,
+                        const void* src, size_t bytes, int signal_slot) {
   ShmTransport* transport = transport_;
   const int peer = peer_;
   queue_->Enqueue([=](PlatformFailure* failure) {
     return transport->CopyToPeer(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
   });
-}
-
-xcclResult_t ShmConnection::PutNow(uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
-                                   int signal_slot, PlatformFailure* failure) {
-  return transport_->CopyToPeer(peer_, epoch, src, dst_offset, bytes, signal_slot, failure);
 }
 
 void ShmConnection::InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) {
@@ -81,7 +76,7 @@ void ShmConnection::InboxPut(uint32_t epoch, const void* src, size_t bytes, int 
   Signal(signal_slot, epoch);
 }
 
-void ShmConnection::Signal(int slot, uint32_t value) { transport_->SignalPeer(peer_, slot, value); }
+void ShmConnection::Signal(int slot, uint32_t epoch) { transport_->SignalPeer(peer_, slot, epoch); }
 
 xcclResult_t ShmConnection::Flush(const Deadline& deadline, PlatformFailure* failure) {
   return queue_->Drain(deadline, failure);
@@ -93,6 +88,7 @@ ShmTransport::ShmTransport(const Topology& topology, const Params& params, int64
     : topology_(topology), params_(params), timeout_ms_(timeout_ms) {}
 
 xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
+  XCCL_TRY(RequireOneNode(topology_, "the shm transport"));
   const int nranks = topology_.nranks;
   RemoveStaleShmObjects();
   // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight ranks
@@ -142,17 +138,57 @@ void ShmTransport::CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) {
     sched_yield();
 }
 
-size_t ShmTransport::InboxBlockBytes(uint32_t epoch, int src) const {
-  return __atomic_load_n(
+xcclResult_t ShmTransport::PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset,
+                                  size_t bytes, int signal_slot, PlatformFailure* failure) {
+  return CopyToPeer(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
+}
+
+bool ShmTransport::InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const {
+  *bytes = __atomic_load_n(
       &windows_.slots(topology_.rank)[ControlLayout::InboxBytes(epoch & 1, src, topology_.nranks)],
       __ATOMIC_ACQUIRE);
+  return true;
+}
+
+xcclResult_t ShmTransport::Flush(const Deadline& deadline, PlatformFailure* failure) {
+  xcclResult_t first = xcclSuccess;
+  for (int peer = 0; peer < topology_.nranks; ++peer) {
+    if (peer == topology_.rank) continue;
+    PlatformFailure one;
+    const xcclResult_t result = connections_[peer]->Flush(deadline, &one);
+    if (result != xcclSuccess && first == xcclSuccess) {
+      first = result;
+      *failure = one;
+    }
+  }
+  return first;
 }
 
 xcclResult_t ShmTransport::WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
-                                    const Deadline& deadline, PlatformFailure* failure) {
+                                    const Deadline& deadline, xcclStream_t /*stream*/,
+                                    PlatformFailure* failure) {
   uint32_t* mine = windows_.slots(topology_.rank);
   return SignalWait(&mine[slot], &mine[ControlLayout::kSleepers], epoch, wait_policy_, peer, what,
                     deadline, Watcher(peer), failure);
+}
+
+xcclResult_t ShmTransport::WaitArrivals(uint32_t epoch, const Deadline& deadline,
+                                        const std::function<void(int peer)>& on_arrival,
+                                        PlatformFailure* failure) {
+  const int rank = topology_.rank, nranks = topology_.nranks;
+  for (int step = 1; step < nranks; ++step) {
+    const int peer = (rank - step + nranks) % nranks;
+    XCCL_TRY(WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data", deadline, nullptr,
+                      failure));
+    on_arrival(peer);
+  }
+  return xcclSuccess;
+}
+
+xcclResult_t ShmTransport::MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*local*/,
+                                          std::unique_ptr<PeerMappings>* out) {
+  *out = std::make_unique<PeerMappings>(std::vector<void*>(topology_.nranks, nullptr));
+  return xcclSuccess;
 }
 
 void ShmTransport::Abort(int failed_peer) {

@@ -1,8 +1,8 @@
-// Same node, host memory: every rank's control window in shared memory (shm_window), one
-// ShmConnection per peer, and the waits on this rank's own slots. A put copies straight into
-// the peer's receive buffer, published per call in the peer's window (memcpy for a rank of this
-// process, process_vm_writev for another), then raises one of the peer's slots; small blocks go
-// through inboxes in the peer's window instead, copied by the calling thread.
+// Same node, host memory: the host platform's Transport. Every rank's control window in shared
+// memory (shm_window), one ShmConnection per peer, and the waits on this rank's own slots. A put
+// copies straight into the peer's receive buffer, published per call in the peer's window (memcpy
+// for a rank of this process, process_vm_writev for another), then raises one of the peer's slots;
+// small blocks go through inboxes in the peer's window instead, copied by the calling thread.
 #pragma once
 
 #include <atomic>
@@ -20,6 +20,7 @@
 #include "transport/shm/dma_queue.h"
 #include "transport/shm/futex_signal.h"
 #include "transport/shm/shm_window.h"
+#include "transport/transport.h"
 
 namespace xccl {
 
@@ -27,29 +28,25 @@ class Bootstrap;
 class ShmTransport;
 
 // One peer of this node, through shared memory. Queued puts run in order on the connection's
-// worker thread (its DMA queue), as a copy engine would; PutNow and InboxPut run on the caller.
-class ShmConnection {
+// worker thread (its DMA queue), as a copy engine would; InboxPut and Signal run on the caller.
+class ShmConnection final : public Connection {
  public:
   ShmConnection(ShmTransport* transport, int peer, TransportKind kind,
                 std::unique_ptr<DmaQueue> queue)
       : transport_(transport), peer_(peer), kind_(kind), queue_(std::move(queue)) {}
-  TransportKind kind() const { return kind_; }
+  TransportKind kind() const override { return kind_; }
 
   // Queued: waits until the peer published its receive buffer for `epoch`, copies `bytes` from
-  // `src` to that buffer + `dst_offset`, then sets the peer's `signal_slot` to `epoch`
-  // (ControlLayout::kNoSignal: no slot). A put that does not fit the published buffer, or is
-  // not its block size, fails with xcclInvalidUsage instead of writing past it.
-  void Put(uint32_t epoch, const void* src, size_t dst_offset, size_t bytes, int signal_slot);
-  // The same put made by the calling thread.
-  xcclResult_t PutNow(uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
-                      int signal_slot, PlatformFailure* failure);
+  // `src` to that buffer + `dst_offset`, then sets the peer's `signal_slot` to `epoch`. `dst` is
+  // always nullptr here (shm maps no op buffers: they are published per operation).
+  void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
+           int signal_slot) override;
   // Calling thread: `bytes` into the peer's inbox for this rank (by epoch parity), the block's
   // size beside it, then the peer's `signal_slot` <- epoch.
-  void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot);
-  // The peer's slot `slot` <- value (release, and a wake of its sleepers).
-  void Signal(int slot, uint32_t value);
-  // Until every queued put has run; the first failure since the last flush.
-  xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure);
+  void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) override;
+  // The peer's slot `slot` <- epoch (release, and a wake of its sleepers).
+  void Signal(int slot, uint32_t epoch) override;
+  xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
 
  private:
   ShmTransport* transport_;
@@ -58,7 +55,7 @@ class ShmConnection {
   std::unique_ptr<DmaQueue> queue_;
 };
 
-class ShmTransport {
+class ShmTransport final : public Transport, public DirectPuts {
  public:
   ShmTransport(const Topology& topology, const Params& params, int64_t timeout_ms);
   ShmTransport(const ShmTransport&) = delete;
@@ -68,30 +65,52 @@ class ShmTransport {
   // queue per peer.
   xcclResult_t Init(Bootstrap* bootstrap);
 
-  ShmConnection& connection(int peer) { return *connections_[peer]; }
-  int peer_count() const { return topology_.nranks - 1; }
-  // Largest block an inbox holds (the eager path).
-  size_t inbox_limit() const { return eager_limit_; }
+  const char* name() const override { return "shm"; }
+  int queue_count() const override { return topology_.nranks - 1; }
+  ShmConnection& connection(int peer) override { return *connections_[peer]; }
+  DirectPuts* direct_puts() override { return this; }
+  const DeviceView* device_view() const override { return nullptr; }
 
-  // Makes `recv` (`bytes` long, puts of `block` bytes each; 0: any) writable by peers for
-  // `epoch`; NULL publishes only the block size (a call through the inboxes).
-  void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block);
-  // After a failed operation: refuses puts not yet started, waits for those copying now.
-  void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline);
-  // This rank's inbox holding `src`'s block of `epoch`, and that block's size as its put left it.
-  const void* Inbox(uint32_t epoch, int src) const { return InboxOf(topology_.rank, epoch, src); }
-  size_t InboxBlockBytes(uint32_t epoch, int src) const;
-  // Until this rank's slot `slot`, raised by `peer`, reaches `epoch` (wrap-safe); `what` names
-  // it in a failure. Gives up at the deadline, at an abort, an announced failure or a dead peer.
+  xcclResult_t BeginOperation(xcclStream_t /*stream: calls are synchronous*/, bool /*queued*/,
+                              PlatformFailure* /*failure*/) override {
+    return xcclSuccess;
+  }
+  xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
+
+  // Gives up at the deadline, at an abort, an announced failure or a dead peer.
   xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
-                        const Deadline& deadline, PlatformFailure* failure);
+                        const Deadline& deadline, xcclStream_t /*stream*/,
+                        PlatformFailure* failure) override;
+  // In reverse rotation: the peer that pushes to this rank first is rank-1.
+  xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
+                            const std::function<void(int peer)>& on_arrival,
+                            PlatformFailure* failure) override;
+
+  size_t inbox_limit() const override { return eager_limit_; }
+  const void* Inbox(uint32_t epoch, int src) const override {
+    return InboxOf(topology_.rank, epoch, src);
+  }
+  bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const override;
+
+  // Nothing to map: op buffers are published per operation (PublishRecvBuffer).
+  xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
+                              std::unique_ptr<PeerMappings>* out) override;
+
+  // Waits fail on the host itself, as they happen.
+  xcclResult_t PollAsyncFailure(PlatformFailure* /*failure*/) override { return xcclSuccess; }
   // Marks this rank failed in its window (peers' waits see it) and stops its queued puts.
-  void Abort(int failed_peer);
+  void Abort(int failed_peer) override;
+
+  // DirectPuts.
+  void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) override;
+  void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) override;
+  xcclResult_t PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
+                      int signal_slot, PlatformFailure* failure) override;
 
  private:
   friend class ShmConnection;
 
-  // The put of ShmConnection::Put / PutNow.
+  // The put of ShmConnection::Put and PutNow.
   xcclResult_t CopyToPeer(int peer, uint32_t epoch, const void* src, size_t dst_offset,
                           size_t bytes, int signal_slot, PlatformFailure* failure);
   void SignalPeer(int peer, int slot, uint32_t value);

@@ -1,0 +1,104 @@
+#include <algorithm>
+#include <string>
+
+#include "collectives/barrier_kernel.h"
+#include "collectives/device_engine.h"
+#include "collectives/kernel_all_gather.h"
+#include "collectives/ll_all_gather.h"
+#include "collectives/pipelined_all_gather.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "platform/gpu/gpu_call.h"
+#include "transport/p2p/device_signals.h"
+
+namespace xccl {
+
+namespace {
+
+// Control slots: ControlLayout's, then the pipelined all_gather's ring counters and the LL
+// call counters.
+constexpr size_t kControlBytes = 32768;
+static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kControlBytes, "ring counters fit");
+static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kControlBytes, "LL call counters fit");
+
+xcclResult_t LaunchFailure(gpuError_t err, int rank, const char* what, PlatformFailure* failure) {
+  if (err == gpuSuccess) return xcclSuccess;
+  return SetFailure(failure, xcclUnhandledDeviceError, rank, "%s: %s", what,
+                    gpuGetErrorString(err));
+}
+
+class KernelEngines final : public DeviceEngine {
+ public:
+  KernelEngines(const KernelAllGatherTuning& tuning, bool kernel_all_gather)
+      : tuning_(tuning), kernel_all_gather_(kernel_all_gather) {}
+
+  bool kernel_all_gather() const override { return kernel_all_gather_; }
+
+  xcclResult_t AllGather(Transport& transport, const void* send, void* recv, size_t bytes,
+                         xcclStream_t stream, PlatformFailure* failure) override {
+    XCCL_TRY(transport.BeginOperation(stream, /*queued=*/false, failure));
+    const DeviceView& view = *transport.device_view();
+    return LaunchFailure(
+        LaunchKernelAllGather(tuning_, view, send, recv, bytes, static_cast<gpuStream_t>(stream)),
+        view.rank, "all_gather kernel", failure);
+  }
+
+  xcclResult_t Barrier(const Transport& transport, bool advance_epoch, xcclStream_t stream,
+                       PlatformFailure* failure) override {
+    const DeviceView& view = *transport.device_view();
+    return LaunchFailure(LaunchBarrier(view, advance_epoch, static_cast<gpuStream_t>(stream)),
+                         view.rank, advance_epoch ? "barrier kernel" : "closing barrier kernel",
+                         failure);
+  }
+
+ private:
+  KernelAllGatherTuning tuning_;  // lanes, ring slots and the LL size
+  bool kernel_all_gather_;
+};
+
+gpuError_t PreloadCollectiveKernels() {
+  gpuError_t err = PreloadBarrierKernel();
+  if (err == gpuSuccess) err = PreloadPipelinedAllGather();
+  return err != gpuSuccess ? err : PreloadLlAllGather();
+}
+
+}  // namespace
+
+xcclResult_t PlanDeviceWindow(const Params& params, int nranks, WindowGeometry* geometry) {
+  const int max_ranks = std::min(kMaxWatchedRanks, PipelineSlots::kMaxRanks);
+  if (nranks > max_ranks)
+    return Fail(xcclInvalidUsage, "the GPU platforms support at most %d ranks, not %d", max_ranks,
+                nranks);
+  if (ControlLayout::SlotCount(nranks) > PipelineSlots::kFirst)
+    return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
+  WindowGeometry g;
+  g.control_bytes = kControlBytes;
+  g.staging_bytes = LlLayout::RegionBytes(nranks);
+  g.inbox_bytes = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
+  KernelAllGatherTuning tuning;  // fails here, before any allocation, where the inbox is too small
+  XCCL_TRY(TuneKernelAllGather(params, nranks, g.inbox_bytes, &tuning));
+  *geometry = g;
+  return xcclSuccess;
+}
+
+// The all_gather engine: dma only when XCCL_ALLGATHER_ALGO=dma asks for it, the rank has
+// copy-engine queues and no device of the communicator is shared; the kernel engine otherwise
+// (it beat the copy engines at every size measured, docs/PERF.md).
+xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
+                                const WindowGeometry& geometry, const Transport& transport,
+                                std::unique_ptr<DeviceEngine>* out) {
+  XCCL_GPU_TRY(PreloadCollectiveKernels());
+  KernelAllGatherTuning tuning;
+  XCCL_TRY(TuneKernelAllGather(params, topology.nranks, geometry.inbox_bytes, &tuning));
+  const bool asked_dma = params.allgather_algo == "dma";
+  const bool dma = asked_dma && !topology.AnyDeviceShared() && transport.queue_count() > 0;
+  if (asked_dma && !dma && topology.rank == 0)
+    XCCL_WARN(kLogInit,
+              "XCCL_ALLGATHER_ALGO=dma: ranks share a GPU (their copy engines can deadlock each "
+              "other), so the kernel engine runs instead");
+  XCCL_INFO(kLogInit, "rank %d: all_gather engine %s", topology.rank, dma ? "dma" : "kernel");
+  *out = std::make_unique<KernelEngines>(tuning, !dma);
+  return xcclSuccess;
+}
+
+}  // namespace xccl

@@ -1,0 +1,46 @@
+// The collectives that run as device kernels over a p2p transport's window (GPU builds,
+// device_engine.cu): the kernel all_gather engine (LL path and pipelined rings) and the barrier
+// kernel. The host build has none (device_engine_absent.cc): PlanDeviceWindow leaves the geometry
+// empty and CreateDeviceEngine gives nullptr, so the algorithms take their portable paths.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/failure.h"
+#include "core/params.h"
+#include "core/topology.h"
+#include "transport/transport.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class DeviceEngine {
+ public:
+  virtual ~DeviceEngine() = default;
+  // Whether all_gather runs as the kernel engine; else as queued puts through the inboxes (the
+  // dma engine, collectives/all_gather.cc).
+  virtual bool kernel_all_gather() const = 0;
+  // Enqueues the all_gather of `bytes` per rank on `stream` as one kernel; failures of the
+  // device side are reported later through Transport::PollAsyncFailure, launch failures here.
+  virtual xcclResult_t AllGather(Transport& transport, const void* send, void* recv, size_t bytes,
+                                 xcclStream_t stream, PlatformFailure* failure) = 0;
+  // The barrier as one kernel on `stream`. `advance_epoch`: an operation of its own (the kernel
+  // advances the device epoch); else the closing step of a queued operation, whose
+  // BeginOperation advanced it.
+  virtual xcclResult_t Barrier(const Transport& transport, bool advance_epoch, xcclStream_t stream,
+                               PlatformFailure* failure) = 0;
+};
+
+// The window the device engines carve for `nranks` ranks: control slots with the rings'
+// counters, the LL buffers as the staging area, then an inbox per source from XCCL_WINDOW_BYTES;
+// xcclInvalidUsage beyond the engines' rank limits or for a window too small to tune.
+xcclResult_t PlanDeviceWindow(const Params& params, int nranks, WindowGeometry* geometry);
+
+// After the transport: loads the kernels, tunes the kernel engine for `geometry` and chooses the
+// all_gather engine, the same on every rank (core/shared_settings.h).
+xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
+                                const WindowGeometry& geometry, const Transport& transport,
+                                std::unique_ptr<DeviceEngine>* out);
+
+}  // namespace xccl

@@ -1,0 +1,244 @@
+#include "transport/p2p/p2p_transport.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "platform/gpu/gpu_call.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/verdicts.h"
+#include "transport/p2p/device_signals.h"
+#include "transport/p2p/peer_map.h"
+
+namespace xccl {
+
+namespace {
+
+// The op buffers' IPC mappings, closed on their device when the op lets them go.
+class P2pPeerMappings final : public PeerMappings {
+ public:
+  explicit P2pPeerMappings(PeerBuffers buffers) : PeerMappings(buffers.at), buffers_(buffers) {}
+  ~P2pPeerMappings() override { ClosePeerBuffers(&buffers_); }
+
+ private:
+  PeerBuffers buffers_;
+};
+
+}  // namespace
+
+// ---- P2pConnection ----
+
+void P2pConnection::Put(uint32_t /*epoch: the device's*/, void* dst, size_t dst_offset,
+                        const void* src, size_t bytes, int signal_slot) {
+  if (dst == nullptr) {
+    // No receive buffers are published on GPUs: a caller bug, reported by the operation.
+    transport_->Check(gpuErrorInvalidValue, "put without a mapped destination");
+    return;
+  }
+  transport_->QueuePut(peer_, static_cast<char*>(dst) + dst_offset, src, bytes, signal_slot);
+}
+
+void P2pConnection::InboxPut(uint32_t /*epoch*/, const void* src, size_t bytes, int signal_slot) {
+  transport_->QueuePut(peer_, transport_->InboxAtPeer(peer_), src, bytes, signal_slot);
+}
+
+void P2pConnection::Signal(int slot, uint32_t /*epoch*/) {
+  transport_->QueuePut(peer_, nullptr, nullptr, 0, slot);
+}
+
+xcclResult_t P2pConnection::Flush(const Deadline& /*deadline: stream-ordered*/,
+                                  PlatformFailure* failure) {
+  transport_->JoinQueueOf(peer_);
+  return transport_->TakeLaunchFailure(failure);
+}
+
+// ---- P2pTransport ----
+
+P2pTransport::P2pTransport(const Topology& topology, const Params& params,
+                           const WindowGeometry& geometry, int64_t timeout_ms)
+    : topology_(topology),
+      params_(params),
+      geometry_(geometry),
+      device_(topology.ranks[topology.rank].device),
+      timeout_ms_(timeout_ms) {}
+
+xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
+  const int nranks = topology_.nranks;
+  XCCL_TRY(RequireOneNode(topology_, "the p2p transport"));
+  if (nranks > kMaxWatchedRanks)
+    return Fail(xcclInvalidUsage, "the p2p transport supports at most %d ranks, not %d",
+                kMaxWatchedRanks, nranks);
+  if (ControlLayout::SlotCount(nranks) * sizeof(uint32_t) > geometry_.control_bytes)
+    return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
+  XCCL_GPU_TRY(gpuSetDevice(device_));
+  XCCL_GPU_TRY(PreloadSignalKernels());
+  // The control slots (set to the epoch base, which no first flag equals) and the staging area,
+  // then the inboxes.
+  XCCL_TRY(windows_.Create(bootstrap, topology_, device_,
+                           geometry_.control_bytes + geometry_.staging_bytes,
+                           geometry_.inbox_bytes * nranks, params_.epoch_base));
+  const xcclResult_t uploaded = UploadTables();
+  int failed = -1;
+  XCCL_TRY(ExchangeVerdicts(bootstrap, uploaded == xcclSuccess, &failed));
+  XCCL_TRY(uploaded);
+  if (failed >= 0)
+    return Fail(xcclRemoteError, "rank %d could not set up its GPU device tables", failed);
+  XCCL_TRY(CreateQueues());
+  connections_.resize(nranks);
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == topology_.rank) continue;
+    connections_[peer] = std::make_unique<P2pConnection>(
+        this, peer, ChooseTransport(topology_, peer, /*device_memory=*/true));
+  }
+  view_.rank = topology_.rank;
+  view_.nranks = nranks;
+  view_.own_slots = Slots(topology_.rank);
+  view_.device_epoch = view_.own_slots + ControlLayout::kDeviceEpoch;
+  view_.peer_slots = peer_slots_device_;
+  view_.staging_at_peer = staging_device_;
+  view_.own_staging = windows_.window(topology_.rank) + geometry_.control_bytes;
+  view_.inbox_at_peer = inbox_device_;
+  view_.own_inbox =
+      windows_.window(topology_.rank) + geometry_.control_bytes + geometry_.staging_bytes;
+  view_.inbox_bytes = geometry_.inbox_bytes;
+  view_.timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
+  view_.record = windows_.record_device();
+  LogTransports(topology_, /*device_memory=*/true);
+  return xcclSuccess;
+}
+
+xcclResult_t P2pTransport::BeginOperation(xcclStream_t stream, bool queued,
+                                          PlatformFailure* failure) {
+  stream_ = static_cast<gpuStream_t>(stream);
+  queues_.Begin(stream_);
+  Check(gpuSetDevice(device_), "cudaSetDevice");
+  if (queued) {
+    Check(LaunchAdvanceEpoch(view_.device_epoch, stream_), "advance-epoch kernel");
+    Check(queues_.MarkFork(), "event record (fork)");
+  }
+  return TakeLaunchFailure(failure);
+}
+
+xcclResult_t P2pTransport::Flush(const Deadline& /*deadline*/, PlatformFailure* failure) {
+  Check(queues_.Join(), "queue join");
+  return TakeLaunchFailure(failure);
+}
+
+xcclResult_t P2pTransport::WaitSlot(int slot, uint32_t /*epoch: the device's*/, int peer,
+                                    const char* /*what*/, const Deadline& /*deadline*/,
+                                    xcclStream_t stream, PlatformFailure* /*failure*/) {
+  // A launch failure is the operation's, reported by its Flush.
+  Check(LaunchWaitSlot(view_.own_slots + slot, peer, view_.device_epoch, view_.timeout_ns,
+                       view_.record, static_cast<gpuStream_t>(stream)),
+        "wait kernel");
+  return xcclSuccess;
+}
+
+xcclResult_t P2pTransport::WaitArrivals(uint32_t /*epoch*/, const Deadline& /*deadline*/,
+                                        const std::function<void(int)>& on_arrival,
+                                        PlatformFailure* failure) {
+  const int rank = topology_.rank, nranks = topology_.nranks;
+  Check(LaunchWaitSlots(view_.own_slots, ControlLayout::Arrival(0), nranks, rank,
+                        view_.device_epoch, view_.timeout_ns, view_.record, stream_),
+        "wait kernel");
+  for (int step = 1; step < nranks; ++step) on_arrival((rank - step + nranks) % nranks);
+  return TakeLaunchFailure(failure);
+}
+
+const void* P2pTransport::Inbox(uint32_t /*epoch*/, int src) const {
+  return view_.own_inbox + src * geometry_.inbox_bytes;
+}
+
+xcclResult_t P2pTransport::MapPeerBuffers(Bootstrap* bootstrap, void* local,
+                                          std::unique_ptr<PeerMappings>* out) {
+  PeerBuffers mapped;
+  XCCL_TRY(xccl::MapPeerBuffers(bootstrap, topology_, device_, local,
+                                /*enable_peer_access: done at init*/ false, "ag_gemm window",
+                                &mapped));
+  *out = std::make_unique<P2pPeerMappings>(std::move(mapped));
+  return xcclSuccess;
+}
+
+xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
+  return windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
+}
+
+void P2pTransport::Abort(int /*failed_peer*/) { windows_.Abort(); }
+
+void P2pTransport::QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot) {
+  gpuStream_t queue = nullptr;
+  Check(queues_.StreamFor(peer, &queue), "stream wait (fork)");
+  if (bytes > 0) Check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyQueueKind, queue), "put");
+  if (signal_slot == ControlLayout::kNoSignal) return;
+  Check(gpuMemcpyAsync(Slots(peer) + signal_slot, view_.device_epoch, sizeof(uint32_t),
+                       gpuMemcpyDeviceToDevice, queue),
+        "signal");
+}
+
+void P2pTransport::JoinQueueOf(int peer) { Check(queues_.JoinQueueOf(peer), "queue join"); }
+
+char* P2pTransport::InboxAtPeer(int peer) const {
+  return windows_.window(peer) + geometry_.control_bytes + geometry_.staging_bytes +
+         topology_.rank * geometry_.inbox_bytes;
+}
+
+void P2pTransport::Check(gpuError_t err, const char* what) {
+  if (err != gpuSuccess && launch_error_.empty())
+    launch_error_ = std::string(what) + ": " + gpuGetErrorString(err);
+}
+
+xcclResult_t P2pTransport::TakeLaunchFailure(PlatformFailure* failure) {
+  if (launch_error_.empty()) return xcclSuccess;
+  const xcclResult_t result =
+      SetFailure(failure, xcclUnhandledDeviceError, topology_.rank, "%s", launch_error_.c_str());
+  launch_error_.clear();
+  return result;
+}
+
+// The tables kernels load once per launch: every rank's control base, every peer's staging
+// area and this rank's inbox in every peer's window.
+xcclResult_t P2pTransport::UploadTables() {
+  const int nranks = topology_.nranks;
+  std::vector<void*> slots(nranks), staging(nranks), inboxes(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    slots[r] = windows_.window(r);
+    staging[r] = windows_.window(r) + geometry_.control_bytes;
+    inboxes[r] = InboxAtPeer(r);
+  }
+  void** table = nullptr;
+  XCCL_TRY(UploadPointerTable(slots, &table));
+  peer_slots_device_ = reinterpret_cast<uint32_t**>(table);
+  XCCL_TRY(UploadPointerTable(staging, &table));
+  staging_device_ = reinterpret_cast<char**>(table);
+  XCCL_TRY(UploadPointerTable(inboxes, &table));
+  inbox_device_ = reinterpret_cast<char**>(table);
+  return xcclSuccess;
+}
+
+// One copy-engine stream per peer, as DESIGN.md asks, when this rank has its device to itself.
+// Where ranks share a device no queue stream is made: copy-engine work of several ranks shares
+// the device's few copy channels, and a rank's copy for its next operation, waiting in a channel
+// for that operation's start, holds up another rank's copy for the current one, which that start
+// transitively waits for: a deadlock (docs/perf-history.md, "GPU platform on one H200, ranks
+// sharing it").
+xcclResult_t P2pTransport::CreateQueues() {
+  const int nranks = topology_.nranks;
+  int count = topology_.RanksOnMyDevice() > 1 ? 0 : nranks - 1;
+  if (params_.gpu_queues > 0) count = std::min<int>(nranks - 1, params_.gpu_queues);
+  return queues_.Create(topology_, count);
+}
+
+void P2pTransport::Release() {
+  if (gpuSetDevice(device_) != gpuSuccess) return;
+  queues_.Destroy();
+  // The frees first: cudaFree waits for the device, so no kernel queued on a caller's stream
+  // (after an abort they give up at once) still stores into a peer's window when its mapping is
+  // closed below.
+  if (peer_slots_device_ != nullptr) (void)gpuFree(peer_slots_device_);
+  if (staging_device_ != nullptr) (void)gpuFree(staging_device_);
+  if (inbox_device_ != nullptr) (void)gpuFree(inbox_device_);
+  windows_.Release();
+}
+
+}  // namespace xccl

@@ -1,0 +1,126 @@
+// This rank's transport to the other ranks of its node: a Connection per peer, the waits on
+// this rank's own control slots, its inboxes, and what only some transports offer, asked for
+// as capabilities (DirectPuts, a DeviceView). One per communicator, chosen at build time: shm
+// on the host platform, p2p on cuda and hip (CreateNodeTransport).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/failure.h"
+#include "core/params.h"
+#include "core/topology.h"
+#include "transport/connection.h"
+#include "transport/device_view.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class Bootstrap;
+
+// Receive buffers published per call, that peers' puts (Connection::Put with dst nullptr) land
+// in straight (the shm transport).
+class DirectPuts {
+ public:
+  virtual ~DirectPuts() = default;
+  // Makes `recv` (`bytes` long) writable by peers for operation `epoch`. `block`: the size every
+  // put into it must have (0: any). A put that does not fit, or is not `block` long, fails with
+  // xcclInvalidUsage instead of writing past the buffer or leaving part of it stale: ranks that
+  // passed different counts fail. NULL publishes only the block size (a call through inboxes),
+  // so that a peer's direct put fails at once.
+  virtual void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) = 0;
+  // After a failed operation: refuses puts not yet started and waits (bounded by `deadline`) for
+  // those copying now, so that the caller gets its buffer back.
+  virtual void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) = 0;
+  // Connection::Put into the published buffer, made by the calling thread: the caller serves as
+  // one more queue, which spares a thread hand-off and on a machine with few cores keeps a copy
+  // running on each.
+  virtual xcclResult_t PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset,
+                              size_t bytes, int signal_slot, PlatformFailure* failure) = 0;
+};
+
+// Every rank's op buffer (ag_gemm's window) as this rank addresses it; closes the mappings it
+// opened when destroyed, whatever became of the communicator.
+class PeerMappings {
+ public:
+  explicit PeerMappings(std::vector<void*> at) : at_(std::move(at)) {}
+  virtual ~PeerMappings() = default;
+  // nullptr where puts go into the buffer the peer publishes per operation (DirectPuts).
+  void* at(int rank) const { return at_[rank]; }
+
+ protected:
+  std::vector<void*> at_;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // This rank's DMA queues (worker threads, copy-engine streams); 0 where puts run on the
+  // operation's stream.
+  virtual int queue_count() const = 0;
+  virtual Connection& connection(int peer) = 0;
+  // Capabilities: nullptr where the transport has none.
+  virtual DirectPuts* direct_puts() = 0;
+  // Device-side signals: waits and flags are stream-ordered device work, a wait returns once
+  // enqueued and reports a deadline later (PollAsyncFailure); the view is what kernels address.
+  virtual const DeviceView* device_view() const = 0;
+
+  // Starts an operation on `stream` (host: nothing, calls are synchronous). `queued`: it puts on
+  // connections (GPU: the device epoch advances on the stream and the queues fork from there).
+  virtual xcclResult_t BeginOperation(xcclStream_t stream, bool queued,
+                                      PlatformFailure* failure) = 0;
+  // Every connection flushed; the first failure.
+  virtual xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) = 0;
+
+  // Until this rank's slot `slot`, raised by `peer`, reaches `epoch` (wrap-safe); `what` names
+  // it in a failure. Host: the calling thread waits. Device: a wait on `stream` (the operation's,
+  // or one forked from it after BeginOperation).
+  virtual xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
+                                const Deadline& deadline, xcclStream_t stream,
+                                PlatformFailure* failure) = 0;
+  // Until every peer's arrival slot reaches `epoch`, calling `on_arrival` for each peer once its
+  // data is there (host: as each arrives; device: stream-ordered after one wait for all).
+  virtual xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
+                                    const std::function<void(int peer)>& on_arrival,
+                                    PlatformFailure* failure) = 0;
+
+  // Largest block an inbox holds (host: the eager path; GPU: the staging window, larger blocks
+  // go in several operations).
+  virtual size_t inbox_limit() const = 0;
+  // This rank's inbox holding `src`'s block of `epoch` (valid once it arrived).
+  virtual const void* Inbox(uint32_t epoch, int src) const = 0;
+  // The size of that block as its put gave it, so that ranks that passed different counts fail
+  // instead of copying a stale tail; false where the host cannot know it (device-side puts).
+  virtual bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const = 0;
+
+  // Collective: every rank's `local` op buffer made reachable for Connection::Put.
+  virtual xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
+                                      std::unique_ptr<PeerMappings>* out) = 0;
+
+  // A failure that a device-side wait recorded since init, or xcclSuccess.
+  virtual xcclResult_t PollAsyncFailure(PlatformFailure* failure) = 0;
+  // Marks this rank failed (peers' waits see it) and makes queued work give up at once.
+  virtual void Abort(int failed_peer) = 0;
+};
+
+// What the collectives carve out of a device window (collectives/device_engine.h); empty on the
+// host platform, whose shm windows size themselves.
+struct WindowGeometry {
+  size_t control_bytes = 0;  // the control slots, with the engines' own counters
+  size_t staging_bytes = 0;  // after them: a staging area the engines share (the LL buffers)
+  size_t inbox_bytes = 0;    // then one inbox of this size per source rank
+};
+
+// Collective over the node's ranks: maps every rank's window and connects every peer with this
+// build's transport (shm on the host platform, p2p on GPUs).
+xcclResult_t CreateNodeTransport(Bootstrap* bootstrap, const Topology& topology,
+                                 const Params& params, const WindowGeometry& geometry,
+                                 int64_t timeout_ms, std::unique_ptr<Transport>* out);
+
+}  // namespace xccl
