@@ -18,6 +18,7 @@
 #include "core/failure.h"
 #include "core/params.h"
 #include "core/topology.h"
+#include "fused/band_flags.h"
 #include "fused/chunk_rule.h"
 #include "fused/gemm_schedule.h"
 #include "fused/self_test_pattern.h"
@@ -80,9 +81,9 @@ xcclResult_t AgGemmOp::CheckShape(const Communicator* comm, const Shape& shape) 
   if (shape.mode != xcclAgGemmFused && shape.mode != xcclAgGemmSplit)
     return Fail(xcclInvalidArgument, "ag_gemm: mode %d is neither fused (0) nor split (1)",
                 static_cast<int>(shape.mode));
-  if (shape.pinned_chunks < 0 || shape.pinned_chunks > ControlLayout::kMaxBands)
+  if (shape.pinned_chunks < 0 || shape.pinned_chunks > kMaxBands)
     return Fail(xcclInvalidArgument, "ag_gemm: chunks = %d must be 0 (automatic) to %d",
-                shape.pinned_chunks, ControlLayout::kMaxBands);
+                shape.pinned_chunks, kMaxBands);
   XCCL_TRY(RequireOneNode(comm->topology(), "ag_gemm"));
   const int queues = comm->transport()->queue_count();
   if (shape.mode == xcclAgGemmFused && comm->nranks() > 1 && queues < comm->nranks() - 1)
@@ -420,7 +421,7 @@ xcclResult_t AgGemmOp::Exchange(
   for (int step = 1; step < world; ++step) {
     const int peer = (rank + step) % world;
     for (size_t b = 0; b < bands.size(); ++b) {
-      const int flag = ControlLayout::BandFlag(rank, static_cast<int>(b), world);
+      const int flag = BandFlag(rank, static_cast<int>(b), world);
       put(peer, slot_offset + bands[b].begin * row_bytes,
           (bands[b].end - bands[b].begin) * row_bytes,
           has_scales() ? ControlLayout::kNoSignal : flag);
@@ -466,7 +467,7 @@ xcclResult_t AgGemmOp::Exchange(
     wait.band_rows = bands[0].end - bands[0].begin;
     wait.num_bands = chunks;
     const DeviceView& view = *transport->device_view();
-    wait.flags = view.own_slots + ControlLayout::BandFlag(source, 0, world);
+    wait.flags = view.own_slots + BandFlag(source, 0, world);
     wait.epoch = view.device_epoch;
     wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
     gemm = plugin_->api().run_tile_wait(plugin_ctx_, problem_, &wait, stream);
@@ -477,9 +478,9 @@ xcclResult_t AgGemmOp::Exchange(
   for (size_t i = 1; i < steps.size() && !tile_wait && result == xcclSuccess; ++i) {
     const GemmStep& step = steps[i];
     for (const BandWait& w : step.waits) {
-      result = transport->WaitSlot(ControlLayout::BandFlag(w.source, w.band, world), epoch,
-                                   w.source, "its ag_gemm rows", deadline,
-                                   LaneStream(step.lane, stream), &failure);
+      result = transport->WaitSlot(BandFlag(w.source, w.band, world), epoch, w.source,
+                                   "its ag_gemm rows", deadline, LaneStream(step.lane, stream),
+                                   &failure);
       if (result != xcclSuccess) break;
     }
     if (result != xcclSuccess) {

@@ -32,7 +32,8 @@ void LogTransports(const Topology& topology, bool device_memory);
 class Connection {
  public:
   virtual ~Connection() = default;
-  virtual TransportKind kind() const = 0;
+  int peer() const { return peer_; }
+  TransportKind kind() const { return kind_; }
 
   // `bytes` from `src` to `dst_offset` in the peer's buffer `dst` (as Transport::MapPeerBuffers
   // gave it; nullptr: the receive buffer the peer published for `epoch`, DirectPuts), then the
@@ -46,6 +47,13 @@ class Connection {
   // Until everything queued so far has landed (host), or the operation's stream is ordered after
   // it (GPU); the first failure since the last flush.
   virtual xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) = 0;
+
+ protected:
+  Connection(int peer, TransportKind kind) : peer_(peer), kind_(kind) {}
+
+ private:
+  int peer_;
+  TransportKind kind_;
 };
 
 }  // namespace xccl

@@ -24,17 +24,20 @@ struct ControlLayout {
   static constexpr int kFirstPeerSlot = 16;
   static int Arrival(int src) { return kFirstPeerSlot + src; }
   static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
-  // ag_gemm: band `band` of source `src`'s rows has arrived (fused mode).
-  static constexpr int kMaxBands = 8;
-  static int BandFlag(int src, int band, int nranks) {
-    return kFirstPeerSlot + 2 * nranks + src * kMaxBands + band;
+  // Slots a fused op signals in, kOpSlotsPerSource per source rank; the op gives them their
+  // meaning (ag_gemm's band flags, fused/band_flags.h).
+  static constexpr int kOpSlotsPerSource = 8;
+  static int OpSlot(int src, int index, int nranks) {
+    return kFirstPeerSlot + 2 * nranks + src * kOpSlotsPerSource + index;
   }
   // Host: the size of the block `src` last put into this rank's inbox for an epoch of this
   // parity (the inboxes alternate by epoch parity, so a peer one operation ahead writes the other).
   static int InboxBytes(int parity, int src, int nranks) {
-    return kFirstPeerSlot + 2 * nranks + nranks * kMaxBands + parity * nranks + src;
+    return kFirstPeerSlot + 2 * nranks + nranks * kOpSlotsPerSource + parity * nranks + src;
   }
-  static int SlotCount(int nranks) { return kFirstPeerSlot + 4 * nranks + nranks * kMaxBands; }
+  static int SlotCount(int nranks) {
+    return kFirstPeerSlot + 4 * nranks + nranks * kOpSlotsPerSource;
+  }
   // A put's signal_slot when nothing waits on that put alone (the next put of its queue
   // signals).
   static constexpr int kNoSignal = -1;

@@ -36,20 +36,20 @@ void P2pConnection::Put(uint32_t /*epoch: the device's*/, void* dst, size_t dst_
     transport_->Check(gpuErrorInvalidValue, "put without a mapped destination");
     return;
   }
-  transport_->QueuePut(peer_, static_cast<char*>(dst) + dst_offset, src, bytes, signal_slot);
+  transport_->QueuePut(peer(), static_cast<char*>(dst) + dst_offset, src, bytes, signal_slot);
 }
 
 void P2pConnection::InboxPut(uint32_t /*epoch*/, const void* src, size_t bytes, int signal_slot) {
-  transport_->QueuePut(peer_, transport_->InboxAtPeer(peer_), src, bytes, signal_slot);
+  transport_->QueuePut(peer(), transport_->InboxAtPeer(peer()), src, bytes, signal_slot);
 }
 
 void P2pConnection::Signal(int slot, uint32_t /*epoch*/) {
-  transport_->QueuePut(peer_, nullptr, nullptr, 0, slot);
+  transport_->QueuePut(peer(), nullptr, nullptr, 0, slot);
 }
 
 xcclResult_t P2pConnection::Flush(const Deadline& /*deadline: stream-ordered*/,
                                   PlatformFailure* failure) {
-  transport_->JoinQueueOf(peer_);
+  transport_->JoinQueueOf(peer());
   return transport_->TakeLaunchFailure(failure);
 }
 

@@ -28,8 +28,7 @@ class P2pTransport;
 class P2pConnection final : public Connection {
  public:
   P2pConnection(P2pTransport* transport, int peer, TransportKind kind)
-      : transport_(transport), peer_(peer), kind_(kind) {}
-  TransportKind kind() const override { return kind_; }
+      : Connection(peer, kind), transport_(transport) {}
   void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
            int signal_slot) override;
   void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) override;
@@ -39,8 +38,6 @@ class P2pConnection final : public Connection {
 
  private:
   P2pTransport* transport_;
-  int peer_;
-  TransportKind kind_;
 };
 
 class P2pTransport final : public Transport {

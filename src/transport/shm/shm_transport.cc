@@ -59,24 +59,26 @@ WaitPolicy ChooseWaitPolicy(const Params& params, int local_ranks) {
 void ShmConnection::Put(uint32_t epoch, void* /*dst: published per operation*/, size_t dst_offset,
                         const void* src, size_t bytes, int signal_slot) {
   ShmTransport* transport = transport_;
-  const int peer = peer_;
+  const int to = peer();
   queue_->Enqueue([=](PlatformFailure* failure) {
-    return transport->CopyToPeer(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
+    return transport->CopyToPeer(to, epoch, src, dst_offset, bytes, signal_slot, failure);
   });
 }
 
 void ShmConnection::InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) {
   const int rank = transport_->topology_.rank, nranks = transport_->topology_.nranks;
-  memcpy(transport_->InboxOf(peer_, epoch, rank), src, bytes);
+  memcpy(transport_->InboxOf(peer(), epoch, rank), src, bytes);
   // Before the signal, which orders it for the peer (blocks are at most XCCL_EAGER_BYTES,
   // 16 MiB: one slot holds the size).
   __atomic_store_n(
-      &transport_->windows_.slots(peer_)[ControlLayout::InboxBytes(epoch & 1, rank, nranks)],
+      &transport_->windows_.slots(peer())[ControlLayout::InboxBytes(epoch & 1, rank, nranks)],
       static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
   Signal(signal_slot, epoch);
 }
 
-void ShmConnection::Signal(int slot, uint32_t epoch) { transport_->SignalPeer(peer_, slot, epoch); }
+void ShmConnection::Signal(int slot, uint32_t epoch) {
+  transport_->SignalPeer(peer(), slot, epoch);
+}
 
 xcclResult_t ShmConnection::Flush(const Deadline& deadline, PlatformFailure* failure) {
   return queue_->Drain(deadline, failure);

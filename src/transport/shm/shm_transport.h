@@ -33,8 +33,7 @@ class ShmConnection final : public Connection {
  public:
   ShmConnection(ShmTransport* transport, int peer, TransportKind kind,
                 std::unique_ptr<DmaQueue> queue)
-      : transport_(transport), peer_(peer), kind_(kind), queue_(std::move(queue)) {}
-  TransportKind kind() const override { return kind_; }
+      : Connection(peer, kind), transport_(transport), queue_(std::move(queue)) {}
 
   // Queued: waits until the peer published its receive buffer for `epoch`, copies `bytes` from
   // `src` to that buffer + `dst_offset`, then sets the peer's `signal_slot` to `epoch`. `dst` is
@@ -50,8 +49,6 @@ class ShmConnection final : public Connection {
 
  private:
   ShmTransport* transport_;
-  int peer_;
-  TransportKind kind_;
   std::unique_ptr<DmaQueue> queue_;
 };
 
