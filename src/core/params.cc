@@ -100,6 +100,10 @@ const std::vector<ParamSpec>& Specs() {
          return ParseInt64(t, 4096, int64_t(1) << 40, &p->window_bytes);
        },
        [](const Params& p) { return std::to_string(p.window_bytes); }},
+      {"XCCL_SOCKET_NSOCKS",
+       "net socket backend: TCP data sockets per connection, a large message striped over them",
+       [](const char* t, Params* p) { return ParseInt64(t, 1, 16, &p->socket_nsocks); },
+       [](const Params& p) { return std::to_string(p.socket_nsocks); }},
       {"XCCL_GPU_QUEUES",
        "GPU platforms: copy-engine streams (DMA queues) per rank; 0: one per peer, fewer when "
        "ranks share a device",

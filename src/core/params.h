@@ -14,6 +14,7 @@ struct Params {
   int64_t timeout_ms = 300000;  // XCCL_TIMEOUT_MS: deadline of every wait
   std::string comm_id;          // XCCL_COMM_ID=host:port, the rendezvous address
   std::string socket_ifname;    // XCCL_SOCKET_IFNAME: interface(s) to bind/advertise
+  int64_t socket_nsocks = 4;    // XCCL_SOCKET_NSOCKS: data sockets per net socket connection
   std::string allgather_algo;   // XCCL_ALLGATHER_ALGO=dma|kernel ("" = kernel, see gpu_platform)
   uint32_t epoch_base = 0;      // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
   int64_t spin_count = -1;      // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)

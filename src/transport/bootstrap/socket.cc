@@ -394,6 +394,31 @@ IoStatus Socket::Connect(const sockaddr_storage& addr, const Deadline& deadline,
   }
 }
 
+IoStatus Socket::StartConnect(const sockaddr_storage& addr, Socket* out) {
+  Socket s(socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return {IoStatus::kError, errno};
+  if (connect(s.fd_, reinterpret_cast<const sockaddr*>(&addr), AddressLength(addr)) != 0 &&
+      errno != EINPROGRESS)
+    return {IoStatus::kError, errno};
+  SetNoDelay(s.fd_);
+  *out = std::move(s);
+  return {};
+}
+
+IoStatus Socket::ConnectDone(bool* done) {
+  *done = false;
+  pollfd pfd{fd_, POLLOUT, 0};
+  const int n = poll(&pfd, 1, 0);
+  if (n < 0) return errno == EINTR ? IoStatus{} : IoStatus{IoStatus::kError, errno};
+  if (n == 0) return {};
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err != 0) return {IoStatus::kError, err};
+  *done = true;
+  return {};
+}
+
 IoStatus Socket::Accept(const Deadline& deadline, Socket* out, sockaddr_storage* peer) {
   for (;;) {
     sockaddr_storage from{};

@@ -70,6 +70,12 @@ class Socket {
   // (the peer may not be listening yet). kTimeout carries the last attempt's errno.
   static IoStatus Connect(const sockaddr_storage& addr, const Deadline& deadline, Socket* out);
 
+  // Starts a connect without waiting (the net transport's connections): kOk with *out set and
+  // the connection in progress, or kError (errno) where it cannot even start.
+  static IoStatus StartConnect(const sockaddr_storage& addr, Socket* out);
+  // Whether a StartConnect has completed, without waiting: kOk and *done, kOk and not yet, or
+  // the connect's error (kError, ECONNREFUSED for instance).
+  IoStatus ConnectDone(bool* done);
   // Waits for one connection until `deadline`; a deadline already passed makes it a single
   // non-blocking attempt (kTimeout if none is queued).
   IoStatus Accept(const Deadline& deadline, Socket* out, sockaddr_storage* peer);
