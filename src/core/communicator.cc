@@ -19,8 +19,9 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   comm->epoch_ = params.epoch_base;
   XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_,
                            params.socket_ifname));
-  XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, &comm->topology_));
+  // The shared settings first: the grouping into nodes depends on one of them.
   XCCL_TRY(RequireSharedSettings(comm->bootstrap_.get(), params));
+  XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, params, &comm->topology_));
   // The collectives say what they carve of a device window, the transport maps it, and the device
   // engine (GPU builds) runs its kernels over it.
   WindowGeometry geometry;

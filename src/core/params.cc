@@ -100,6 +100,22 @@ const std::vector<ParamSpec>& Specs() {
          return ParseInt64(t, 4096, int64_t(1) << 40, &p->window_bytes);
        },
        [](const Params& p) { return std::to_string(p.window_bytes); }},
+      {"XCCL_HOSTID",
+       "this process's node identity instead of its hostname and boot id (as NCCL_HOSTID): "
+       "processes of one machine with different values are different nodes",
+       [](const char* t, Params* p) {
+         p->hostid = t;
+         return true;
+       },
+       [](const Params& p) { return p.hostid; }},
+      {"XCCL_FAKE_NODES",
+       "testing: ranks per node in rank order (\"2,1,3\"), whatever their hosts, also for "
+       "ranks of one process; the same on every rank",
+       [](const char* t, Params* p) {
+         p->fake_nodes = t;
+         return true;
+       },
+       [](const Params& p) { return p.fake_nodes; }},
       {"XCCL_SOCKET_NSOCKS",
        "net socket backend: TCP data sockets per connection, a large message striped over them",
        [](const char* t, Params* p) { return ParseInt64(t, 1, 16, &p->socket_nsocks); },

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace xccl {
@@ -25,6 +26,8 @@ std::vector<Setting> SharedSettingsOf(const Params& params) {
       {"XCCL_ALLGATHER_LANES (lanes per peer)", params.allgather_lanes},
       {"XCCL_ALLGATHER_CHUNK_BYTES (ring slot bytes)", params.allgather_chunk_bytes},
       {"XCCL_ALLGATHER_ALGO (1: dma)", params.allgather_algo == "dma" ? 1 : 0},
+      {"XCCL_FAKE_NODES (its hash)", static_cast<int64_t>(Fnv1a(params.fake_nodes))},
+      {"XCCL_SOCKET_NSOCKS", params.socket_nsocks},
   };
 }
 

@@ -3,26 +3,24 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "core/logging.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace xccl {
 
 namespace {
-
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
-  return hash;
-}
 
 // One random token per process, so that ranks in one process recognise each other. A child
 // forked after the parent made communicators must not inherit the parent's token (it would
@@ -43,13 +41,14 @@ uint64_t ProcessToken() {
 
 }  // namespace
 
-RankInfo DescribeThisRank(int device) {
+RankInfo DescribeThisRank(int device, const std::string& hostid) {
   RankInfo info;
   memset(&info, 0, sizeof(info));
   gethostname(info.hostname, sizeof(info.hostname) - 1);
   std::string boot_id;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
-  info.host_hash = Fnv1a(std::string(info.hostname) + "/" + boot_id);
+  info.host_hash = hostid.empty() ? Fnv1a(std::string(info.hostname) + "/" + boot_id)
+                                  : Fnv1a("hostid/" + hostid);
   info.pid = getpid();
   info.device = device;
   info.process_token = ProcessToken();
@@ -70,6 +69,36 @@ void GroupNodes(Topology* topology) {
       topology->local_ranks.push_back(r);
 }
 
+xcclResult_t ApplyFakeNodes(const std::string& spec, Topology* topology) {
+  if (spec.empty()) return xcclSuccess;
+  std::vector<int> node_of_rank;
+  size_t at = 0;
+  while (at <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', at), spec.size());
+    const std::string item = spec.substr(at, comma - at);
+    char* end = nullptr;
+    const long size = strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || size < 1 || size > topology->nranks)
+      return Fail(xcclInvalidArgument,
+                  "XCCL_FAKE_NODES=\"%s\": \"%s\" is not a node size (a comma-separated list of "
+                  "ranks per node, e.g. 2,1,3)",
+                  spec.c_str(), item.c_str());
+    const int node = node_of_rank.empty() ? 0 : node_of_rank.back() + 1;
+    node_of_rank.insert(node_of_rank.end(), size, node);
+    at = comma + 1;
+  }
+  if (static_cast<int>(node_of_rank.size()) != topology->nranks)
+    return Fail(xcclInvalidArgument,
+                "XCCL_FAKE_NODES=\"%s\" places %zu ranks, the communicator has %d", spec.c_str(),
+                node_of_rank.size(), topology->nranks);
+  topology->node_of_rank = node_of_rank;
+  topology->node_count = node_of_rank.back() + 1;
+  topology->local_ranks.clear();
+  for (int r = 0; r < topology->nranks; ++r)
+    if (node_of_rank[r] == node_of_rank[topology->rank]) topology->local_ranks.push_back(r);
+  return xcclSuccess;
+}
+
 xcclResult_t RequireOneNode(const Topology& topology, const char* who) {
   if (topology.node_count == 1) return xcclSuccess;
   return Fail(xcclInvalidUsage,
@@ -78,14 +107,16 @@ xcclResult_t RequireOneNode(const Topology& topology, const char* who) {
               who, topology.nranks, topology.node_count);
 }
 
-xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, Topology* out) {
+xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, const Params& params,
+                              Topology* out) {
   out->rank = bootstrap->rank();
   out->nranks = bootstrap->nranks();
   out->ranks.assign(out->nranks, RankInfo{});
-  out->ranks[out->rank] = DescribeThisRank(device);
+  out->ranks[out->rank] = DescribeThisRank(device, params.hostid);
   xcclResult_t result = bootstrap->AllGather(out->ranks.data(), sizeof(RankInfo));
   if (result != xcclSuccess) return result;
   GroupNodes(out);
+  XCCL_TRY(ApplyFakeNodes(params.fake_nodes, out));
   for (int r = 0; r < out->nranks; ++r) {
     XCCL_TRACE(kLogInit, "rank %d: host %s pid %d device %d node %d", r, out->ranks[r].hostname,
                out->ranks[r].pid, out->ranks[r].device, out->node_of_rank[r]);

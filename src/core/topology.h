@@ -5,8 +5,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "core/params.h"
 #include "xccl.h"
 
 namespace xccl {
@@ -55,14 +57,21 @@ struct Topology {
   }
 };
 
-RankInfo DescribeThisRank(int device);
+// `hostid` (XCCL_HOSTID) replaces the hostname and boot id as the node's identity, as NCCL_HOSTID
+// does, so that processes of one machine can play several nodes.
+RankInfo DescribeThisRank(int device, const std::string& hostid = "");
 // Groups ranks into nodes by host_hash; pure, for tests.
 void GroupNodes(Topology* topology);
+// XCCL_FAKE_NODES (testing): "2,1,3" puts ranks 0-1 on a node, rank 2 on the next and 3-5 on a
+// third, whatever their hosts, also the ranks of one process (threads, xcclCommInitAll). The
+// sizes must add up to nranks. Empty: the grouping by host stays.
+xcclResult_t ApplyFakeNodes(const std::string& spec, Topology* topology);
 // xcclInvalidUsage naming `who` (e.g. "the host platform") unless every rank is on this node:
 // the platforms reach peers through shared memory or device mappings only, and no network
 // transport is built yet.
 xcclResult_t RequireOneNode(const Topology& topology, const char* who);
 
-xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, Topology* out);
+xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, const Params& params,
+                              Topology* out);
 
 }  // namespace xccl

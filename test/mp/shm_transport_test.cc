@@ -37,7 +37,7 @@ void OnRanks(int world, const std::function<void(int, ShmTransport&, Bootstrap*)
       Topology topology;
       ASSERT_EQ(Bootstrap::Init(id, r, world, kTimeoutMs, &bootstrap), xcclSuccess)
           << ThreadLastError();
-      ASSERT_EQ(ExchangeTopology(bootstrap.get(), 0, &topology), xcclSuccess) << ThreadLastError();
+      ASSERT_EQ(ExchangeTopology(bootstrap.get(), 0, Params{}, &topology), xcclSuccess) << ThreadLastError();
       ShmTransport transport(topology, Params(), kTimeoutMs);
       ASSERT_EQ(transport.Init(bootstrap.get()), xcclSuccess) << ThreadLastError();
       body(r, transport, bootstrap.get());

@@ -215,3 +215,72 @@ TEST(TopologyTest, RequireOneNodeRefusesSeveralNodes) {
 
 }  // namespace
 }  // namespace xccl
+
+namespace xccl {
+namespace {
+
+// XCCL_HOSTID: one machine's processes with different ids are different nodes; the same id on
+// two "hosts" makes one node; the hostname itself is left as it is (for messages).
+TEST(TopologyTest, HostIdReplacesTheHostAsTheNodeIdentity) {
+  const RankInfo plain = DescribeThisRank(0);
+  const RankInfo a = DescribeThisRank(0, "node-a");
+  const RankInfo a_again = DescribeThisRank(1, "node-a");
+  const RankInfo b = DescribeThisRank(0, "node-b");
+  EXPECT_NE(a.host_hash, plain.host_hash);
+  EXPECT_NE(a.host_hash, b.host_hash);
+  EXPECT_EQ(a.host_hash, a_again.host_hash);
+  EXPECT_STREQ(a.hostname, plain.hostname);
+}
+
+// XCCL_FAKE_NODES splits ranks of one host (here: one process) into the listed node sizes, as
+// every rank sees it: random shapes, each checked against the blocks it names.
+TEST(TopologyTest, FakeNodesSplitRanksInRankOrder) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (int trial = 0; trial < 200; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 5);
+    std::vector<int> sizes(nodes);
+    std::string spec;
+    int nranks = 0;
+    for (int n = 0; n < nodes; ++n) {
+      sizes[n] = 1 + static_cast<int>(rng() % 4);
+      nranks += sizes[n];
+      spec += (n ? "," : "") + std::to_string(sizes[n]);
+    }
+    std::vector<int> want;
+    for (int n = 0; n < nodes; ++n) want.insert(want.end(), sizes[n], n);
+    for (int rank = 0; rank < nranks; ++rank) {
+      Topology t;
+      t.rank = rank;
+      t.nranks = nranks;
+      t.ranks.assign(nranks, DescribeThisRank(0));
+      GroupNodes(&t);
+      ASSERT_EQ(t.node_count, 1);
+      ASSERT_EQ(ApplyFakeNodes(spec, &t), xcclSuccess) << spec << ": " << ThreadLastError();
+      ASSERT_EQ(t.node_of_rank, want) << spec;
+      ASSERT_EQ(t.node_count, nodes) << spec;
+      std::vector<int> local;
+      for (int r = 0; r < nranks; ++r)
+        if (want[r] == want[rank]) local.push_back(r);
+      ASSERT_EQ(t.local_ranks, local) << spec << " as rank " << rank;
+    }
+  }
+}
+
+TEST(TopologyTest, FakeNodesThatDoNotFitAreRefused) {
+  Topology t;
+  t.rank = 0;
+  t.nranks = 4;
+  t.ranks.assign(4, DescribeThisRank(0));
+  GroupNodes(&t);
+  for (const char* bad : {"2,1", "2,3", "4,0", "x", "2,,2", "-1,5", "2,2,"}) {
+    ClearThreadLastError();
+    EXPECT_EQ(ApplyFakeNodes(bad, &t), xcclInvalidArgument) << bad;
+    EXPECT_NE(ThreadLastError().find("XCCL_FAKE_NODES"), std::string::npos) << ThreadLastError();
+    EXPECT_EQ(t.node_count, 1) << bad << " changed the grouping";
+  }
+  EXPECT_EQ(ApplyFakeNodes("", &t), xcclSuccess);
+  EXPECT_EQ(t.node_count, 1);
+}
+
+}  // namespace
+}  // namespace xccl

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "transport/bootstrap/socket.h"
 
 namespace xccl {
@@ -22,17 +23,6 @@ constexpr size_t kOffSecret = kOffAddress + kWireAddressBytes;  // 32
 constexpr size_t kOffChecksum = XCCL_UNIQUE_ID_BYTES - 8;       // 120
 constexpr uint16_t kFlagRank0IsRoot = 1;
 static_assert(kOffSecret + sizeof(UniqueIdContents::secret) <= kOffChecksum, "id layout");
-
-// FNV-1a: each step is a bijection of the state for a given byte, so any single corrupted
-// byte always changes the sum.
-uint64_t Fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 void PutBe(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * (bytes - 1 - i)));
