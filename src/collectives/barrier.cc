@@ -19,7 +19,8 @@ xcclResult_t SignalsThenWaits(Communicator* comm, uint32_t epoch, const Deadline
     XCCL_TRY(transport->WaitSlot(ControlLayout::BarrierFrom(peer, nranks), epoch, peer, "barrier",
                                  deadline, nullptr, failure));
   }
-  return xcclSuccess;
+  // Signals to other nodes are queued on the proxy: out before the call returns.
+  return transport->Flush(deadline, failure);
 }
 
 }  // namespace

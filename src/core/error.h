@@ -11,6 +11,11 @@ namespace xccl {
 // Records `message` (printf-style) as this thread's last error, logs it, returns `result`.
 xcclResult_t Fail(xcclResult_t result, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// The same, logged at INFO only: for failures whose caller decides whether they matter (a net
+// connection closed by a peer that is done, at teardown).
+xcclResult_t FailQuietly(xcclResult_t result, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 // This thread's last recorded failure message ("" if none).
 const std::string& ThreadLastError();
 void ClearThreadLastError();

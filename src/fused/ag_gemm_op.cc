@@ -84,7 +84,11 @@ xcclResult_t AgGemmOp::CheckShape(const Communicator* comm, const Shape& shape) 
   if (shape.pinned_chunks < 0 || shape.pinned_chunks > kMaxBands)
     return Fail(xcclInvalidArgument, "ag_gemm: chunks = %d must be 0 (automatic) to %d",
                 shape.pinned_chunks, kMaxBands);
-  XCCL_TRY(RequireOneNode(comm->topology(), "ag_gemm"));
+  if (shape.mode == xcclAgGemmFused && comm->topology().node_count > 1)
+    return Fail(xcclInvalidUsage,
+                "ag_gemm's fused mode puts its bands into the peers' windows, which ranks of "
+                "other nodes do not map; these %d ranks span %d nodes: use split mode",
+                comm->nranks(), comm->topology().node_count);
   const int queues = comm->transport()->queue_count();
   if (shape.mode == xcclAgGemmFused && comm->nranks() > 1 && queues < comm->nranks() - 1)
     return Fail(xcclInvalidUsage,

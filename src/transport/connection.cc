@@ -16,19 +16,23 @@ const char* TransportKindName(TransportKind kind) {
       return "p2p";
     case TransportKind::kShm:
       return "shm";
+    case TransportKind::kNet:
+      return "net";
   }
   return "?";
 }
 
 TransportKind ChooseTransport(const Topology& topology, int peer, bool device_memory) {
   if (peer == topology.rank) return TransportKind::kSelf;
+  if (topology.node_of_rank[peer] != topology.node_of_rank[topology.rank])
+    return TransportKind::kNet;
   if (topology.SameProcess(peer)) return TransportKind::kSameProcess;
   return device_memory ? TransportKind::kP2p : TransportKind::kShm;
 }
 
 void LogTransports(const Topology& topology, bool device_memory) {
-  for (TransportKind kind :
-       {TransportKind::kSameProcess, TransportKind::kP2p, TransportKind::kShm}) {
+  for (TransportKind kind : {TransportKind::kSameProcess, TransportKind::kP2p, TransportKind::kShm,
+                             TransportKind::kNet}) {
     std::string peers;
     for (int peer = 0; peer < topology.nranks; ++peer)
       if (peer != topology.rank && ChooseTransport(topology, peer, device_memory) == kind)

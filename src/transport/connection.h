@@ -1,6 +1,7 @@
 // How this rank reaches each peer, chosen once at init from the topology and logged at
 // XCCL_DEBUG=INFO: itself, a rank of this process, a rank of another process on this node over
-// GPU peer mappings (p2p) or over shared memory (shm). A Connection per peer then carries puts
+// GPU peer mappings (p2p) or over shared memory (shm), a rank of another node over the network
+// (net). A Connection per peer then carries puts
 // and their flags to that peer, in order.
 #pragma once
 
@@ -14,7 +15,7 @@
 
 namespace xccl {
 
-enum class TransportKind { kSelf, kSameProcess, kP2p, kShm };
+enum class TransportKind { kSelf, kSameProcess, kP2p, kShm, kNet };
 
 const char* TransportKindName(TransportKind kind);
 

@@ -1,6 +1,7 @@
 // all_gather and barrier on the host platform at world 2, 3, 4 and 8, as threads and as
-// processes: every dtype, in and out of place, unaligned buffers, random sizes, back-to-back
-// calls with a held rank, and the epoch wrap.
+// processes, on one node and split over fake nodes (XCCL_FAKE_NODES: the ranks of other nodes
+// reached over the net socket backend only): every dtype, in and out of place, unaligned
+// buffers, random sizes, back-to-back calls with a held rank, and the epoch wrap.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,12 +19,22 @@
 namespace xccl_test {
 namespace {
 
-using Param = std::tuple<RankMode, int>;
+// (mode, world, ranks per node: "" for one node).
+using Param = std::tuple<RankMode, int, const char*>;
 
 class AllGatherTest : public ::testing::TestWithParam<Param> {
  protected:
   RankMode mode() const { return std::get<0>(GetParam()); }
   int world() const { return std::get<1>(GetParam()); }
+  const char* nodes() const { return std::get<2>(GetParam()); }
+  // RunRanks with this case's node split in every rank's parameters.
+  std::vector<std::string> Run(const std::function<void(RankContext&)>& body,
+                               RunOptions options = RunOptions()) {
+    options.before_init = Both(WithFakeNodes(nodes()), options.before_init);
+    std::vector<std::string> failures = RunRanks(mode(), world(), body, options);
+    RestoreParams();
+    return failures;
+  }
   void ExpectNoFailures(const std::vector<std::string>& failures) {
     for (const auto& failure : failures) ADD_FAILURE() << failure;
     if (mode() == RankMode::kProcesses) {
@@ -59,7 +70,7 @@ void CheckedAllGather(RankContext& ctx, size_t count, int dtype, bool in_place, 
 }
 
 TEST_P(AllGatherTest, EveryDtypeInAndOutOfPlaceUnaligned) {
-  ExpectNoFailures(RunRanks(mode(), world(), [](RankContext& ctx) {
+  ExpectNoFailures(Run([](RankContext& ctx) {
     std::mt19937_64 rng(ctx.seed);  // same draws on every rank: counts must agree
     uint64_t call = 0;
     for (int dtype = 0; dtype < xcclNumTypes; ++dtype) {
@@ -75,7 +86,7 @@ TEST_P(AllGatherTest, EveryDtypeInAndOutOfPlaceUnaligned) {
 }
 
 TEST_P(AllGatherTest, RandomSizesUpToSeveralMiB) {
-  ExpectNoFailures(RunRanks(mode(), world(), [](RankContext& ctx) {
+  ExpectNoFailures(Run([](RankContext& ctx) {
     std::mt19937_64 rng(ctx.seed);
     for (uint64_t call = 0; call < 12; ++call) {
       // Log-uniform total size from 1 byte to 6 MiB, split over the ranks.
@@ -91,7 +102,7 @@ TEST_P(AllGatherTest, RandomSizesUpToSeveralMiB) {
 // No host synchronisation between calls: only the library orders them. Before call i, rank
 // i % world sleeps, so a different rank arrives late each time while the others run ahead.
 TEST_P(AllGatherTest, ThousandBackToBackWithHeldRank) {
-  ExpectNoFailures(RunRanks(mode(), world(), [](RankContext& ctx) {
+  ExpectNoFailures(Run([](RankContext& ctx) {
     for (uint64_t call = 0; call < 1000; ++call) {
       if (static_cast<int>(call % ctx.nranks) == ctx.rank) usleep(200);
       size_t count = 1 + (call * 37) % 257;
@@ -105,8 +116,7 @@ TEST_P(AllGatherTest, ThousandBackToBackWithHeldRank) {
 TEST_P(AllGatherTest, AcrossTheEpochWrap) {
   RunOptions options;
   options.before_init = WithEpochBase(0xFFFFFFFEu);
-  auto failures = RunRanks(
-      mode(), world(),
+  auto failures = Run(
       [](RankContext& ctx) {
         RANK_EXPECT(ctx, ctx.comm->impl->current_epoch() == 0xFFFFFFFEu,
                     "epoch starts at " << ctx.comm->impl->current_epoch());
@@ -125,13 +135,12 @@ TEST_P(AllGatherTest, AcrossTheEpochWrap) {
             "after 8 calls from 0xFFFFFFFE the epoch is " << ctx.comm->impl->current_epoch());
       },
       options);
-  RestoreParams();
   ExpectNoFailures(failures);
 }
 
 // No rank leaves a barrier before the last one has entered it.
 TEST_P(AllGatherTest, BarrierHoldsEveryRank) {
-  ExpectNoFailures(RunRanks(mode(), world(), [](RankContext& ctx) {
+  ExpectNoFailures(Run([](RankContext& ctx) {
     volatile uint64_t* entered = ctx.shared;
     for (uint64_t round = 0; round < 200; ++round) {
       if (static_cast<int>(round % ctx.nranks) == ctx.rank) usleep(300);
@@ -147,15 +156,36 @@ TEST_P(AllGatherTest, BarrierHoldsEveryRank) {
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
-  return std::string(ModeName(std::get<0>(info.param))) + "World" +
-         std::to_string(std::get<1>(info.param));
+  std::string name = std::string(ModeName(std::get<0>(info.param))) + "World" +
+                     std::to_string(std::get<1>(info.param));
+  std::string nodes = std::get<2>(info.param);
+  if (!nodes.empty()) {
+    for (char& c : nodes)
+      if (c == ',') c = 'x';
+    name += "Nodes" + nodes;
+  }
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(HostPlatform, AllGatherTest,
                          ::testing::Combine(::testing::Values(RankMode::kThreads,
                                                               RankMode::kProcesses),
-                                            ::testing::Values(2, 3, 4, 8)),
+                                            ::testing::Values(2, 3, 4, 8), ::testing::Values("")),
                          ParamName);
+
+// The node shapes of the multi-node issue: 2x2, 2x4, 4x2, uneven (2+1, 3+1+2), one rank per
+// node.
+std::vector<Param> NodeShapes() {
+  std::vector<Param> shapes;
+  for (RankMode mode : {RankMode::kThreads, RankMode::kProcesses})
+    for (auto shape :
+         {std::make_pair(4, "2,2"), std::make_pair(8, "4,4"), std::make_pair(8, "2,2,2,2"),
+          std::make_pair(3, "2,1"), std::make_pair(6, "3,1,2"), std::make_pair(3, "1,1,1")})
+      shapes.emplace_back(mode, shape.first, shape.second);
+  return shapes;
+}
+
+INSTANTIATE_TEST_SUITE_P(HostNodes, AllGatherTest, ::testing::ValuesIn(NodeShapes()), ParamName);
 
 }  // namespace
 }  // namespace xccl_test

@@ -47,6 +47,17 @@ RunOptions KilledRankOptions(int victim) {
   return options;
 }
 
+std::function<void()> WithFakeNodes(const std::string& spec) {
+  return WithChange([spec](xccl::Params* p) { p->fake_nodes = spec; });
+}
+
+std::function<void()> Both(std::function<void()> first, std::function<void()> second) {
+  return [first, second] {
+    if (first) first();
+    if (second) second();
+  };
+}
+
 void RestoreParams() {
   xccl::SetParamsForTesting(xccl::ParseParams([](const char* n) { return getenv(n); }));
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "mp/rank_runner.h"
 
@@ -16,6 +17,10 @@ std::function<void()> WithEpochBase(uint32_t epoch_base);
 std::function<void()> WithGpuQueues(int64_t queues);
 std::function<void()> WithComputeStreams(int64_t streams);  // XCCL_AGGEMM_COMPUTE_STREAMS
 std::function<void()> WithSourcesPerGemm(int64_t sources);  // XCCL_AGGEMM_SOURCES_PER_GEMM
+// XCCL_FAKE_NODES: ranks per node in rank order ("2,1,3"; "" keeps one node).
+std::function<void()> WithFakeNodes(const std::string& spec);
+// Runs `first` then `second` (either may be empty).
+std::function<void()> Both(std::function<void()> first, std::function<void()> second);
 void RestoreParams();
 
 // A process run in which rank `victim` kills itself: the others must report it (60 s deadline,

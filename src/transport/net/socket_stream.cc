@@ -89,7 +89,8 @@ xcclResult_t SocketStream::Failed(xcclResult_t result, const char* format, ...) 
     failure_ = result;
     failure_message_ = text;
   }
-  return Fail(failure_, "%s", failure_message_.c_str());
+  // Quiet: a peer closing at its destroy is no failure; whoever waits on the comm reports it.
+  return FailQuietly(failure_, "%s", failure_message_.c_str());
 }
 
 SocketStream::Slot* SocketStream::SlotOf(NetRequest* request) {

@@ -64,7 +64,9 @@ xcclResult_t SignalWait(const uint32_t* slot, uint32_t* sleepers, uint32_t targe
     uint32_t seen = SignalLoad(slot);
     if (EpochReached(seen, target)) return xcclSuccess;
     xcclResult_t checked = check(failure);
-    if (checked != xcclSuccess) return checked;
+    // A signal that landed before the failure was seen counts (a peer may signal, then leave).
+    if (checked != xcclSuccess)
+      return EpochReached(SignalLoad(slot), target) ? xcclSuccess : checked;
     if (deadline.Expired()) {
       return SetFailure(failure, xcclTimeout, peer,
                         "timed out after %lld ms waiting for rank %d (%s: have %u, want %u)",

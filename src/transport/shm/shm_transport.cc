@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
+#include "transport/net/net_connection.h"
+#include "transport/net/socket_net.h"
 #include "transport/shm/peer_copy.h"
 #include "transport/shm/peer_liveness.h"
 #include "transport/window.h"
@@ -90,7 +92,6 @@ ShmTransport::ShmTransport(const Topology& topology, const Params& params, int64
     : topology_(topology), params_(params), timeout_ms_(timeout_ms) {}
 
 xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
-  XCCL_TRY(RequireOneNode(topology_, "the shm transport"));
   const int nranks = topology_.nranks;
   RemoveStaleShmObjects();
   // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight ranks
@@ -98,12 +99,28 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   eager_limit_ = std::min(static_cast<size_t>(params_.eager_bytes),
                           kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
   wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
-  XCCL_TRY(windows_.Create(bootstrap, ControlLayout::SlotCount(nranks), 2 * nranks * eager_limit_,
-                           "XCCL_EAGER_BYTES", &InitSlots, this));
+  XCCL_TRY(windows_.Create(bootstrap, topology_.local_ranks, ControlLayout::SlotCount(nranks),
+                           2 * nranks * eager_limit_, "XCCL_EAGER_BYTES", &InitSlots, this));
   XCCL_TRY(ProbePeers(bootstrap));
   connections_.resize(nranks);
+  if (topology_.node_count > 1) {
+    std::unique_ptr<NetBackend> net;
+    const xcclResult_t created =
+        CreateSocketNet(params_.socket_ifname, static_cast<int>(params_.socket_nsocks), &net);
+    int failed = -1;
+    XCCL_TRY(ExchangeVerdicts(bootstrap, created == xcclSuccess, &failed));
+    XCCL_TRY(created);
+    if (failed >= 0)
+      return Fail(xcclRemoteError, "rank %d could not open the net socket backend", failed);
+    proxy_ = std::make_unique<Proxy>(topology_, this, timeout_ms_);
+    XCCL_TRY(proxy_->Connect(bootstrap, std::move(net)));
+  }
   for (int peer = 0; peer < nranks; ++peer) {
     if (peer == topology_.rank) continue;
+    if (topology_.node_of_rank[peer] != topology_.node_of_rank[topology_.rank]) {
+      connections_[peer] = std::make_unique<NetConnection>(proxy_.get(), peer);
+      continue;
+    }
     std::unique_ptr<DmaQueue> queue;
     try {
       queue = std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + ">" +
@@ -142,7 +159,71 @@ void ShmTransport::CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) {
 
 xcclResult_t ShmTransport::PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset,
                                   size_t bytes, int signal_slot, PlatformFailure* failure) {
+  if (connections_[peer]->kind() == TransportKind::kNet) {
+    connections_[peer]->Put(epoch, nullptr, dst_offset, src, bytes, signal_slot);
+    return xcclSuccess;
+  }
   return CopyToPeer(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
+}
+
+xcclResult_t ShmTransport::Destination(int peer, const NetOp& op, char** dst,
+                                       PlatformFailure* failure) {
+  *dst = nullptr;
+  uint32_t* mine = windows_.slots(topology_.rank);
+  switch (op.kind) {
+    case NetOp::kSignal:
+      return xcclSuccess;
+    case NetOp::kInbox:
+      if (op.bytes > eager_limit_)
+        return SetFailure(failure, xcclInvalidUsage, peer,
+                          "rank %d sent %llu bytes for an inbox of %zu: the ranks differ in "
+                          "XCCL_EAGER_BYTES",
+                          peer, static_cast<unsigned long long>(op.bytes), eager_limit_);
+      *dst = InboxOf(topology_.rank, op.epoch, peer);
+      return xcclSuccess;
+    case NetOp::kPut: {
+      const uint32_t ready = SignalLoad(&mine[ControlLayout::kReadyEpoch]);
+      if (ready != op.epoch) {
+        if (static_cast<int32_t>(ready - op.epoch) > 0)
+          return SetFailure(failure, xcclInvalidUsage, peer,
+                            "rank %d put into operation %u after this rank moved on to %u", peer,
+                            op.epoch, ready);
+        return xcclSuccess;  // not published yet
+      }
+      const uint64_t address = LoadWord64(mine, ControlLayout::kRecvAddrLo);
+      const uint64_t size = LoadWord64(mine, ControlLayout::kRecvBytesLo);
+      const uint64_t block = LoadWord64(mine, ControlLayout::kRecvBlockLo);
+      if (address == 0 || (block != 0 && op.bytes != block) || op.offset > size ||
+          op.bytes > size - op.offset)
+        return SetFailure(failure, xcclInvalidUsage, peer,
+                          "rank %d puts %llu bytes at offset %llu where this rank's receive "
+                          "buffer holds %llu in blocks of %llu: the ranks passed different counts",
+                          peer, static_cast<unsigned long long>(op.bytes),
+                          static_cast<unsigned long long>(op.offset),
+                          static_cast<unsigned long long>(address == 0 ? 0 : size),
+                          static_cast<unsigned long long>(block));
+      if (__atomic_load_n(&mine[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == op.epoch)
+        return SetFailure(failure, xcclRemoteError, peer,
+                          "this rank gave up operation %u before rank %d's put", op.epoch, peer);
+      // A writer until Landed, as a shm put is (CloseRecvBuffer waits for writers).
+      __atomic_fetch_add(&mine[ControlLayout::kRecvWriters], 1, __ATOMIC_SEQ_CST);
+      *dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + op.offset;
+      return xcclSuccess;
+    }
+  }
+  return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op of unknown kind %u", peer,
+                    op.kind);
+}
+
+void ShmTransport::Landed(int peer, const NetOp& op) {
+  uint32_t* mine = windows_.slots(topology_.rank);
+  if (op.kind == NetOp::kPut && op.bytes > 0)
+    __atomic_fetch_sub(&mine[ControlLayout::kRecvWriters], 1, __ATOMIC_SEQ_CST);
+  if (op.kind == NetOp::kInbox)
+    __atomic_store_n(&mine[ControlLayout::InboxBytes(op.epoch & 1, peer, topology_.nranks)],
+                     static_cast<uint32_t>(op.bytes), __ATOMIC_RELEASE);
+  if (op.slot != ControlLayout::kNoSignal)
+    SignalStore(&mine[op.slot], &mine[ControlLayout::kSleepers], op.epoch);
 }
 
 bool ShmTransport::InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const {
@@ -195,6 +276,7 @@ xcclResult_t ShmTransport::MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*loca
 
 void ShmTransport::Abort(int failed_peer) {
   aborted_.store(true);
+  if (proxy_) proxy_->Abort();  // peers of other nodes see their connections close
   uint32_t* mine = windows_.slots(topology_.rank);
   uint32_t expected = 0;
   __atomic_compare_exchange_n(&mine[ControlLayout::kAbort], &expected,
@@ -262,6 +344,9 @@ char* ShmTransport::InboxOf(int owner, uint32_t epoch, int src) const {
 std::function<xcclResult_t(PlatformFailure*)> ShmTransport::Watcher(int peer) {
   return [this, peer](PlatformFailure* failure) -> xcclResult_t {
     if (AbortedOrAnnounced(peer, "waiting for", failure)) return failure->result;
+    // A rank of another node is known by its connections only (no pid, no window).
+    if (connections_[peer] && connections_[peer]->kind() == TransportKind::kNet)
+      return proxy_->PeerFailed(peer, failure) ? failure->result : xcclSuccess;
     if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
       // Once more: the peer may have announced the root cause and exited between the scan
       // above and this look at its process (an announcement always precedes the exit).
@@ -293,7 +378,7 @@ bool ShmTransport::AbortedOrAnnounced(int peer, const char* doing, PlatformFailu
 }
 
 bool ShmTransport::AnnouncedFailure(PlatformFailure* failure) const {
-  for (int r = 0; r < topology_.nranks; ++r) {
+  for (int r : topology_.local_ranks) {
     const uint32_t flag = SignalLoad(&windows_.slots(r)[ControlLayout::kAbort]);
     if (r != topology_.rank && flag != 0) {
       SetFailure(failure, xcclRemoteError, static_cast<int>(flag) - 1,
@@ -318,7 +403,7 @@ xcclResult_t ShmTransport::ProbePeers(Bootstrap* bootstrap) {
   XCCL_TRY(bootstrap->AllGather(probes.data(), sizeof(CopyProbe)));
   bool ok = true;
   std::string why;
-  for (int peer = 0; peer < topology_.nranks; ++peer) {
+  for (int peer : topology_.local_ranks) {
     if (topology_.SameProcess(peer)) continue;
     PlatformFailure failure;
     if (ProbeCrossProcessCopy(topology_.ranks[peer].pid, peer,

@@ -16,6 +16,7 @@
 #include "core/failure.h"
 #include "core/params.h"
 #include "core/topology.h"
+#include "proxy/proxy.h"
 #include "transport/connection.h"
 #include "transport/shm/dma_queue.h"
 #include "transport/shm/futex_signal.h"
@@ -52,19 +53,22 @@ class ShmConnection final : public Connection {
   std::unique_ptr<DmaQueue> queue_;
 };
 
-class ShmTransport final : public Transport, public DirectPuts {
+// Ranks of other nodes are reached through NetConnections served by the proxy; ShmTransport is
+// their NetLanding: it tells the proxy where their bytes land in this rank's memory.
+class ShmTransport final : public Transport, public DirectPuts, public NetLanding {
  public:
   ShmTransport(const Topology& topology, const Params& params, int64_t timeout_ms);
   ShmTransport(const ShmTransport&) = delete;
   ShmTransport& operator=(const ShmTransport&) = delete;
 
-  // Collective: maps every rank's window, proves cross-process copies work, starts a worker
-  // queue per peer.
+  // Collective: maps the window of every rank of this node, proves cross-process copies work,
+  // starts a worker queue per peer of this node; where the communicator spans nodes, connects
+  // the ranks of the others over the net backend (XCCL_SOCKET_IFNAME, XCCL_SOCKET_NSOCKS).
   xcclResult_t Init(Bootstrap* bootstrap);
 
   const char* name() const override { return "shm"; }
   int queue_count() const override { return topology_.nranks - 1; }
-  ShmConnection& connection(int peer) override { return *connections_[peer]; }
+  Connection& connection(int peer) override { return *connections_[peer]; }
   DirectPuts* direct_puts() override { return this; }
   const DeviceView* device_view() const override { return nullptr; }
 
@@ -101,8 +105,14 @@ class ShmTransport final : public Transport, public DirectPuts {
   // DirectPuts.
   void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) override;
   void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) override;
+  // For a peer of another node the proxy makes the put (queued; the operation's flush waits).
   xcclResult_t PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
                       int signal_slot, PlatformFailure* failure) override;
+
+  // NetLanding: ops from peers of other nodes.
+  xcclResult_t Destination(int peer, const NetOp& op, char** dst,
+                           PlatformFailure* failure) override;
+  void Landed(int peer, const NetOp& op) override;
 
  private:
   friend class ShmConnection;
@@ -125,7 +135,8 @@ class ShmTransport final : public Transport, public DirectPuts {
   size_t eager_limit_ = 0;
   WaitPolicy wait_policy_;
   ShmWindows windows_;
-  std::vector<std::unique_ptr<ShmConnection>> connections_;  // null for this rank
+  std::unique_ptr<Proxy> proxy_;  // where ranks of other nodes take part; stops before the windows
+  std::vector<std::unique_ptr<Connection>> connections_;  // null for this rank
   std::atomic<bool> aborted_{false};
 };
 

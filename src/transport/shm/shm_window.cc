@@ -87,9 +87,9 @@ ShmWindows::~ShmWindows() {
     if (map != nullptr) munmap(map, bytes_);
 }
 
-xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t data_bytes,
-                                const char* sized_by, void (*init_slots)(uint32_t*, size_t, void*),
-                                void* arg) {
+xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, const std::vector<int>& node,
+                                size_t slot_count, size_t data_bytes, const char* sized_by,
+                                void (*init_slots)(uint32_t*, size_t, void*), void* arg) {
   const int rank = bootstrap->rank();
   const int nranks = bootstrap->nranks();
   const long page = sysconf(_SC_PAGESIZE);
@@ -124,7 +124,8 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
   // One warning per rank, not one per failed mapping: at hundreds of ranks in one process the
   // mapping limit fails most of them, and a line each would bury the error that follows.
   int unmapped = 0, first_unmapped = -1, first_err = 0;
-  for (int r = 0; r < nranks && odd < 0; ++r) {
+  for (int r : node) {
+    if (odd >= 0) break;
     if (r == rank) continue;
     if (!announce[r].ok) {
       mapped_all = 0;
@@ -140,8 +141,8 @@ xcclResult_t ShmWindows::Create(Bootstrap* bootstrap, size_t slot_count, size_t 
     }
   }
   if (unmapped > 0)
-    XCCL_WARN(kLogPlatform, "mapping %d of %d peers' windows failed, first rank %d's (%s): %s",
-              unmapped, nranks - 1, first_unmapped, announce[first_unmapped].name,
+    XCCL_WARN(kLogPlatform, "mapping %d of %zu peers' windows failed, first rank %d's (%s): %s",
+              unmapped, node.size() - 1, first_unmapped, announce[first_unmapped].name,
               strerror(first_err));
   int failed = -1;
   const xcclResult_t exchanged =

@@ -1,0 +1,359 @@
+#include "proxy/proxy.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "transport/bootstrap/bootstrap.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr uint32_t kTagIdentity = 3;
+constexpr uint32_t kTagHeader = 1;
+constexpr uint32_t kTagData = 2;
+constexpr uint64_t kIdentityMagic = 0x5949544e45444958ull;
+
+struct Identity {
+  uint64_t magic;
+  int64_t rank;
+};
+
+// Polls `step` until it reports done, fails, or the deadline passes.
+template <typename Step>
+xcclResult_t PollUntil(const Deadline& deadline, const char* what, Step step) {
+  for (;;) {
+    bool done = false;
+    XCCL_TRY(step(&done));
+    if (done) return xcclSuccess;
+    if (deadline.Expired()) return Fail(xcclTimeout, "net: %s timed out", what);
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+Proxy::Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms)
+    : topology_(topology), landing_(landing), timeout_ms_(timeout_ms) {}
+
+Proxy::~Proxy() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Proxy::Link* Proxy::LinkOf(int peer) {
+  const int index = link_of_peer_.empty() ? -1 : link_of_peer_[peer];
+  return index < 0 ? nullptr : links_[index].get();
+}
+const Proxy::Link* Proxy::LinkOf(int peer) const {
+  const int index = link_of_peer_.empty() ? -1 : link_of_peer_[peer];
+  return index < 0 ? nullptr : links_[index].get();
+}
+
+xcclResult_t Proxy::Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net) {
+  net_ = std::move(net);
+  const int rank = topology_.rank, nranks = topology_.nranks;
+  link_of_peer_.assign(nranks, -1);
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (topology_.node_of_rank[peer] == topology_.node_of_rank[rank]) continue;
+    link_of_peer_[peer] = static_cast<int>(links_.size());
+    links_.push_back(std::make_unique<Link>());
+    links_.back()->peer = peer;
+  }
+  // Every rank listens and publishes its handle, so that the exchange is one collective round.
+  std::vector<NetHandle> handles(nranks);
+  std::unique_ptr<NetListenComm> listener;
+  xcclResult_t listened = net_->Listen(0, &handles[rank], &listener);
+  XCCL_TRY(bootstrap->AllGather(handles.data(), sizeof(NetHandle)));
+  XCCL_TRY(listened);
+  const Deadline deadline(timeout_ms_);
+  for (auto& link : links_) XCCL_TRY(net_->Connect(0, handles[link->peer], &link->send));
+  // Every send comm first says which rank it is; accepted comms are matched by that.
+  const Identity mine{kIdentityMagic, rank};
+  std::vector<NetRequest*> said(links_.size(), nullptr);
+  std::vector<bool> said_done(links_.size(), false);
+  // Reserved: receives are posted into `heard`, which must not move.
+  std::vector<std::unique_ptr<NetRecvComm>> unknown;
+  std::vector<Identity> heard;
+  std::vector<NetRequest*> hearing;
+  unknown.reserve(links_.size());
+  heard.reserve(links_.size());
+  hearing.reserve(links_.size());
+  size_t identified = 0;
+  return PollUntil(deadline, "connecting to the ranks of other nodes", [&](bool* done) {
+    for (size_t i = 0; i < links_.size(); ++i) {
+      Link& link = *links_[i];
+      if (said_done[i]) continue;
+      if (said[i] == nullptr) {
+        bool ready = false;
+        XCCL_TRY(link.send->Ready(&ready));
+        if (ready) XCCL_TRY(link.send->Isend(&mine, sizeof(mine), kTagIdentity, nullptr, &said[i]));
+      }
+      if (said[i] != nullptr) {
+        size_t bytes = 0;
+        bool d = false;
+        XCCL_TRY(link.send->Test(said[i], &d, &bytes));
+        said_done[i] = d;
+      }
+    }
+    if (unknown.size() < links_.size()) {  // every comm accepted stays listed
+      std::unique_ptr<NetRecvComm> comm;
+      XCCL_TRY(net_->Accept(listener.get(), &comm));
+      if (comm) {
+        unknown.push_back(std::move(comm));
+        heard.push_back(Identity{});
+        hearing.push_back(nullptr);
+      }
+    }
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      if (!unknown[i]) continue;
+      if (hearing[i] == nullptr)
+        XCCL_TRY(
+            unknown[i]->Irecv(&heard[i], sizeof(Identity), kTagIdentity, nullptr, &hearing[i]));
+      if (hearing[i] == nullptr) continue;
+      bool d = false;
+      size_t bytes = 0;
+      XCCL_TRY(unknown[i]->Test(hearing[i], &d, &bytes));
+      if (!d) continue;
+      const int from = static_cast<int>(heard[i].rank);
+      Link* link = (heard[i].magic == kIdentityMagic && bytes == sizeof(Identity) && from >= 0 &&
+                    from < nranks)
+                       ? LinkOf(from)
+                       : nullptr;
+      if (link == nullptr || link->recv)
+        return Fail(xcclRemoteError,
+                    "net: a connection claimed to be rank %d, which is not a "
+                    "rank of another node or connected twice",
+                    from);
+      link->recv = std::move(unknown[i]);
+      ++identified;
+    }
+    bool all_said = true;
+    for (bool d : said_done) all_said = all_said && d;
+    *done = all_said && identified == links_.size();
+    if (*done) thread_ = std::thread([this] { Run(); });
+    return xcclSuccess;
+  });
+}
+
+void Proxy::Enqueue(int peer, const NetOp& op, const void* src) {
+  Link* link = LinkOf(peer);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    link->queue.push_back({op, src});
+    ++link->queued;
+  }
+  work_.notify_one();
+}
+
+xcclResult_t Proxy::Flush(int peer, const Deadline& deadline, PlatformFailure* failure) {
+  Link* link = LinkOf(peer);
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t target = link->queued;
+  for (;;) {
+    // Sent first: a peer that received everything may have closed since.
+    if (link->sent >= target) return xcclSuccess;
+    if (link->failed) {
+      *failure = link->failure;
+      return failure->result;
+    }
+    if (deadline.Expired())
+      return SetFailure(failure, xcclTimeout, peer,
+                        "timed out sending to rank %d (host %s) over the network", peer,
+                        topology_.ranks[peer].hostname);
+    progress_.wait_for(lock, std::chrono::milliseconds(5));
+  }
+}
+
+bool Proxy::PeerFailed(int peer, PlatformFailure* failure) const {
+  const Link* link = LinkOf(peer);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (link == nullptr || !link->failed) return false;
+  *failure = link->failure;
+  return true;
+}
+
+void Proxy::Abort() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& link : links_) {
+      if (link->failed) continue;
+      link->failed = true;
+      SetFailure(&link->failure, xcclRemoteError, link->peer,
+                 "communicator aborted while talking to rank %d", link->peer);
+    }
+    stop_.store(true);
+  }
+  work_.notify_all();
+  progress_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  // The thread is gone: closing the comms now tells every peer at once.
+  for (auto& link : links_) {
+    link->send.reset();
+    link->recv.reset();
+  }
+}
+
+void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!link.failed) {
+      link.failed = true;
+      SetFailure(&link.failure, result, link.peer, "rank %d (host %s) over the network: %s",
+                 link.peer, topology_.ranks[link.peer].hostname, what.c_str());
+    }
+  }
+  progress_.notify_all();
+}
+
+bool Proxy::ProgressSend(Link& link) {
+  if (!link.sending) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (link.failed || link.queue.empty()) return false;
+    link.current = link.queue.front();
+    link.queue.pop_front();
+    link.sending = true;
+    link.header_request = link.data_request = nullptr;
+    link.header_sent = false;
+    link.data_sent = link.current.op.bytes == 0;
+  }
+  bool moved = false;
+  // Posts the request if it is not yet, then tests it; false on a failure (recorded).
+  auto step = [&](const void* data, size_t bytes, uint32_t tag, NetRequest** request, bool* sent) {
+    if (*sent) return true;
+    if (*request == nullptr) {
+      if (link.send->Isend(data, bytes, tag, nullptr, request) != xcclSuccess) return false;
+      if (*request == nullptr) return true;
+      moved = true;
+    }
+    size_t n = 0;
+    if (link.send->Test(*request, sent, &n) != xcclSuccess) return false;
+    moved |= *sent;
+    return true;
+  };
+  // The data is posted after its header, never before: the peer matches them in order.
+  if (!step(&link.current.op, sizeof(NetOp), kTagHeader, &link.header_request, &link.header_sent) ||
+      (link.header_request != nullptr && !step(link.current.src, link.current.op.bytes, kTagData,
+                                               &link.data_request, &link.data_sent))) {
+    FailLink(link, xcclRemoteError, ThreadLastError());
+    return true;
+  }
+  if (link.header_sent && link.data_sent) {
+    link.sending = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++link.sent;
+    }
+    progress_.notify_all();
+    return true;
+  }
+  return moved;
+}
+
+bool Proxy::ProgressRecv(Link& link) {
+  bool done = false;
+  size_t bytes = 0;
+  switch (link.in) {
+    case Link::In::kIdle:
+      if (link.recv->Irecv(&link.incoming, sizeof(NetOp), kTagHeader, nullptr, &link.in_request) !=
+          xcclSuccess) {
+        FailLink(link, xcclRemoteError, ThreadLastError());
+        return true;
+      }
+      if (link.in_request == nullptr) return false;
+      link.in = Link::In::kHeader;
+      return true;
+    case Link::In::kHeader:
+      if (link.recv->Test(link.in_request, &done, &bytes) != xcclSuccess) {
+        FailLink(link, xcclRemoteError, ThreadLastError());
+        return true;
+      }
+      if (!done) return false;
+      if (bytes != sizeof(NetOp)) {
+        FailLink(link, xcclRemoteError, "a header of " + std::to_string(bytes) + " bytes");
+        return true;
+      }
+      link.in = Link::In::kDestination;
+      return true;
+    case Link::In::kDestination: {
+      char* dst = nullptr;
+      PlatformFailure refused;
+      if (landing_->Destination(link.peer, link.incoming, &dst, &refused) != xcclSuccess) {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (!link.failed) {
+            link.failed = true;
+            link.failure = refused;
+          }
+        }
+        progress_.notify_all();
+        return true;
+      }
+      if (link.incoming.bytes == 0) {
+        landing_->Landed(link.peer, link.incoming);
+        link.in = Link::In::kIdle;
+        return true;
+      }
+      if (dst == nullptr) return false;  // not published yet
+      if (link.recv->Irecv(dst, link.incoming.bytes, kTagData, nullptr, &link.in_request) !=
+          xcclSuccess) {
+        FailLink(link, xcclRemoteError, ThreadLastError());
+        return true;
+      }
+      if (link.in_request == nullptr) return false;
+      link.in = Link::In::kData;
+      return true;
+    }
+    case Link::In::kData:
+      if (link.recv->Test(link.in_request, &done, &bytes) != xcclSuccess) {
+        FailLink(link, xcclRemoteError, ThreadLastError());
+        return true;
+      }
+      if (!done) return false;
+      landing_->Landed(link.peer, link.incoming);
+      link.in = Link::In::kIdle;
+      return true;
+  }
+  return false;
+}
+
+// Spins while there is traffic; idle, it yields for 2 ms, then sleeps in growing steps up to
+// 1 ms (woken at once by a queued op), so that a quiet communicator costs almost no CPU.
+void Proxy::Run() {
+  auto last_moved = std::chrono::steady_clock::now();
+  auto nap = std::chrono::microseconds(20);
+  while (!stop_.load()) {
+    bool moved = false;
+    for (auto& link : links_) {
+      bool failed;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failed = link->failed;
+      }
+      if (failed) continue;
+      moved |= ProgressSend(*link);
+      moved |= ProgressRecv(*link);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (moved) {
+      last_moved = now;
+      nap = std::chrono::microseconds(20);
+      continue;
+    }
+    if (now - last_moved < std::chrono::milliseconds(2)) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    work_.wait_for(lock, nap);
+    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::microseconds(1000));
+  }
+}
+
+}  // namespace xccl

@@ -1,0 +1,124 @@
+// The CPU proxy: one thread per communicator that progresses its net connections (DESIGN.md 13).
+// Every peer on another node has a send comm and a receive comm. Ops queued for a peer go out in
+// order, each a 32-byte header and then its bytes; on the receiving side the proxy reads the
+// headers in order, asks the transport where each op's bytes land (NetLanding: the receive
+// buffer published for its epoch, an inbox, or nothing for a signal), lands them and lets the
+// transport raise the flag, so that a receiver waits on its own slots whatever carried the data.
+// A connection that fails is recorded as that peer's failure for every waiter. Idle, the thread
+// sleeps in steps up to 1 ms.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/failure.h"
+#include "core/topology.h"
+#include "transport/net/net.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class Bootstrap;
+
+// One op on the wire, little-endian: what the receiving proxy is to do with its bytes.
+struct NetOp {
+  enum Kind : uint32_t { kPut = 1, kInbox = 2, kSignal = 3 };
+  uint32_t kind = 0;
+  int32_t slot = -1;  // the receiver's slot to raise after landing (ControlLayout::kNoSignal)
+  uint32_t epoch = 0;
+  uint32_t reserved = 0;
+  uint64_t offset = 0;  // kPut: into the published receive buffer
+  uint64_t bytes = 0;
+};
+static_assert(sizeof(NetOp) == 32, "NetOp is the wire header");
+
+// Implemented by the transport that owns this rank's windows.
+class NetLanding {
+ public:
+  virtual ~NetLanding() = default;
+  // Where `op`'s bytes from `peer` go. xcclSuccess with *dst nullptr: not yet (its receive
+  // buffer is not published), asked again later. An error refuses the op and fails the peer.
+  virtual xcclResult_t Destination(int peer, const NetOp& op, char** dst,
+                                   PlatformFailure* failure) = 0;
+  // After the bytes have landed: raise the op's slot.
+  virtual void Landed(int peer, const NetOp& op) = 0;
+};
+
+class Proxy {
+ public:
+  Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms);
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  // Collective over every rank (those without remote peers take part too): listens, exchanges
+  // handles over the bootstrap, connects to every peer on another node and accepts from each,
+  // then starts the thread.
+  xcclResult_t Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net);
+
+  // Queues `op` for `peer`: its header, then `op.bytes` from `src` (kept alive by the caller
+  // until Flush).
+  void Enqueue(int peer, const NetOp& op, const void* src);
+  // Until every op queued for `peer` has been sent; the peer's failure, or xcclTimeout.
+  xcclResult_t Flush(int peer, const Deadline& deadline, PlatformFailure* failure);
+  // The failure of `peer`'s connections (or of the proxy), for waiters: false while healthy.
+  bool PeerFailed(int peer, PlatformFailure* failure) const;
+  // Closes every connection at once (peers see them closed) and fails queued ops.
+  void Abort();
+
+ private:
+  struct Outgoing {
+    NetOp op;
+    const void* src;
+  };
+  struct Link {
+    int peer = -1;
+    std::unique_ptr<NetSendComm> send;
+    std::unique_ptr<NetRecvComm> recv;
+    // Send side: the queue (under mutex_), the op in flight (proxy thread only).
+    std::deque<Outgoing> queue;
+    uint64_t queued = 0, sent = 0;
+    bool sending = false;
+    Outgoing current{};
+    NetRequest* header_request = nullptr;
+    NetRequest* data_request = nullptr;
+    bool header_sent = false, data_sent = false;
+    // Receive side (proxy thread only).
+    enum class In { kIdle, kHeader, kDestination, kData } in = In::kIdle;
+    NetOp incoming{};
+    NetRequest* in_request = nullptr;
+    // The first failure (under mutex_).
+    bool failed = false;
+    PlatformFailure failure;
+  };
+
+  void Run();
+  bool ProgressSend(Link& link);
+  bool ProgressRecv(Link& link);
+  void FailLink(Link& link, xcclResult_t result, const std::string& what);
+  Link* LinkOf(int peer);
+  const Link* LinkOf(int peer) const;
+
+  Topology topology_;
+  NetLanding* landing_;
+  int64_t timeout_ms_;
+  std::unique_ptr<NetBackend> net_;
+  std::vector<std::unique_ptr<Link>> links_;  // one per remote peer
+  std::vector<int> link_of_peer_;             // -1: a peer of this node
+  mutable std::mutex mutex_;
+  std::condition_variable progress_;  // ops sent, failures
+  std::condition_variable work_;      // ops queued, stop
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace xccl
