@@ -179,21 +179,50 @@ bool Proxy::PeerFailed(int peer, PlatformFailure* failure) const {
   return true;
 }
 
-void Proxy::Abort() {
+void Proxy::Abort(int failed_peer) {
+  std::vector<bool> healthy(links_.size());
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& link : links_) {
-      if (link->failed) continue;
-      link->failed = true;
-      SetFailure(&link->failure, xcclRemoteError, link->peer,
-                 "communicator aborted while talking to rank %d", link->peer);
+    if (stop_.load()) return;  // aborted before
+    for (size_t i = 0; i < links_.size(); ++i) {
+      Link& link = *links_[i];
+      healthy[i] = !link.failed && link.send != nullptr;
+      if (link.failed) continue;
+      link.failed = true;
+      SetFailure(&link.failure, xcclRemoteError, link.peer,
+                 "communicator aborted while talking to rank %d", link.peer);
     }
     stop_.store(true);
   }
   work_.notify_all();
   progress_.notify_all();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
-  // The thread is gone: closing the comms now tells every peer at once.
+  // The thread is gone. Each healthy peer gets the cause behind whatever is still queued on
+  // its connection, so that it names the rank that failed rather than this one.
+  NetOp last;
+  last.kind = NetOp::kAbort;
+  last.slot = failed_peer;
+  std::vector<NetRequest*> requests(links_.size(), nullptr);
+  const Deadline deadline(100);
+  bool pending = true;
+  while (pending && !deadline.Expired()) {
+    pending = false;
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (!healthy[i]) continue;
+      NetSendComm* send = links_[i]->send.get();
+      bool done = false;
+      size_t bytes = 0;
+      if ((requests[i] == nullptr &&
+           (send->Isend(&last, sizeof(last), kTagHeader, nullptr, &requests[i]) != xcclSuccess ||
+            requests[i] == nullptr)) ||
+          send->Test(requests[i], &done, &bytes) != xcclSuccess || done) {
+        healthy[i] = false;
+        continue;
+      }
+      pending = true;
+    }
+    std::this_thread::yield();
+  }
   for (auto& link : links_) {
     link->send.reset();
     link->recv.reset();
@@ -282,6 +311,13 @@ bool Proxy::ProgressRecv(Link& link) {
       link.in = Link::In::kDestination;
       return true;
     case Link::In::kDestination: {
+      if (link.incoming.kind == NetOp::kAbort) {
+        const int cause = link.incoming.slot;
+        FailLink(link, xcclRemoteError, "it failed because of rank " + std::to_string(cause));
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (cause >= 0 && cause < topology_.nranks) link.failure.peer = cause;
+        return true;
+      }
       char* dst = nullptr;
       PlatformFailure refused;
       if (landing_->Destination(link.peer, link.incoming, &dst, &refused) != xcclSuccess) {

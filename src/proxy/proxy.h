@@ -31,7 +31,8 @@ class Bootstrap;
 
 // One op on the wire, little-endian: what the receiving proxy is to do with its bytes.
 struct NetOp {
-  enum Kind : uint32_t { kPut = 1, kInbox = 2, kSignal = 3 };
+  // kAbort: the sender failed because of rank `slot` (its last words before closing).
+  enum Kind : uint32_t { kPut = 1, kInbox = 2, kSignal = 3, kAbort = 4 };
   uint32_t kind = 0;
   int32_t slot = -1;  // the receiver's slot to raise after landing (ControlLayout::kNoSignal)
   uint32_t epoch = 0;
@@ -72,8 +73,9 @@ class Proxy {
   xcclResult_t Flush(int peer, const Deadline& deadline, PlatformFailure* failure);
   // The failure of `peer`'s connections (or of the proxy), for waiters: false while healthy.
   bool PeerFailed(int peer, PlatformFailure* failure) const;
-  // Closes every connection at once (peers see them closed) and fails queued ops.
-  void Abort();
+  // Stops the thread, tells every peer that this rank failed because of `failed_peer` (best
+  // effort, within 100 ms), closes every connection and fails queued ops.
+  void Abort(int failed_peer);
 
  private:
   struct Outgoing {

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/params.h"
@@ -86,6 +87,64 @@ INSTANTIATE_TEST_SUITE_P(HostPlatform, KilledRankTest, ::testing::Values(2, 3, 4
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "World" + std::to_string(info.param);
                          });
+
+// Across nodes (XCCL_FAKE_NODES): survivors on the victim's node find the death by its process,
+// the others by its closed connections or by a survivor's last words naming it. Every one
+// reports the victim, within 2 s, and nothing is left behind.
+class KilledRankAcrossNodesTest
+    : public ::testing::TestWithParam<std::tuple<int, const char*, int>> {};
+
+TEST_P(KilledRankAcrossNodesTest, EverySurvivorNamesTheDeadRankWithinTwoSeconds) {
+  const int world = std::get<0>(GetParam());
+  const std::string nodes = std::get<1>(GetParam());
+  const int victim = std::get<2>(GetParam());
+  RunOptions options = KilledRankOptions(victim);
+  options.before_init = Both(options.before_init, WithFakeNodes(nodes));
+  auto failures = RunRanks(
+      RankMode::kProcesses, world,
+      [victim](RankContext& ctx) {
+        std::vector<uint32_t> send(100000), recv(100000 * ctx.nranks);
+        for (uint64_t call = 0; call < 3; ++call) {
+          FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, call);
+          xcclResult_t result =
+              xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
+          RANK_EXPECT(ctx, result == xcclSuccess, "warm-up call " << call);
+          RANK_EXPECT(
+              ctx, CheckGathered(recv.data(), send.size() * 4, ctx.nranks, ctx.seed, call, 4) == "",
+              "warm-up data " << call);
+        }
+        if (ctx.rank == victim) raise(SIGKILL);
+        auto start = std::chrono::steady_clock::now();
+        xcclResult_t result =
+            xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
+        double seconds = SecondsSince(start);
+        std::string message = xcclGetLastError(ctx.comm);
+        RANK_EXPECT(ctx, result == xcclRemoteError,
+                    "after rank " << victim << " died the call returned "
+                                  << xcclGetErrorString(result) << ": " << message);
+        RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+                    "the error does not name rank " << victim << ": " << message);
+        RANK_EXPECT(ctx, seconds < 2.0, "took " << seconds << " s to notice the dead rank");
+        RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
+      },
+      options);
+  ExpectNoFailures(failures);
+  for (const auto& name : LeftoverShm(LastChildPids()))
+    ADD_FAILURE() << "left in /dev/shm: " << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    HostNodes, KilledRankAcrossNodesTest,
+    ::testing::Values(std::make_tuple(4, "2,2", 0), std::make_tuple(4, "2,2", 3),
+                      std::make_tuple(3, "2,1", 2), std::make_tuple(6, "3,1,2", 3),
+                      std::make_tuple(3, "1,1,1", 1)),
+    [](const ::testing::TestParamInfo<std::tuple<int, const char*, int>>& info) {
+      std::string nodes = std::get<1>(info.param);
+      for (char& c : nodes)
+        if (c == ',') c = 'x';
+      return "World" + std::to_string(std::get<0>(info.param)) + "Nodes" + nodes + "Victim" +
+             std::to_string(std::get<2>(info.param));
+    });
 
 class StalledRankTest : public ::testing::TestWithParam<RankMode> {};
 

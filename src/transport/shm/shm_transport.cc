@@ -276,7 +276,7 @@ xcclResult_t ShmTransport::MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*loca
 
 void ShmTransport::Abort(int failed_peer) {
   aborted_.store(true);
-  if (proxy_) proxy_->Abort();  // peers of other nodes see their connections close
+  if (proxy_) proxy_->Abort(failed_peer);  // peers of other nodes learn the cause, then the close
   uint32_t* mine = windows_.slots(topology_.rank);
   uint32_t expected = 0;
   __atomic_compare_exchange_n(&mine[ControlLayout::kAbort], &expected,
