@@ -11,25 +11,27 @@ namespace {
 thread_local std::string t_last_error;
 }
 
-xcclResult_t Fail(xcclResult_t result, const char* fmt, ...) {
+std::string FormatV(const char* fmt, va_list args) {
   char buffer[1024];
+  vsnprintf(buffer, sizeof(buffer), fmt, args);
+  return buffer;
+}
+
+xcclResult_t Fail(xcclResult_t result, const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
-  vsnprintf(buffer, sizeof(buffer), fmt, args);
+  t_last_error = FormatV(fmt, args);
   va_end(args);
-  t_last_error = buffer;
-  XCCL_WARN(kLogAll, "%s", buffer);
+  XCCL_WARN(kLogAll, "%s", t_last_error.c_str());
   return result;
 }
 
 xcclResult_t FailQuietly(xcclResult_t result, const char* fmt, ...) {
-  char buffer[1024];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(buffer, sizeof(buffer), fmt, args);
+  t_last_error = FormatV(fmt, args);
   va_end(args);
-  t_last_error = buffer;
-  XCCL_INFO(kLogAll, "%s", buffer);
+  XCCL_INFO(kLogAll, "%s", t_last_error.c_str());
   return result;
 }
 

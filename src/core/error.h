@@ -2,6 +2,7 @@
 // xcclGetLastError and logs it at WARN, and returns the result code to propagate.
 #pragma once
 
+#include <cstdarg>
 #include <string>
 
 #include "xccl.h"
@@ -15,6 +16,9 @@ xcclResult_t Fail(xcclResult_t result, const char* fmt, ...) __attribute__((form
 // connection closed by a peer that is done, at teardown).
 xcclResult_t FailQuietly(xcclResult_t result, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+// printf into a string (at most 1023 characters), for messages kept beyond one call.
+std::string FormatV(const char* fmt, va_list args);
 
 // This thread's last recorded failure message ("" if none).
 const std::string& ThreadLastError();

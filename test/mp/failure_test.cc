@@ -35,6 +35,19 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Three validated all_gathers of send's size, before a rank is killed.
+void WarmUp(RankContext& ctx, std::vector<uint32_t>* send, std::vector<uint32_t>* recv) {
+  for (uint64_t call = 0; call < 3; ++call) {
+    FillBlock(send->data(), send->size() * 4, ctx.seed, ctx.rank, call);
+    xcclResult_t result =
+        xcclAllGather(send->data(), recv->data(), send->size(), xcclUint32, ctx.comm, nullptr);
+    RANK_EXPECT(ctx, result == xcclSuccess, "warm-up call " << call);
+    RANK_EXPECT(ctx,
+                CheckGathered(recv->data(), send->size() * 4, ctx.nranks, ctx.seed, call, 4) == "",
+                "warm-up data " << call);
+  }
+}
+
 class KilledRankTest : public ::testing::TestWithParam<int> {};
 
 // One rank is SIGKILLed between two calls; every survivor's next call fails naming it, fast
@@ -47,15 +60,7 @@ TEST_P(KilledRankTest, SurvivorsReportThePeerAndAbort) {
       RankMode::kProcesses, world,
       [victim](RankContext& ctx) {
         std::vector<uint32_t> send(1000), recv(1000 * ctx.nranks);
-        for (uint64_t call = 0; call < 3; ++call) {
-          FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, call);
-          xcclResult_t result =
-              xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
-          RANK_EXPECT(ctx, result == xcclSuccess, "warm-up call " << call);
-          RANK_EXPECT(
-              ctx, CheckGathered(recv.data(), send.size() * 4, ctx.nranks, ctx.seed, call, 4) == "",
-              "warm-up data " << call);
-        }
+        WarmUp(ctx, &send, &recv);
         if (ctx.rank == victim) raise(SIGKILL);
         auto start = std::chrono::steady_clock::now();
         xcclResult_t result =
@@ -104,15 +109,7 @@ TEST_P(KilledRankAcrossNodesTest, EverySurvivorNamesTheDeadRankWithinTwoSeconds)
       RankMode::kProcesses, world,
       [victim](RankContext& ctx) {
         std::vector<uint32_t> send(100000), recv(100000 * ctx.nranks);
-        for (uint64_t call = 0; call < 3; ++call) {
-          FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, call);
-          xcclResult_t result =
-              xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
-          RANK_EXPECT(ctx, result == xcclSuccess, "warm-up call " << call);
-          RANK_EXPECT(
-              ctx, CheckGathered(recv.data(), send.size() * 4, ctx.nranks, ctx.seed, call, 4) == "",
-              "warm-up data " << call);
-        }
+        WarmUp(ctx, &send, &recv);
         if (ctx.rank == victim) raise(SIGKILL);
         auto start = std::chrono::steady_clock::now();
         xcclResult_t result =

@@ -81,13 +81,11 @@ bool SocketStream::Done(const Slot& slot) const {
 
 xcclResult_t SocketStream::Failed(xcclResult_t result, const char* format, ...) {
   if (failure_ == xcclSuccess) {
-    char text[512];
     va_list args;
     va_start(args, format);
-    vsnprintf(text, sizeof(text), format, args);
+    failure_message_ = FormatV(format, args);
     va_end(args);
     failure_ = result;
-    failure_message_ = text;
   }
   // Quiet: a peer closing at its destroy is no failure; whoever waits on the comm reports it.
   return FailQuietly(failure_, "%s", failure_message_.c_str());
