@@ -14,7 +14,8 @@ namespace {
 constexpr uint32_t kTagIdentity = 3;
 constexpr uint32_t kTagHeader = 1;
 constexpr uint32_t kTagData = 2;
-constexpr uint64_t kIdentityMagic = 0x5949544e45444958ull;
+constexpr uint32_t kTagBeat = 4;
+const uint64_t kIdentityMagic = 0x5949544e45444958ull;  // also the heartbeat's word
 
 struct Identity {
   uint64_t magic;
@@ -56,8 +57,10 @@ const Proxy::Link* Proxy::LinkOf(int peer) const {
   return index < 0 ? nullptr : links_[index].get();
 }
 
-xcclResult_t Proxy::Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net) {
+xcclResult_t Proxy::Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net,
+                            std::unique_ptr<NetBackend> beats) {
   net_ = std::move(net);
+  beats_ = std::move(beats);
   const int rank = topology_.rank, nranks = topology_.nranks;
   link_of_peer_.assign(nranks, -1);
   for (int peer = 0; peer < nranks; ++peer) {
@@ -66,14 +69,26 @@ xcclResult_t Proxy::Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> ne
     links_.push_back(std::make_unique<Link>());
     links_.back()->peer = peer;
   }
+  XCCL_TRY(ConnectPairs(bootstrap, net_.get(), &Link::send, &Link::recv));
+  XCCL_TRY(ConnectPairs(bootstrap, beats_.get(), &Link::beat_send, &Link::beat_recv));
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& link : links_) link->last_beat = link->last_heard = now;
+  thread_ = std::thread([this] { Run(); });
+  return xcclSuccess;
+}
+
+xcclResult_t Proxy::ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
+                                 std::unique_ptr<NetSendComm> Link::*send_of,
+                                 std::unique_ptr<NetRecvComm> Link::*recv_of) {
+  const int rank = topology_.rank, nranks = topology_.nranks;
   // Every rank listens and publishes its handle, so that the exchange is one collective round.
   std::vector<NetHandle> handles(nranks);
   std::unique_ptr<NetListenComm> listener;
-  xcclResult_t listened = net_->Listen(0, &handles[rank], &listener);
+  xcclResult_t listened = net->Listen(0, &handles[rank], &listener);
   XCCL_TRY(bootstrap->AllGather(handles.data(), sizeof(NetHandle)));
   XCCL_TRY(listened);
   const Deadline deadline(timeout_ms_);
-  for (auto& link : links_) XCCL_TRY(net_->Connect(0, handles[link->peer], &link->send));
+  for (auto& link : links_) XCCL_TRY(net->Connect(0, handles[link->peer], &((*link).*send_of)));
   // Every send comm first says which rank it is; accepted comms are matched by that.
   const Identity mine{kIdentityMagic, rank};
   std::vector<NetRequest*> said(links_.size(), nullptr);
@@ -88,23 +103,23 @@ xcclResult_t Proxy::Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> ne
   size_t identified = 0;
   return PollUntil(deadline, "connecting to the ranks of other nodes", [&](bool* done) {
     for (size_t i = 0; i < links_.size(); ++i) {
-      Link& link = *links_[i];
+      NetSendComm* send = ((*links_[i]).*send_of).get();
       if (said_done[i]) continue;
       if (said[i] == nullptr) {
         bool ready = false;
-        XCCL_TRY(link.send->Ready(&ready));
-        if (ready) XCCL_TRY(link.send->Isend(&mine, sizeof(mine), kTagIdentity, nullptr, &said[i]));
+        XCCL_TRY(send->Ready(&ready));
+        if (ready) XCCL_TRY(send->Isend(&mine, sizeof(mine), kTagIdentity, nullptr, &said[i]));
       }
       if (said[i] != nullptr) {
         size_t bytes = 0;
         bool d = false;
-        XCCL_TRY(link.send->Test(said[i], &d, &bytes));
+        XCCL_TRY(send->Test(said[i], &d, &bytes));
         said_done[i] = d;
       }
     }
     if (unknown.size() < links_.size()) {  // every comm accepted stays listed
       std::unique_ptr<NetRecvComm> comm;
-      XCCL_TRY(net_->Accept(listener.get(), &comm));
+      XCCL_TRY(net->Accept(listener.get(), &comm));
       if (comm) {
         unknown.push_back(std::move(comm));
         heard.push_back(Identity{});
@@ -126,18 +141,17 @@ xcclResult_t Proxy::Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> ne
                     from < nranks)
                        ? LinkOf(from)
                        : nullptr;
-      if (link == nullptr || link->recv)
+      if (link == nullptr || (*link).*recv_of)
         return Fail(xcclRemoteError,
-                    "net: a connection claimed to be rank %d, which is not a "
-                    "rank of another node or connected twice",
+                    "net: a connection claimed to be rank %d, which is not a rank of another "
+                    "node or connected twice",
                     from);
-      link->recv = std::move(unknown[i]);
+      (*link).*recv_of = std::move(unknown[i]);
       ++identified;
     }
     bool all_said = true;
     for (bool d : said_done) all_said = all_said && d;
     *done = all_said && identified == links_.size();
-    if (*done) thread_ = std::thread([this] { Run(); });
     return xcclSuccess;
   });
 }
@@ -224,12 +238,21 @@ void Proxy::Abort(int failed_peer) {
     std::this_thread::yield();
   }
   for (auto& link : links_) {
+    AbandonIncoming(*link);
     link->send.reset();
     link->recv.reset();
+    link->beat_send.reset();
+    link->beat_recv.reset();
   }
 }
 
+void Proxy::AbandonIncoming(Link& link) {
+  if (link.in == Link::In::kData) landing_->Abandoned(link.peer, link.incoming);
+  link.in = Link::In::kIdle;
+}
+
 void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what) {
+  AbandonIncoming(link);  // no byte lands on a failed link any more
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!link.failed) {
@@ -242,6 +265,11 @@ void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what) {
 }
 
 bool Proxy::ProgressSend(Link& link) {
+  if (link.send_broken) {
+    if (std::chrono::steady_clock::now() - link.send_broken_at > std::chrono::milliseconds(200))
+      FailLink(link, xcclRemoteError, link.send_error);
+    return false;
+  }
   if (!link.sending) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (link.failed || link.queue.empty()) return false;
@@ -270,7 +298,11 @@ bool Proxy::ProgressSend(Link& link) {
   if (!step(&link.current.op, sizeof(NetOp), kTagHeader, &link.header_request, &link.header_sent) ||
       (link.header_request != nullptr && !step(link.current.src, link.current.op.bytes, kTagData,
                                                &link.data_request, &link.data_sent))) {
-    FailLink(link, xcclRemoteError, ThreadLastError());
+    // A peer that failed sends its cause, then closes: read that first (the receive side fails
+    // the link in order), and fall back on this error only if nothing comes.
+    link.send_broken = true;
+    link.send_broken_at = std::chrono::steady_clock::now();
+    link.send_error = ThreadLastError();
     return true;
   }
   if (link.header_sent && link.data_sent) {
@@ -336,7 +368,10 @@ bool Proxy::ProgressRecv(Link& link) {
         link.in = Link::In::kIdle;
         return true;
       }
-      if (dst == nullptr) return false;  // not published yet
+      if (dst == nullptr) {
+        link.last_heard = std::chrono::steady_clock::now();  // waiting on this rank, not the peer
+        return false;                                        // not published yet
+      }
       if (link.recv->Irecv(dst, link.incoming.bytes, kTagData, nullptr, &link.in_request) !=
           xcclSuccess) {
         FailLink(link, xcclRemoteError, ThreadLastError());
@@ -359,6 +394,55 @@ bool Proxy::ProgressRecv(Link& link) {
   return false;
 }
 
+// The heartbeat comms: a beat out every kHeartbeatMs, a receive always posted. Anything from
+// the peer (a beat, or data bytes) counts as heard; kSilenceMs of nothing fails the peer.
+bool Proxy::Beat(Link& link, std::chrono::steady_clock::time_point now) {
+  if (link.beats_closed) return false;
+  bool moved = false;
+  bool done = false;
+  size_t bytes = 0;
+  // The peer closing its heartbeats is no failure by itself: a peer that is done closes them
+  // while its last data may still be on the way; the data stream reports a close in order.
+  auto closed = [&] {
+    link.beats_closed = true;
+    return true;
+  };
+  if (link.beat_out == nullptr && now - link.last_beat >= std::chrono::milliseconds(kHeartbeatMs)) {
+    if (link.beat_send->Isend(&kIdentityMagic, sizeof(kIdentityMagic), kTagBeat, nullptr,
+                              &link.beat_out) != xcclSuccess)
+      return closed();
+    if (link.beat_out != nullptr) link.last_beat = now;
+  }
+  if (link.beat_out != nullptr) {
+    if (link.beat_send->Test(link.beat_out, &done, &bytes) != xcclSuccess) return closed();
+    if (done) link.beat_out = nullptr;
+  }
+  if (link.beat_in == nullptr &&
+      link.beat_recv->Irecv(&link.beat_word, sizeof(link.beat_word), kTagBeat, nullptr,
+                            &link.beat_in) != xcclSuccess)
+    return closed();
+  if (link.beat_in != nullptr) {
+    if (link.beat_recv->Test(link.beat_in, &done, &bytes) != xcclSuccess) return closed();
+    if (done) {
+      link.beat_in = nullptr;
+      link.last_heard = now;
+      moved = true;
+    }
+  }
+  const uint64_t arrived = link.recv->bytes_arrived();
+  if (arrived != link.arrived) {
+    link.arrived = arrived;
+    link.last_heard = now;
+  }
+  if (now - link.last_heard > std::chrono::milliseconds(kSilenceMs)) {
+    FailLink(link, xcclRemoteError,
+             "nothing heard for " + std::to_string(kSilenceMs) +
+                 " ms, heartbeats included (the link is cut, or the rank's process hangs)");
+    return true;
+  }
+  return moved;
+}
+
 // Spins while there is traffic; idle, it yields for 2 ms, then sleeps in growing steps up to
 // 1 ms (woken at once by a queued op), so that a quiet communicator costs almost no CPU.
 void Proxy::Run() {
@@ -377,6 +461,14 @@ void Proxy::Run() {
       moved |= ProgressRecv(*link);
     }
     const auto now = std::chrono::steady_clock::now();
+    for (auto& link : links_) {
+      bool failed;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failed = link->failed;
+      }
+      if (!failed) Beat(*link, now);
+    }
     if (moved) {
       last_moved = now;
       nap = std::chrono::microseconds(20);

@@ -4,11 +4,13 @@
 // headers in order, asks the transport where each op's bytes land (NetLanding: the receive
 // buffer published for its epoch, an inbox, or nothing for a signal), lands them and lets the
 // transport raise the flag, so that a receiver waits on its own slots whatever carried the data.
-// A connection that fails is recorded as that peer's failure for every waiter. Idle, the thread
-// sleeps in steps up to 1 ms.
+// A connection that fails, or a peer silent for kSilenceMs (each proxy sends a heartbeat every
+// kHeartbeatMs on a comm pair of its own, read whatever the data stream waits for), is recorded
+// as that peer's failure for every waiter. Idle, the thread sleeps in steps up to 1 ms.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -52,19 +54,26 @@ class NetLanding {
                                    PlatformFailure* failure) = 0;
   // After the bytes have landed: raise the op's slot.
   virtual void Landed(int peer, const NetOp& op) = 0;
+  // An op given a destination will never land (its connection failed): undo what Destination
+  // took (a writer of the receive buffer), raise nothing.
+  virtual void Abandoned(int peer, const NetOp& op) = 0;
 };
 
 class Proxy {
  public:
+  static constexpr int kHeartbeatMs = 200;
+  static constexpr int kSilenceMs = 1500;
+
   Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms);
   ~Proxy();
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
-  // Collective over every rank (those without remote peers take part too): listens, exchanges
-  // handles over the bootstrap, connects to every peer on another node and accepts from each,
-  // then starts the thread.
-  xcclResult_t Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net);
+  // Collective over every rank (those without remote peers take part too): on each backend,
+  // listens, exchanges handles over the bootstrap, connects to every peer on another node and
+  // accepts from each; then starts the thread. `net` carries the ops, `beats` the heartbeats.
+  xcclResult_t Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net,
+                       std::unique_ptr<NetBackend> beats);
 
   // Queues `op` for `peer`: its header, then `op.bytes` from `src` (kept alive by the caller
   // until Flush).
@@ -94,10 +103,25 @@ class Proxy {
     NetRequest* header_request = nullptr;
     NetRequest* data_request = nullptr;
     bool header_sent = false, data_sent = false;
+    // A send that failed (the peer closed): reported after 200 ms unless the receive side fails
+    // the link first with the peer's own words.
+    bool send_broken = false;
+    std::chrono::steady_clock::time_point send_broken_at;
+    std::string send_error;
     // Receive side (proxy thread only).
     enum class In { kIdle, kHeader, kDestination, kData } in = In::kIdle;
     NetOp incoming{};
     NetRequest* in_request = nullptr;
+    // Liveness (proxy thread only): the heartbeat comms, the beat in flight each way, when the
+    // last beat went out and when anything last arrived.
+    std::unique_ptr<NetSendComm> beat_send;
+    std::unique_ptr<NetRecvComm> beat_recv;
+    NetRequest* beat_out = nullptr;
+    NetRequest* beat_in = nullptr;
+    uint64_t beat_word = 0;
+    bool beats_closed = false;  // the peer closed its heartbeats (done, or dead: the data says)
+    std::chrono::steady_clock::time_point last_beat, last_heard;
+    uint64_t arrived = 0;
     // The first failure (under mutex_).
     bool failed = false;
     PlatformFailure failure;
@@ -106,7 +130,13 @@ class Proxy {
   void Run();
   bool ProgressSend(Link& link);
   bool ProgressRecv(Link& link);
+  bool Beat(Link& link, std::chrono::steady_clock::time_point now);
+  xcclResult_t ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
+                            std::unique_ptr<NetSendComm> Link::*send_of,
+                            std::unique_ptr<NetRecvComm> Link::*recv_of);
   void FailLink(Link& link, xcclResult_t result, const std::string& what);
+  // The op whose bytes are landing will not finish (proxy thread, or after it stopped).
+  void AbandonIncoming(Link& link);
   Link* LinkOf(int peer);
   const Link* LinkOf(int peer) const;
 
@@ -114,6 +144,7 @@ class Proxy {
   NetLanding* landing_;
   int64_t timeout_ms_;
   std::unique_ptr<NetBackend> net_;
+  std::unique_ptr<NetBackend> beats_;
   std::vector<std::unique_ptr<Link>> links_;  // one per remote peer
   std::vector<int> link_of_peer_;             // -1: a peer of this node
   mutable std::mutex mutex_;

@@ -72,6 +72,9 @@ class NetRecvComm {
                               NetRequest** request) = 0;
   // *bytes: the size the message had.
   virtual xcclResult_t Test(NetRequest* request, bool* done, size_t* bytes) = 0;
+  // Grows whenever bytes arrive, message boundaries or not: the proxy's liveness watch tells a
+  // long message still arriving from a link that went silent.
+  virtual uint64_t bytes_arrived() const = 0;
 };
 
 class NetListenComm {

@@ -256,6 +256,7 @@ xcclResult_t SocketRecvComm::Progress() {
       return Failed(xcclRemoteError, "net socket: receiving from %s: %s", peer_.c_str(),
                     s.Describe().c_str());
     slot.header_moved += got;
+    arrived_ += got;
     if (slot.header_moved < sizeof(slot.header)) break;
     const uint32_t tag = GetWord32(slot.header);
     const uint64_t bytes = GetWord64(slot.header + 8);
@@ -285,6 +286,7 @@ xcclResult_t SocketRecvComm::Progress() {
         return Failed(xcclRemoteError, "net socket: receiving from %s: %s", peer_.c_str(),
                       s.Describe().c_str());
       slot.moved[d] += got;
+      arrived_ += got;
       if (slot.moved[d] < length) break;
     }
   }

@@ -94,9 +94,11 @@ class SocketRecvComm final : public NetRecvComm, private SocketStream {
     return xcclSuccess;
   }
   xcclResult_t Test(NetRequest* request, bool* done, size_t* bytes) override;
+  uint64_t bytes_arrived() const override { return arrived_; }
 
  private:
   xcclResult_t Progress();
+  uint64_t arrived_ = 0;
 };
 
 }  // namespace xccl

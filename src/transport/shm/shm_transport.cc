@@ -104,16 +104,18 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   XCCL_TRY(ProbePeers(bootstrap));
   connections_.resize(nranks);
   if (topology_.node_count > 1) {
-    std::unique_ptr<NetBackend> net;
-    const xcclResult_t created =
+    std::unique_ptr<NetBackend> net, beats;
+    xcclResult_t created =
         CreateSocketNet(params_.socket_ifname, static_cast<int>(params_.socket_nsocks), &net);
+    if (created == xcclSuccess)
+      created = CreateSocketNet(params_.socket_ifname, /*nsocks=*/1, &beats);
     int failed = -1;
     XCCL_TRY(ExchangeVerdicts(bootstrap, created == xcclSuccess, &failed));
     XCCL_TRY(created);
     if (failed >= 0)
       return Fail(xcclRemoteError, "rank %d could not open the net socket backend", failed);
     proxy_ = std::make_unique<Proxy>(topology_, this, timeout_ms_);
-    XCCL_TRY(proxy_->Connect(bootstrap, std::move(net)));
+    XCCL_TRY(proxy_->Connect(bootstrap, std::move(net), std::move(beats)));
   }
   for (int peer = 0; peer < nranks; ++peer) {
     if (peer == topology_.rank) continue;
@@ -213,6 +215,12 @@ xcclResult_t ShmTransport::Destination(int peer, const NetOp& op, char** dst,
   }
   return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op of unknown kind %u", peer,
                     op.kind);
+}
+
+void ShmTransport::Abandoned(int /*peer*/, const NetOp& op) {
+  if (op.kind == NetOp::kPut && op.bytes > 0)
+    __atomic_fetch_sub(&windows_.slots(topology_.rank)[ControlLayout::kRecvWriters], 1,
+                       __ATOMIC_SEQ_CST);
 }
 
 void ShmTransport::Landed(int peer, const NetOp& op) {

@@ -113,6 +113,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   xcclResult_t Destination(int peer, const NetOp& op, char** dst,
                            PlatformFailure* failure) override;
   void Landed(int peer, const NetOp& op) override;
+  void Abandoned(int peer, const NetOp& op) override;
 
  private:
   friend class ShmConnection;
