@@ -48,6 +48,21 @@ void WarmUp(RankContext& ctx, std::vector<uint32_t>* send, std::vector<uint32_t>
   }
 }
 
+// A survivor's all_gather after `victim` was killed: it must fail naming the victim within
+// `limit_s`. Returns its result for the caller's own checks.
+xcclResult_t CallAfterTheKill(RankContext& ctx, std::vector<uint32_t>* send,
+                              std::vector<uint32_t>* recv, int victim, double limit_s) {
+  const auto start = std::chrono::steady_clock::now();
+  const xcclResult_t result =
+      xcclAllGather(send->data(), recv->data(), send->size(), xcclUint32, ctx.comm, nullptr);
+  const double seconds = SecondsSince(start);
+  const std::string message = xcclGetLastError(ctx.comm);
+  RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+              "the error does not name rank " << victim << ": " << message);
+  RANK_EXPECT(ctx, seconds < limit_s, "took " << seconds << " s to notice the dead rank");
+  return result;
+}
+
 class KilledRankTest : public ::testing::TestWithParam<int> {};
 
 // One rank is SIGKILLed between two calls; every survivor's next call fails naming it, fast
@@ -62,17 +77,10 @@ TEST_P(KilledRankTest, SurvivorsReportThePeerAndAbort) {
         std::vector<uint32_t> send(1000), recv(1000 * ctx.nranks);
         WarmUp(ctx, &send, &recv);
         if (ctx.rank == victim) raise(SIGKILL);
-        auto start = std::chrono::steady_clock::now();
-        xcclResult_t result =
-            xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
-        double seconds = SecondsSince(start);
-        std::string message = xcclGetLastError(ctx.comm);
+        const xcclResult_t result = CallAfterTheKill(ctx, &send, &recv, victim, 20.0);
         RANK_EXPECT(
             ctx, result == xcclRemoteError || result == xcclTimeout,
             "after rank " << victim << " died the call returned " << xcclGetErrorString(result));
-        RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
-                    "the error does not name rank " << victim << ": " << message);
-        RANK_EXPECT(ctx, seconds < 20.0, "took " << seconds << " s to notice the dead rank");
         xcclResult_t again = xcclBarrier(ctx.comm, nullptr);
         RANK_EXPECT(
             ctx, again == result,
@@ -111,17 +119,10 @@ TEST_P(KilledRankAcrossNodesTest, EverySurvivorNamesTheDeadRankWithinTwoSeconds)
         std::vector<uint32_t> send(100000), recv(100000 * ctx.nranks);
         WarmUp(ctx, &send, &recv);
         if (ctx.rank == victim) raise(SIGKILL);
-        auto start = std::chrono::steady_clock::now();
-        xcclResult_t result =
-            xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
-        double seconds = SecondsSince(start);
-        std::string message = xcclGetLastError(ctx.comm);
-        RANK_EXPECT(ctx, result == xcclRemoteError,
-                    "after rank " << victim << " died the call returned "
-                                  << xcclGetErrorString(result) << ": " << message);
-        RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
-                    "the error does not name rank " << victim << ": " << message);
-        RANK_EXPECT(ctx, seconds < 2.0, "took " << seconds << " s to notice the dead rank");
+        const xcclResult_t result = CallAfterTheKill(ctx, &send, &recv, victim, 2.0);
+        RANK_EXPECT(
+            ctx, result == xcclRemoteError,
+            "after rank " << victim << " died the call returned " << xcclGetErrorString(result));
         RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, "abort");
       },
       options);
