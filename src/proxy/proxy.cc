@@ -156,6 +156,11 @@ xcclResult_t Proxy::ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
   });
 }
 
+void Proxy::Kick() {
+  kicked_.store(true);
+  work_.notify_one();
+}
+
 void Proxy::Enqueue(int peer, const NetOp& op, const void* src) {
   Link* link = LinkOf(peer);
   {
@@ -163,11 +168,12 @@ void Proxy::Enqueue(int peer, const NetOp& op, const void* src) {
     link->queue.push_back({op, src});
     ++link->queued;
   }
-  work_.notify_one();
+  Kick();
 }
 
 xcclResult_t Proxy::Flush(int peer, const Deadline& deadline, PlatformFailure* failure) {
   Link* link = LinkOf(peer);
+  Kick();
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t target = link->queued;
   for (;;) {
@@ -444,7 +450,9 @@ bool Proxy::Beat(Link& link, std::chrono::steady_clock::time_point now) {
 }
 
 // Spins while there is traffic; idle, it yields for 2 ms, then sleeps in growing steps up to
-// 1 ms (woken at once by a queued op), so that a quiet communicator costs almost no CPU.
+// kMaxNapUs. A quiet communicator so costs almost no CPU; a call of this rank (an op queued, a
+// wait on a remote peer, a flush) kicks it awake at once, so only data arriving while this rank
+// makes no call waits for the nap (and then for this rank's call anyway).
 void Proxy::Run() {
   auto last_moved = std::chrono::steady_clock::now();
   auto nap = std::chrono::microseconds(20);
@@ -469,7 +477,7 @@ void Proxy::Run() {
       }
       if (!failed) Beat(*link, now);
     }
-    if (moved) {
+    if (moved || kicked_.exchange(false)) {
       last_moved = now;
       nap = std::chrono::microseconds(20);
       continue;
@@ -479,8 +487,8 @@ void Proxy::Run() {
       continue;
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    work_.wait_for(lock, nap);
-    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::microseconds(1000));
+    if (!kicked_.load()) work_.wait_for(lock, nap);
+    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::microseconds(kMaxNapUs));
   }
 }
 

@@ -6,7 +6,8 @@
 // transport raise the flag, so that a receiver waits on its own slots whatever carried the data.
 // A connection that fails, or a peer silent for kSilenceMs (each proxy sends a heartbeat every
 // kHeartbeatMs on a comm pair of its own, read whatever the data stream waits for), is recorded
-// as that peer's failure for every waiter. Idle, the thread sleeps in steps up to 1 ms.
+// as that peer's failure for every waiter. Idle, the thread sleeps in steps up to 10 ms; a
+// call of this rank kicks it awake.
 #pragma once
 
 #include <atomic>
@@ -63,6 +64,7 @@ class Proxy {
  public:
   static constexpr int kHeartbeatMs = 200;
   static constexpr int kSilenceMs = 1500;
+  static constexpr int kMaxNapUs = 10000;
 
   Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms);
   ~Proxy();
@@ -75,6 +77,9 @@ class Proxy {
   xcclResult_t Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net,
                        std::unique_ptr<NetBackend> beats);
 
+  // Wakes the thread now and keeps it polling for a while: this rank is about to wait for a
+  // peer of another node.
+  void Kick();
   // Queues `op` for `peer`: its header, then `op.bytes` from `src` (kept alive by the caller
   // until Flush).
   void Enqueue(int peer, const NetOp& op, const void* src);
@@ -151,6 +156,7 @@ class Proxy {
   std::condition_variable progress_;  // ops sent, failures
   std::condition_variable work_;      // ops queued, stop
   std::atomic<bool> stop_{false};
+  std::atomic<bool> kicked_{false};
   std::thread thread_;
 };
 

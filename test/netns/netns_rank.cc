@@ -4,6 +4,8 @@
 // makes XCCL_NETNS_CALLS validated all_gathers of random sizes (0 to 1 MiB per rank, the same draws
 // on every rank) and barriers, and prints one line: "ok <calls>", or "failed after <calls> calls,
 // <seconds> s into the failing call: <message>". Exit 0 on ok.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +68,11 @@ int main() {
     printf("rank %d: failed after 0 calls, 0.00 s into init: %s\n", rank,
            xcclGetLastError(nullptr));
     return 1;
+  }
+  if (const int idle_ms = EnvInt("XCCL_NETNS_IDLE_MS", 0)) {
+    printf("rank %d: idle %d\n", rank, static_cast<int>(getpid()));
+    fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
   }
   std::mt19937_64 rng(seed);
   std::vector<unsigned char> send, recv;

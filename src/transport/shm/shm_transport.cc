@@ -259,6 +259,7 @@ xcclResult_t ShmTransport::WaitSlot(int slot, uint32_t epoch, int peer, const ch
                                     const Deadline& deadline, xcclStream_t /*stream*/,
                                     PlatformFailure* failure) {
   uint32_t* mine = windows_.slots(topology_.rank);
+  if (connections_[peer]->kind() == TransportKind::kNet) proxy_->Kick();
   return SignalWait(&mine[slot], &mine[ControlLayout::kSleepers], epoch, wait_policy_, peer, what,
                     deadline, Watcher(peer), failure);
 }
@@ -353,8 +354,10 @@ std::function<xcclResult_t(PlatformFailure*)> ShmTransport::Watcher(int peer) {
   return [this, peer](PlatformFailure* failure) -> xcclResult_t {
     if (AbortedOrAnnounced(peer, "waiting for", failure)) return failure->result;
     // A rank of another node is known by its connections only (no pid, no window).
-    if (connections_[peer] && connections_[peer]->kind() == TransportKind::kNet)
+    if (connections_[peer] && connections_[peer]->kind() == TransportKind::kNet) {
+      proxy_->Kick();  // still waiting: keep the proxy polling
       return proxy_->PeerFailed(peer, failure) ? failure->result : xcclSuccess;
+    }
     if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
       // Once more: the peer may have announced the root cause and exited between the scan
       // above and this look at its process (an announcement always precedes the exit).
