@@ -116,6 +116,16 @@ const std::vector<ParamSpec>& Specs() {
          return true;
        },
        [](const Params& p) { return p.fake_nodes; }},
+      {"XCCL_NET",
+       "the net backend between nodes: auto (ibverbs where a device is present, else sockets), "
+       "socket, or ib; the same on every rank",
+       [](const char* t, Params* p) {
+         const std::string v = t;
+         if (v != "auto" && v != "socket" && v != "ib") return false;
+         p->net = v;
+         return true;
+       },
+       [](const Params& p) { return p.net; }},
       {"XCCL_SOCKET_NSOCKS",
        "net socket backend: TCP data sockets per connection, a large message striped over them",
        [](const char* t, Params* p) { return ParseInt64(t, 1, 16, &p->socket_nsocks); },

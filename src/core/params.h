@@ -16,6 +16,7 @@ struct Params {
   std::string socket_ifname;    // XCCL_SOCKET_IFNAME: interface(s) to bind/advertise
   std::string hostid;           // XCCL_HOSTID: this process's node identity (as NCCL_HOSTID)
   std::string fake_nodes;       // XCCL_FAKE_NODES: testing, ranks per node ("2,1,3")
+  std::string net = "auto";     // XCCL_NET: auto|socket|ib, the backend between nodes
   int64_t socket_nsocks = 4;    // XCCL_SOCKET_NSOCKS: data sockets per net socket connection
   std::string allgather_algo;   // XCCL_ALLGATHER_ALGO=dma|kernel ("" = kernel, see gpu_platform)
   uint32_t epoch_base = 0;      // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)

@@ -648,3 +648,62 @@ TEST(CommLifecycle, ThousandCreateDestroyCyclesLeaveNothing) {
 
 }  // namespace
 }  // namespace xccl_test
+
+namespace xccl_test {
+namespace {
+
+// XCCL_NET chooses the backend between nodes. This build has no ibverbs backend: ib fails init
+// on every rank, naming the parameter; socket and auto both run (checked by one validated
+// all_gather).
+class NetChoiceTest : public ::testing::TestWithParam<RankMode> {};
+
+TEST_P(NetChoiceTest, IbFailsInitOnEveryRankNamingTheParameter) {
+  RunOptions options;
+  options.before_init = Both(WithFakeNodes("1,1"), WithNet("ib"));
+  const std::vector<std::string> failures = RunRanks(
+      GetParam(), 2, [](RankContext&) {}, options);
+  RestoreParams();
+  // The runner's failures open with a line naming the run; the ranks' own lines follow.
+  int rank_lines = 0;
+  for (const std::string& failure : failures) {
+    if (failure.rfind("rank ", 0) != 0 && failure.find("xcclCommInitAll") == std::string::npos)
+      continue;
+    ++rank_lines;
+    EXPECT_NE(failure.find("XCCL_NET=ib"), std::string::npos) << failure;
+  }
+  EXPECT_GE(rank_lines, 1) << "XCCL_NET=ib initialised without an ibverbs backend";
+  if (GetParam() == RankMode::kProcesses) {
+    EXPECT_EQ(rank_lines, 2) << "both ranks must fail";
+  }
+}
+
+TEST_P(NetChoiceTest, SocketAndAutoRunAcrossNodes) {
+  for (const char* backend : {"socket", "auto"}) {
+    RunOptions options;
+    options.before_init = Both(WithFakeNodes("1,1"), WithNet(backend));
+    const std::vector<std::string> failures = RunRanks(
+        GetParam(), 2,
+        [](RankContext& ctx) {
+          std::vector<uint32_t> send(3000), recv(3000 * ctx.nranks);
+          FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, 0);
+          const xcclResult_t result =
+              xcclAllGather(send.data(), recv.data(), send.size(), xcclUint32, ctx.comm, nullptr);
+          RANK_EXPECT(ctx, result == xcclSuccess, xcclGetLastError(ctx.comm));
+          RANK_EXPECT(ctx,
+                      CheckGathered(recv.data(), send.size() * 4, ctx.nranks, ctx.seed, 0, 4) == "",
+                      "data");
+        },
+        options);
+    RestoreParams();
+    for (const std::string& failure : failures) ADD_FAILURE() << backend << ": " << failure;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HostNodes, NetChoiceTest,
+                         ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
+                         [](const ::testing::TestParamInfo<RankMode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
+}  // namespace
+}  // namespace xccl_test

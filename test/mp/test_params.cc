@@ -51,6 +51,10 @@ std::function<void()> WithFakeNodes(const std::string& spec) {
   return WithChange([spec](xccl::Params* p) { p->fake_nodes = spec; });
 }
 
+std::function<void()> WithNet(const std::string& backend) {
+  return WithChange([backend](xccl::Params* p) { p->net = backend; });
+}
+
 std::function<void()> Both(std::function<void()> first, std::function<void()> second) {
   return [first, second] {
     if (first) first();

@@ -19,6 +19,7 @@ std::function<void()> WithComputeStreams(int64_t streams);  // XCCL_AGGEMM_COMPU
 std::function<void()> WithSourcesPerGemm(int64_t sources);  // XCCL_AGGEMM_SOURCES_PER_GEMM
 // XCCL_FAKE_NODES: ranks per node in rank order ("2,1,3"; "" keeps one node).
 std::function<void()> WithFakeNodes(const std::string& spec);
+std::function<void()> WithNet(const std::string& backend);  // XCCL_NET
 // Runs `first` then `second` (either may be empty).
 std::function<void()> Both(std::function<void()> first, std::function<void()> second);
 void RestoreParams();

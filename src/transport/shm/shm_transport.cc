@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/logging.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
 #include "transport/net/net_connection.h"
@@ -104,6 +105,16 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   XCCL_TRY(ProbePeers(bootstrap));
   connections_.resize(nranks);
   if (topology_.node_count > 1) {
+    // The ibverbs backend is not built yet: XCCL_NET=ib says so on every rank (the setting is
+    // shared), auto says which backend it took.
+    if (params_.net == "ib")
+      return Fail(xcclInvalidUsage,
+                  "XCCL_NET=ib: this build of xccl has no ibverbs backend yet; these %d ranks span "
+                  "%d nodes: use XCCL_NET=socket or auto",
+                  nranks, topology_.node_count);
+    if (params_.net == "auto" && topology_.rank == 0)
+      XCCL_INFO(kLogInit, "net: no ibverbs backend in this build: sockets between the %d nodes",
+                topology_.node_count);
     std::unique_ptr<NetBackend> net, beats;
     xcclResult_t created =
         CreateSocketNet(params_.socket_ifname, static_cast<int>(params_.socket_nsocks), &net);
