@@ -157,7 +157,10 @@ xcclResult_t Proxy::ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
 }
 
 void Proxy::Kick() {
-  kicked_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // so that Run cannot miss it between check and wait
+    kicked_.store(true);
+  }
   work_.notify_one();
 }
 
@@ -204,18 +207,11 @@ void Proxy::Abort(int failed_peer) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_.load()) return;  // aborted before
-    for (size_t i = 0; i < links_.size(); ++i) {
-      Link& link = *links_[i];
-      healthy[i] = !link.failed && link.send != nullptr;
-      if (link.failed) continue;
-      link.failed = true;
-      SetFailure(&link.failure, xcclRemoteError, link.peer,
-                 "communicator aborted while talking to rank %d", link.peer);
-    }
+    for (size_t i = 0; i < links_.size(); ++i)
+      healthy[i] = !links_[i]->failed && links_[i]->send != nullptr;
     stop_.store(true);
   }
   work_.notify_all();
-  progress_.notify_all();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
   // The thread is gone. Each healthy peer gets the cause behind whatever is still queued on
   // its connection, so that it names the rank that failed rather than this one.
@@ -250,6 +246,17 @@ void Proxy::Abort(int failed_peer) {
     link->beat_send.reset();
     link->beat_recv.reset();
   }
+  // Only now, with nothing left reading a caller's buffer, do waiters learn of the abort.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& link : links_) {
+      if (link->failed) continue;
+      link->failed = true;
+      SetFailure(&link->failure, xcclRemoteError, link->peer,
+                 "communicator aborted while talking to rank %d", link->peer);
+    }
+  }
+  progress_.notify_all();
 }
 
 void Proxy::AbandonIncoming(Link& link) {
@@ -257,14 +264,15 @@ void Proxy::AbandonIncoming(Link& link) {
   link.in = Link::In::kIdle;
 }
 
-void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what) {
+void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed) {
   AbandonIncoming(link);  // no byte lands on a failed link any more
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!link.failed) {
       link.failed = true;
-      SetFailure(&link.failure, result, link.peer, "rank %d (host %s) over the network: %s",
-                 link.peer, topology_.ranks[link.peer].hostname, what.c_str());
+      SetFailure(&link.failure, result, blamed >= 0 ? blamed : link.peer,
+                 "rank %d (host %s) over the network: %s", link.peer,
+                 topology_.ranks[link.peer].hostname, what.c_str());
     }
   }
   progress_.notify_all();
@@ -351,9 +359,8 @@ bool Proxy::ProgressRecv(Link& link) {
     case Link::In::kDestination: {
       if (link.incoming.kind == NetOp::kAbort) {
         const int cause = link.incoming.slot;
-        FailLink(link, xcclRemoteError, "it failed because of rank " + std::to_string(cause));
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (cause >= 0 && cause < topology_.nranks) link.failure.peer = cause;
+        FailLink(link, xcclRemoteError, "it failed because of rank " + std::to_string(cause),
+                 cause >= 0 && cause < topology_.nranks ? cause : link.peer);
         return true;
       }
       char* dst = nullptr;
@@ -374,17 +381,19 @@ bool Proxy::ProgressRecv(Link& link) {
         link.in = Link::In::kIdle;
         return true;
       }
-      if (dst == nullptr) {
-        link.last_heard = std::chrono::steady_clock::now();  // waiting on this rank, not the peer
-        return false;                                        // not published yet
-      }
+      if (dst == nullptr) return false;  // not published yet
+      // From here the landing holds what Destination took: it is given back on every way out.
+      link.in = Link::In::kData;
       if (link.recv->Irecv(dst, link.incoming.bytes, kTagData, nullptr, &link.in_request) !=
           xcclSuccess) {
         FailLink(link, xcclRemoteError, ThreadLastError());
         return true;
       }
-      if (link.in_request == nullptr) return false;
-      link.in = Link::In::kData;
+      if (link.in_request == nullptr) {  // no free slot: ask again next time
+        landing_->Abandoned(link.peer, link.incoming);
+        link.in = Link::In::kDestination;
+        return false;
+      }
       return true;
     }
     case Link::In::kData:

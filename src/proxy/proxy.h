@@ -139,7 +139,8 @@ class Proxy {
   xcclResult_t ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
                             std::unique_ptr<NetSendComm> Link::*send_of,
                             std::unique_ptr<NetRecvComm> Link::*recv_of);
-  void FailLink(Link& link, xcclResult_t result, const std::string& what);
+  // `blamed`: the rank the failure names (-1: the link's peer).
+  void FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed = -1);
   // The op whose bytes are landing will not finish (proxy thread, or after it stopped).
   void AbandonIncoming(Link& link);
   Link* LinkOf(int peer);

@@ -183,8 +183,16 @@ xcclResult_t ShmTransport::Destination(int peer, const NetOp& op, char** dst,
                                        PlatformFailure* failure) {
   *dst = nullptr;
   uint32_t* mine = windows_.slots(topology_.rank);
+  // The wire is not trusted with memory: the slot must be one of the window's.
+  if (op.slot != ControlLayout::kNoSignal &&
+      (op.slot < 0 || op.slot >= ControlLayout::SlotCount(topology_.nranks)))
+    return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op for slot %d", peer,
+                      op.slot);
   switch (op.kind) {
     case NetOp::kSignal:
+      if (op.bytes != 0)
+        return SetFailure(failure, xcclRemoteError, peer, "rank %d sent a signal with %llu bytes",
+                          peer, static_cast<unsigned long long>(op.bytes));
       return xcclSuccess;
     case NetOp::kInbox:
       if (op.bytes > eager_limit_)
@@ -296,12 +304,14 @@ xcclResult_t ShmTransport::MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*loca
 
 void ShmTransport::Abort(int failed_peer) {
   aborted_.store(true);
-  if (proxy_) proxy_->Abort(failed_peer);  // peers of other nodes learn the cause, then the close
   uint32_t* mine = windows_.slots(topology_.rank);
   uint32_t expected = 0;
   __atomic_compare_exchange_n(&mine[ControlLayout::kAbort], &expected,
                               static_cast<uint32_t>(failed_peer + 1), false, __ATOMIC_RELEASE,
                               __ATOMIC_RELAXED);
+  // After the window's flag (this node's peers see it at once): peers of other nodes learn the
+  // cause, then the close.
+  if (proxy_) proxy_->Abort(failed_peer);
 }
 
 void ShmTransport::SignalPeer(int peer, int slot, uint32_t value) {
