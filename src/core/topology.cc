@@ -102,7 +102,7 @@ xcclResult_t ApplyFakeNodes(const std::string& spec, Topology* topology) {
 xcclResult_t RequireOneNode(const Topology& topology, const char* who) {
   if (topology.node_count == 1) return xcclSuccess;
   return Fail(xcclInvalidUsage,
-              "%s reaches the ranks of one node only (no network transport is built yet), but "
+              "%s reaches the ranks of one node only (it has no network transport yet), but "
               "these %d ranks span %d nodes",
               who, topology.nranks, topology.node_count);
 }

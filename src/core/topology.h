@@ -67,8 +67,8 @@ void GroupNodes(Topology* topology);
 // sizes must add up to nranks. Empty: the grouping by host stays.
 xcclResult_t ApplyFakeNodes(const std::string& spec, Topology* topology);
 // xcclInvalidUsage naming `who` (e.g. "the host platform") unless every rank is on this node:
-// the platforms reach peers through shared memory or device mappings only, and no network
-// transport is built yet.
+// the GPU platforms reach peers through device mappings only (the host platform's transport
+// crosses nodes over the net backend).
 xcclResult_t RequireOneNode(const Topology& topology, const char* who);
 
 xcclResult_t ExchangeTopology(Bootstrap* bootstrap, int device, const Params& params,

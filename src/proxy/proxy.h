@@ -32,7 +32,8 @@ namespace xccl {
 
 class Bootstrap;
 
-// One op on the wire, little-endian: what the receiving proxy is to do with its bytes.
+// One op on the wire, in the host's byte order (every rank of a job runs one architecture):
+// what the receiving proxy is to do with its bytes.
 struct NetOp {
   // kAbort: the sender failed because of rank `slot` (its last words before closing).
   enum Kind : uint32_t { kPut = 1, kInbox = 2, kSignal = 3, kAbort = 4 };

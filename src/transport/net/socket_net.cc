@@ -11,6 +11,7 @@
 #include "core/logging.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/net/socket_stream.h"
+#include "transport/net/wire_word.h"
 
 namespace xccl {
 
@@ -19,15 +20,6 @@ namespace {
 constexpr uint64_t kHandleMagic = 0x5354454e4c434358ull;  // "XCCLNETS"
 constexpr uint64_t kHelloMagic = 0x4f4c4c454843434eull;
 constexpr size_t kHelloBytes = 24;  // magic, comm id, nsocks, index
-
-void PutWord(uint8_t* p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t GetWord(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(p[i]) << (8 * i);
-  return v;
-}
 
 int LinkSpeedMbps(const std::string& ifname) {
   std::ifstream in("/sys/class/net/" + ifname + "/speed");
@@ -56,11 +48,11 @@ class SocketListenComm final : public NetListenComm {
       p.got += got;
       bool drop = !s.ok();
       if (!drop && p.got == kHelloBytes) {
-        const uint64_t id = GetWord(p.hello + 8, 8);
-        const int nsocks = static_cast<int>(GetWord(p.hello + 16, 4));
-        const int index = static_cast<int>(GetWord(p.hello + 20, 4));
+        const uint64_t id = GetWire(p.hello + 8, 8);
+        const int nsocks = static_cast<int>(GetWire(p.hello + 16, 4));
+        const int index = static_cast<int>(GetWire(p.hello + 20, 4));
         drop =
-            GetWord(p.hello, 8) != kHelloMagic || nsocks != nsocks_ || index < 0 || index > nsocks_;
+            GetWire(p.hello, 8) != kHelloMagic || nsocks != nsocks_ || index < 0 || index > nsocks_;
         if (!drop) {
           Group& group = groups_[id];
           group.sockets.resize(nsocks_ + 1);
@@ -135,9 +127,9 @@ class SocketNet final : public NetBackend {
     sockaddr_storage bound{};
     XCCL_TRY(listener.LocalAddress(&bound));
     memset(handle->bytes, 0, sizeof(handle->bytes));
-    PutWord(handle->bytes, kHandleMagic, 8);
+    PutWire(handle->bytes, kHandleMagic, 8);
     PackAddress(bound, handle->bytes + 8);
-    PutWord(handle->bytes + 8 + kWireAddressBytes, static_cast<uint64_t>(nsocks_), 4);
+    PutWire(handle->bytes + 8 + kWireAddressBytes, static_cast<uint64_t>(nsocks_), 4);
     *out = std::make_unique<SocketListenComm>(std::move(listener), nsocks_);
     return xcclSuccess;
   }
@@ -146,9 +138,9 @@ class SocketNet final : public NetBackend {
                        std::unique_ptr<NetSendComm>* out) override {
     XCCL_TRY(CheckDevice(device));
     sockaddr_storage to{};
-    if (GetWord(handle.bytes, 8) != kHandleMagic || !UnpackAddress(handle.bytes + 8, &to))
+    if (GetWire(handle.bytes, 8) != kHandleMagic || !UnpackAddress(handle.bytes + 8, &to))
       return Fail(xcclInvalidArgument, "net socket: the handle is not a socket listener's");
-    const int nsocks = static_cast<int>(GetWord(handle.bytes + 8 + kWireAddressBytes, 4));
+    const int nsocks = static_cast<int>(GetWire(handle.bytes + 8 + kWireAddressBytes, 4));
     if (nsocks != nsocks_)
       return Fail(xcclInvalidUsage,
                   "net socket: the listener uses %d data sockets, this rank %d "
@@ -158,9 +150,9 @@ class SocketNet final : public NetBackend {
     if (getrandom(&id, sizeof(id), 0) != sizeof(id))
       return Fail(xcclSystemError, "net socket: getrandom: %s", strerror(errno));
     std::vector<uint8_t> hello(kHelloBytes, 0);
-    PutWord(hello.data(), kHelloMagic, 8);
-    PutWord(hello.data() + 8, id, 8);
-    PutWord(hello.data() + 16, static_cast<uint64_t>(nsocks_), 4);
+    PutWire(hello.data(), kHelloMagic, 8);
+    PutWire(hello.data() + 8, id, 8);
+    PutWire(hello.data() + 16, static_cast<uint64_t>(nsocks_), 4);
     std::vector<Socket> sockets(nsocks_ + 1);
     for (Socket& s : sockets) {
       const IoStatus started = Socket::StartConnect(to, &s);

@@ -5,27 +5,11 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "transport/net/wire_word.h"
 
 namespace xccl {
 
 namespace {
-
-void PutWord32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void PutWord64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t GetWord32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t(p[i]) << (8 * i);
-  return v;
-}
-uint64_t GetWord64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t(p[i]) << (8 * i);
-  return v;
-}
 
 // The one registration the socket backend hands out: host memory needs none.
 NetRegistration* HostRegistration() {
@@ -134,7 +118,7 @@ xcclResult_t SocketSendComm::Ready(bool* ready) {
     }
     // The hello names the socket's index in its last word.
     std::vector<uint8_t> mine = hello_;
-    PutWord32(mine.data() + mine.size() - 4, static_cast<uint32_t>(i));
+    PutWire(mine.data() + mine.size() - 4, i, 4);
     while (hello_sent_[i] < mine.size()) {
       size_t sent = 0;
       const IoStatus s =
@@ -172,8 +156,8 @@ xcclResult_t SocketSendComm::Isend(const void* data, size_t bytes, uint32_t tag,
   slot->bytes = bytes;
   slot->tag = tag;
   slot->stripes = Stripes::Of(bytes, data_sockets());
-  PutWord32(slot->header, tag);
-  PutWord64(slot->header + 8, bytes);
+  PutWire(slot->header, tag, 4);
+  PutWire(slot->header + 8, bytes, 8);
   *request = reinterpret_cast<NetRequest*>(slot);
   return Progress();
 }
@@ -258,8 +242,8 @@ xcclResult_t SocketRecvComm::Progress() {
     slot.header_moved += got;
     arrived_ += got;
     if (slot.header_moved < sizeof(slot.header)) break;
-    const uint32_t tag = GetWord32(slot.header);
-    const uint64_t bytes = GetWord64(slot.header + 8);
+    const uint32_t tag = static_cast<uint32_t>(GetWire(slot.header, 4));
+    const uint64_t bytes = GetWire(slot.header + 8, 8);
     if (tag != slot.tag)
       return Failed(xcclInvalidUsage,
                     "net socket: %s sent a message tagged %u where this receive expects tag %u",

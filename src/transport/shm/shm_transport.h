@@ -1,5 +1,6 @@
-// Same node, host memory: the host platform's Transport. Every rank's control window in shared
-// memory (shm_window), one ShmConnection per peer, and the waits on this rank's own slots. A put
+// Host memory: the host platform's Transport. The control window of every rank of this node in
+// shared memory (shm_window), one ShmConnection per peer of this node (NetConnection for peers of
+// other nodes, through the proxy), and the waits on this rank's own slots. A put
 // copies straight into the peer's receive buffer, published per call in the peer's window (memcpy
 // for a rank of this process, process_vm_writev for another), then raises one of the peer's slots;
 // small blocks go through inboxes in the peer's window instead, copied by the calling thread.
