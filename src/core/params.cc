@@ -130,6 +130,30 @@ const std::vector<ParamSpec>& Specs() {
        "net socket backend: TCP data sockets per connection, a large message striped over them",
        [](const char* t, Params* p) { return ParseInt64(t, 1, 16, &p->socket_nsocks); },
        [](const Params& p) { return std::to_string(p.socket_nsocks); }},
+      {"XCCL_IBVERBS_LIB",
+       "net ib backend: the libibverbs to dlopen (a path or a soname)",
+       [](const char* t, Params* p) {
+         if (*t == '\0') return false;
+         p->ibverbs_lib = t;
+         return true;
+       },
+       [](const Params& p) { return p.ibverbs_lib; }},
+      {"XCCL_IB_HCA",
+       "net ib backend: the RDMA devices to use, as NCCL_IB_HCA (mlx5_0:1,mlx5_1; ^ excludes, "
+       "= exact); empty: every active port",
+       [](const char* t, Params* p) {
+         p->ib_hca = t;
+         return true;
+       },
+       [](const Params& p) { return p.ib_hca; }},
+      {"XCCL_NET_CHUNK_BYTES",
+       "ranks on several nodes: the all_gather pipeline step (a block crosses the network and "
+       "is forwarded inside the node in pieces of this size); 4096 to 1 GiB, the same on every "
+       "rank",
+       [](const char* t, Params* p) {
+         return ParseInt64(t, 4096, int64_t(1) << 30, &p->net_chunk_bytes);
+       },
+       [](const Params& p) { return std::to_string(p.net_chunk_bytes); }},
       {"XCCL_GPU_QUEUES",
        "GPU platforms: copy-engine streams (DMA queues) per rank; 0: one per peer, fewer when "
        "ranks share a device",

@@ -18,6 +18,9 @@ struct Params {
   std::string fake_nodes;       // XCCL_FAKE_NODES: testing, ranks per node ("2,1,3")
   std::string net = "auto";     // XCCL_NET: auto|socket|ib, the backend between nodes
   int64_t socket_nsocks = 4;    // XCCL_SOCKET_NSOCKS: data sockets per net socket connection
+  std::string ibverbs_lib = "libibverbs.so.1";  // XCCL_IBVERBS_LIB: dlopen'd by the ib backend
+  std::string ib_hca;           // XCCL_IB_HCA: RDMA devices to use (prefix list, ^, =, :port)
+  int64_t net_chunk_bytes = int64_t(1) << 20;  // XCCL_NET_CHUNK_BYTES: across-node pipeline step
   std::string allgather_algo;   // XCCL_ALLGATHER_ALGO=dma|kernel ("" = kernel, see gpu_platform)
   uint32_t epoch_base = 0;      // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
   int64_t spin_count = -1;      // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)

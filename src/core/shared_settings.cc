@@ -28,6 +28,7 @@ std::vector<Setting> SharedSettingsOf(const Params& params) {
       {"XCCL_ALLGATHER_ALGO (1: dma)", params.allgather_algo == "dma" ? 1 : 0},
       {"XCCL_FAKE_NODES (its hash)", static_cast<int64_t>(Fnv1a(params.fake_nodes))},
       {"XCCL_SOCKET_NSOCKS", params.socket_nsocks},
+      {"XCCL_NET_CHUNK_BYTES", params.net_chunk_bytes},
       {"XCCL_NET (0 auto, 1 socket, 2 ib)", params.net == "socket" ? 1
                                             : params.net == "ib"   ? 2
                                                                    : 0},

@@ -15,7 +15,7 @@
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
 #include "transport/net/net_connection.h"
-#include "transport/net/socket_net.h"
+#include "transport/net/net_choice.h"
 #include "transport/shm/peer_copy.h"
 #include "transport/shm/peer_liveness.h"
 #include "transport/window.h"
@@ -105,26 +105,14 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   XCCL_TRY(ProbePeers(bootstrap));
   connections_.resize(nranks);
   if (topology_.node_count > 1) {
-    // The ibverbs backend is not built yet: XCCL_NET=ib says so on every rank (the setting is
-    // shared), auto says which backend it took.
-    if (params_.net == "ib")
-      return Fail(xcclInvalidUsage,
-                  "XCCL_NET=ib: this build of xccl has no ibverbs backend yet; these %d ranks span "
-                  "%d nodes: use XCCL_NET=socket or auto",
-                  nranks, topology_.node_count);
-    if (params_.net == "auto" && topology_.rank == 0)
-      XCCL_INFO(kLogInit, "net: no ibverbs backend in this build: sockets between the %d nodes",
-                topology_.node_count);
     std::unique_ptr<NetBackend> net, beats;
-    xcclResult_t created =
-        CreateSocketNet(params_.socket_ifname, static_cast<int>(params_.socket_nsocks), &net);
-    if (created == xcclSuccess)
-      created = CreateSocketNet(params_.socket_ifname, /*nsocks=*/1, &beats);
+    const xcclResult_t created = CreateNetBackends(params_, topology_, &net, &beats);
     int failed = -1;
     XCCL_TRY(ExchangeVerdicts(bootstrap, created == xcclSuccess, &failed));
     XCCL_TRY(created);
     if (failed >= 0)
-      return Fail(xcclRemoteError, "rank %d could not open the net socket backend", failed);
+      return Fail(xcclRemoteError, "rank %d could not open its net backend (XCCL_NET=%s)", failed,
+                  params_.net.c_str());
     proxy_ = std::make_unique<Proxy>(topology_, this, timeout_ms_);
     XCCL_TRY(proxy_->Connect(bootstrap, std::move(net), std::move(beats)));
   }
