@@ -145,6 +145,20 @@ xcclResult_t xcclCommDevice(const xcclComm_t comm, int* device);
  * XCCL_GPU_QUEUES sets a count (at most one per peer). Fused ag_gemm needs one per peer. */
 xcclResult_t xcclCommQueueCount(const xcclComm_t comm, int* count);
 
+/* Nodes. Init groups ranks into nodes by host (XCCL_HOSTID replaces the host's identity, as
+ * NCCL_HOSTID does; XCCL_FAKE_NODES, for tests, splits ranks into nodes by rank blocks). Nodes
+ * are numbered from 0 in the order of their lowest rank; a rank's local rank is its index among
+ * its node's ranks, in ascending rank order. Every rank gets the same answers for every rank.
+ * Every output pointer is required (xcclInvalidArgument naming a NULL one; nothing written).
+ * xcclCommNodeInfo: this rank's node, the number of nodes, this rank's local rank and the number
+ * of ranks on its node. */
+xcclResult_t xcclCommNodeInfo(const xcclComm_t comm, int* node, int* nodeCount, int* localRank,
+                              int* localSize);
+/* The node and local rank of any rank (0 <= rank < the rank count): the ranks that share this
+ * rank's node are those with its node, and its rail (the ranks with its local rank on every
+ * node; none on a node with fewer ranks) those with its local rank. */
+xcclResult_t xcclCommRankNode(const xcclComm_t comm, int rank, int* node, int* localRank);
+
 const char* xcclGetErrorString(xcclResult_t result);
 /* Text of the last failure on this communicator (or, for comm NULL, of this thread's most
  * recent failure; successful calls do not erase it). Never NULL. */

@@ -93,7 +93,8 @@ ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   c->nranks = nranks;
   c->rank = rank;
   xcclCommDevice(c->xccl, &c->device);
-  r = ExchangeVendorId(c);
+  r = LsaSizeOf(c->xccl, nranks, function, &c->lsa_size);
+  if (r == ncclSuccess) r = ExchangeVendorId(c);
   if (r == ncclSuccess && EagerVendorInit() && c->have_vendor_id) {
     void* vendor = nullptr;
     r = EnsureVendorComm(c, function, &vendor);
@@ -207,6 +208,13 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const 
   std::vector<xcclComm_t> xcomms(ndev);
   ncclResult_t r = CheckXccl(xcclCommInitAll(xcomms.data(), ndev, devlist), fn, nullptr);
   if (r != ncclSuccess) return r;
+  std::vector<int> lsa_sizes(ndev, 1);
+  for (int i = 0; i < ndev && r == ncclSuccess; ++i)
+    r = LsaSizeOf(xcomms[i], ndev, fn, &lsa_sizes[i]);
+  if (r != ncclSuccess) {
+    for (xcclComm_t x : xcomms) xcclCommAbort(x);
+    return r;
+  }
   auto clique = std::make_shared<Clique>();
   if (devlist) clique->devices.assign(devlist, devlist + ndev);
   for (int i = 0; i < ndev; ++i) {
@@ -215,6 +223,7 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const 
     c->nranks = ndev;
     c->rank = i;
     xcclCommDevice(c->xccl, &c->device);
+    c->lsa_size = lsa_sizes[i];
     c->clique = clique;
     clique->comms.push_back(c);
     RegisterComm(c);

@@ -41,6 +41,9 @@ struct ncclComm {
   int nranks = 0;
   int rank = 0;
   int device = 0;
+  // Ranks per LSA team of the device API (NCCL's rule, see device_api.cc), from xccl's node
+  // split at init; 1 until then.
+  int lsa_size = 1;
 
   // Vendor id chosen by rank 0 at init and spread over xccl, so that every rank can create
   // its vendor communicator later without another rendezvous.
@@ -100,6 +103,10 @@ ncclResult_t CheckXccl(xcclResult_t result, const char* function, xcclComm_t com
 // into a variable of the shim's that no longer exists. *copy points at it (NULL for no config).
 ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function,
                                 std::vector<unsigned char>* storage, ncclConfig_t** copy);
+
+// The device API's LSA team size (ncclComm::lsa_size) of an xccl communicator of `nranks`
+// ranks, from xccl's node split; fails naming `function` where xccl cannot tell it.
+ncclResult_t LsaSizeOf(xcclComm_t comm, int nranks, const char* function, int* lsa_size);
 
 // Which collectives run natively (XCCL_NCCL_NATIVE, read once).
 bool NativeAllGather();

@@ -1,9 +1,12 @@
 // Queries and error reporting of the C API.
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "core/api_guard.h"
 #include "core/comm_handle.h"
 #include "core/error.h"
+#include "core/topology.h"
 
 namespace xccl {
 
@@ -43,6 +46,20 @@ xcclResult_t QueryInt(const char* op, xcclComm_t comm, int* out, Getter getter) 
   });
 }
 
+// Names the first NULL among `outputs` (all are required), or nullptr.
+const char* FirstNull(std::initializer_list<std::pair<const char*, const int*>> outputs) {
+  for (const auto& output : outputs)
+    if (output.second == nullptr) return output.first;
+  return nullptr;
+}
+
+// `rank`'s index among the ranks of its node, in ascending rank order.
+int LocalRankOf(const Topology& topology, int rank) {
+  int local = 0;
+  for (int r = 0; r < rank; ++r) local += topology.node_of_rank[r] == topology.node_of_rank[rank];
+  return local;
+}
+
 }  // namespace
 }  // namespace xccl
 
@@ -73,6 +90,43 @@ xcclResult_t xcclCommDevice(const xcclComm_t comm, int* device) {
 xcclResult_t xcclCommQueueCount(const xcclComm_t comm, int* count) {
   return QueryInt("xcclCommQueueCount", comm, count,
                   [](Communicator* c) { return c->transport()->queue_count(); });
+}
+
+xcclResult_t xcclCommNodeInfo(const xcclComm_t comm, int* node, int* node_count, int* local_rank,
+                              int* local_size) {
+  const char* op = "xcclCommNodeInfo";
+  return GuardedCall(op, comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, op, &impl));
+    const char* null_output = FirstNull({{"node", node},
+                                         {"nodeCount", node_count},
+                                         {"localRank", local_rank},
+                                         {"localSize", local_size}});
+    if (null_output != nullptr) return Fail(xcclInvalidArgument, "%s: %s is NULL", op, null_output);
+    const Topology& topology = impl->topology();
+    *node = topology.node_of_rank[topology.rank];
+    *node_count = topology.node_count;
+    *local_rank = LocalRankOf(topology, topology.rank);
+    *local_size = static_cast<int>(topology.local_ranks.size());
+    return xcclSuccess;
+  });
+}
+
+xcclResult_t xcclCommRankNode(const xcclComm_t comm, int rank, int* node, int* local_rank) {
+  const char* op = "xcclCommRankNode";
+  return GuardedCall(op, comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, op, &impl));
+    const Topology& topology = impl->topology();
+    if (rank < 0 || rank >= topology.nranks)
+      return Fail(xcclInvalidArgument, "%s: rank %d is not a rank of this communicator (0..%d)", op,
+                  rank, topology.nranks - 1);
+    const char* null_output = FirstNull({{"node", node}, {"localRank", local_rank}});
+    if (null_output != nullptr) return Fail(xcclInvalidArgument, "%s: %s is NULL", op, null_output);
+    *node = topology.node_of_rank[rank];
+    *local_rank = LocalRankOf(topology, rank);
+    return xcclSuccess;
+  });
 }
 
 xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* async_error) {
