@@ -9,7 +9,15 @@
  *   shim_client forward <nranks> <0|1> forwarded all_reduce against the vendor double; 1: the
  *                                      all_gathers must have been forwarded too
  *   shim_client nofallback <nranks>   forwarded calls fail cleanly, naming the function
+ *   shim_client nodes <nranks> [hosts] ranks over several nodes: init, all_gather (native, across
+ *                                      them), the device API's teams against the split, and with
+ *                                      XCCL_SHIM_DOUBLE_LOG set a forwarded all_reduce and a
+ *                                      vendor-only split's team reaching the vendor double. The
+ *                                      split is XCCL_FAKE_NODES's, or `hosts` (a comma list, one
+ *                                      XCCL_HOSTID per rank: the ranks fork before any call, so
+ *                                      each reads its own; rank 0 makes the ids for all)
  *
+ * Every mode checks the teams against the node split (XCCL_FAKE_NODES, else one node).
  * Data are fresh random values every run and every element is compared.
  */
 #define _GNU_SOURCE
@@ -20,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +38,7 @@ static ncclUniqueId g_ids[NUM_IDS];
 static uint64_t g_seed;
 static size_t g_count;
 static int g_rank = -1;
+static int g_node_of_rank[16]; /* the split the ranks must see: one node unless set */
 
 #define FAIL(...)                                                    \
   do {                                                               \
@@ -111,6 +121,85 @@ static void CheckAllGatherInPlace(ncclComm_t comm, int nranks, int rank, int sal
   CHECK(ncclMemFree(buf));
 }
 
+static int Gcd(int a, int b) {
+  while (b != 0) {
+    int t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* NCCL 2.28's LSA team size for the split: the gcd of the lengths of the runs of consecutive
+ * ranks on one node (NCCL's src/dev_runtime.cc, computeLsaSize), computed here on its own. */
+static int ExpectedLsaSize(int nranks) {
+  int size = 0, run = 1;
+  for (int r = 1; r < nranks; ++r) {
+    if (g_node_of_rank[r] == g_node_of_rank[r - 1]) {
+      ++run;
+    } else {
+      size = Gcd(size, run);
+      run = 1;
+    }
+  }
+  return Gcd(size, run);
+}
+
+/* The device API's teams (nccl_device/core.h, declared above) against g_node_of_rank: the LSA
+ * team is this rank's block of lsa consecutive ranks, every one on this rank's node; the rail
+ * the ranks lsa apart; rank conversions land on those world ranks. Where every node is one
+ * contiguous block of one size, the LSA team is exactly this node and the rail exactly the
+ * ranks of this local index. */
+static void CheckTeams(ncclComm_t comm, int nranks, int rank) {
+  const int lsa = ExpectedLsaSize(nranks);
+  struct XcclTestTeam world = ncclTeamWorld(comm), lsa_team = ncclTeamLsa(comm);
+  struct XcclTestTeam rail = ncclTeamRail(comm);
+  if (world.nRanks != nranks || world.rank != rank || world.stride != 1)
+    FAIL("ncclTeamWorld is {%d, %d, %d}", world.nRanks, world.rank, world.stride);
+  if (lsa_team.nRanks != lsa || lsa_team.rank != rank % lsa || lsa_team.stride != 1)
+    FAIL("ncclTeamLsa is {%d, %d, %d}, expected {%d, %d, 1}", lsa_team.nRanks, lsa_team.rank,
+         lsa_team.stride, lsa, rank % lsa);
+  if (rail.nRanks != nranks / lsa || rail.rank != rank / lsa || rail.stride != lsa)
+    FAIL("ncclTeamRail is {%d, %d, %d}, expected {%d, %d, %d}", rail.nRanks, rail.rank, rail.stride,
+         nranks / lsa, rank / lsa, lsa);
+  for (int r = 0; r < nranks; ++r)
+    if (ncclTeamRankToWorld(comm, world, r) != r)
+      FAIL("world rank %d maps to %d", r, ncclTeamRankToWorld(comm, world, r));
+  int node_size = 0, local_rank = 0, uniform = 1;
+  for (int r = 0; r < nranks; ++r) {
+    if (g_node_of_rank[r] != g_node_of_rank[rank]) continue;
+    ++node_size;
+    if (r < rank) ++local_rank;
+  }
+  for (int i = 0; i < lsa_team.nRanks; ++i) {
+    const int w = ncclTeamRankToWorld(comm, lsa_team, i);
+    if (w != rank - rank % lsa + i) FAIL("LSA rank %d maps to world %d", i, w);
+    if (g_node_of_rank[w] != g_node_of_rank[rank])
+      FAIL("LSA rank %d is world rank %d, on node %d; this rank is on node %d", i, w,
+           g_node_of_rank[w], g_node_of_rank[rank]);
+    if (ncclTeamRankToLsa(comm, lsa_team, i) != i)
+      FAIL("LSA rank %d maps to LSA rank %d", i, ncclTeamRankToLsa(comm, lsa_team, i));
+  }
+  for (int i = 0; i < rail.nRanks; ++i) {
+    const int w = ncclTeamRankToWorld(comm, rail, i);
+    if (w != rank % lsa + i * lsa) FAIL("rail rank %d maps to world %d", i, w);
+  }
+  /* Even contiguous nodes: one block per node of node_size ranks. */
+  for (int r = 0; r < nranks; ++r)
+    if (g_node_of_rank[r] != r / node_size) uniform = 0;
+  if (uniform && nranks % node_size == 0) {
+    if (lsa != node_size) FAIL("even nodes of %d ranks, but LSA teams of %d", node_size, lsa);
+    for (int i = 0; i < rail.nRanks; ++i) {
+      const int w = ncclTeamRankToWorld(comm, rail, i);
+      if (g_node_of_rank[w] != i) FAIL("rail rank %d (world %d) is not on node %d", i, w, i);
+      int w_local = 0;
+      for (int r = 0; r < w; ++r) w_local += g_node_of_rank[r] == g_node_of_rank[w];
+      if (w_local != local_rank)
+        FAIL("rail rank %d (world %d) has local rank %d, this rank %d", i, w, w_local, local_rank);
+    }
+  }
+}
+
 static void CheckQueries(ncclComm_t comm, int nranks, int rank) {
   int n = -1, me = -1, dev = -7;
   ncclResult_t async = ncclInternalError;
@@ -121,20 +210,7 @@ static void CheckQueries(ncclComm_t comm, int nranks, int rank) {
   if (n != nranks || me != rank) FAIL("count/rank are %d/%d, expected %d/%d", n, me, nranks, rank);
   if (dev == -7) FAIL("ncclCommCuDevice left the device unset");
   if (async != ncclSuccess) FAIL("async error %d on a healthy communicator", (int)async);
-  /* The device API's teams (nccl_device/core.h, declared above): the world and the LSA team
-   * are all ranks, the rail team this rank alone; rank conversions go back to world ranks. */
-  struct XcclTestTeam world = ncclTeamWorld(comm), lsa = ncclTeamLsa(comm);
-  struct XcclTestTeam rail = ncclTeamRail(comm);
-  if (world.nRanks != nranks || world.rank != rank || world.stride != 1)
-    FAIL("ncclTeamWorld is {%d, %d, %d}", world.nRanks, world.rank, world.stride);
-  if (lsa.nRanks != nranks || lsa.rank != rank)
-    FAIL("ncclTeamLsa is {%d, %d}", lsa.nRanks, lsa.rank);
-  if (rail.nRanks != 1 || rail.rank != 0) FAIL("ncclTeamRail is {%d, %d}", rail.nRanks, rail.rank);
-  for (int r = 0; r < nranks; ++r) {
-    if (ncclTeamRankToWorld(comm, world, r) != r || ncclTeamRankToLsa(comm, lsa, r) != r)
-      FAIL("team rank %d maps to world %d / lsa %d", r, ncclTeamRankToWorld(comm, world, r),
-           ncclTeamRankToLsa(comm, lsa, r));
-  }
+  CheckTeams(comm, nranks, rank);
 }
 
 static void ConfigRound(int nranks, int rank, ncclConfig_t* config, int id, int salt) {
@@ -343,6 +419,42 @@ static void NoFallbackRank(int nranks, int rank) {
   CHECK(ncclCommDestroy(comm));
 }
 
+/* Ranks over several nodes (XCCL_FAKE_NODES or one XCCL_HOSTID per rank): init, native
+ * all_gathers across the nodes, the teams against the split, and with the double as vendor
+ * (XCCL_SHIM_DOUBLE_LOG set) a forwarded all_reduce and a vendor-only split whose LSA team
+ * the vendor answers. */
+static void NodesRank(int nranks, int rank) {
+  ncclComm_t comm = NULL;
+  CHECK(ncclCommInitRank(&comm, nranks, g_ids[0], rank));
+  CheckQueries(comm, nranks, rank);
+  CheckAllGatherFloat(comm, nranks, rank, 40);
+  CheckAllGatherInPlace(comm, nranks, rank, 41);
+  if (getenv("XCCL_SHIM_DOUBLE_LOG")) {
+    int32_t* send = malloc(g_count * sizeof(int32_t));
+    int32_t* recv = malloc(g_count * sizeof(int32_t));
+    for (size_t i = 0; i < g_count; ++i) send[i] = (int32_t)(Value(42, rank, i) % 200001) - 100000;
+    memset(recv, 0xA5, g_count * sizeof(int32_t));
+    CHECK(ncclAllReduce(send, recv, g_count, ncclInt32, ncclSum, comm, NULL));
+    for (size_t i = 0; i < g_count; ++i) {
+      int32_t want = 0;
+      for (int r = 0; r < nranks; ++r) want += (int32_t)(Value(42, r, i) % 200001) - 100000;
+      if (recv[i] != want) FAIL("all_reduce element %zu: %d, expected %d", i, recv[i], want);
+    }
+    free(send);
+    free(recv);
+    ncclComm_t split = NULL;
+    CHECK(ncclCommSplit(comm, 0, rank, &split, NULL));
+    if (!split) FAIL("ncclCommSplit returned no communicator");
+    struct XcclTestTeam vendor_lsa = ncclTeamLsa(split); /* the double's answer, logged */
+    if (vendor_lsa.nRanks != 1 || vendor_lsa.rank != 0 || vendor_lsa.stride != 1)
+      FAIL("a vendor-only communicator's LSA team is {%d, %d, %d}, not the double's {1, 0, 1}",
+           vendor_lsa.nRanks, vendor_lsa.rank, vendor_lsa.stride);
+    CHECK(ncclCommDestroy(split));
+  }
+  CheckAllGatherFloat(comm, nranks, rank, 43); /* native again after the forwarded calls */
+  CHECK(ncclCommDestroy(comm));
+}
+
 /* ncclCommInitAll: every rank in this process, one thread each for the collective. */
 struct ThreadArg {
   ncclComm_t comm;
@@ -412,9 +524,77 @@ static void CheckDoubleLog(int nranks, int allgather_forwarded) {
     FAIL("the group was not mirrored on the vendor once per rank");
 }
 
+/* g_node_of_rank from a comma list: node sizes in rank order (XCCL_FAKE_NODES) or one host id
+ * per rank (nodes numbered in the order of their lowest rank, as xccl numbers them). */
+static void SplitFromSizes(const char* spec, int nranks) {
+  int rank = 0, node = 0;
+  for (const char* p = spec; *p; ++node) {
+    char* end = NULL;
+    long size = strtol(p, &end, 10);
+    if (end == p || size < 1 || rank + size > nranks) FAIL("bad XCCL_FAKE_NODES %s", spec);
+    for (long i = 0; i < size; ++i) g_node_of_rank[rank++] = node;
+    p = *end == ',' ? end + 1 : end;
+  }
+  if (rank != nranks) FAIL("XCCL_FAKE_NODES %s places %d of %d ranks", spec, rank, nranks);
+}
+static void SplitFromHosts(char hosts[][32], int nranks) {
+  for (int r = 0; r < nranks; ++r) {
+    g_node_of_rank[r] = r == 0 ? 0 : -1;
+    int nodes = 0;
+    for (int q = 0; q < r; ++q)
+      nodes = g_node_of_rank[q] + 1 > nodes ? g_node_of_rank[q] + 1 : nodes;
+    for (int q = 0; q < r && g_node_of_rank[r] < 0; ++q)
+      if (strcmp(hosts[q], hosts[r]) == 0) g_node_of_rank[r] = g_node_of_rank[q];
+    if (g_node_of_rank[r] < 0) g_node_of_rank[r] = nodes;
+  }
+}
+
+/* The ids, made in rank 0's process after the fork, for host-id runs: every rank must read its
+ * own XCCL_HOSTID, so no xccl call may happen before the fork. */
+struct SharedIds {
+  int ready;
+  ncclUniqueId ids[NUM_IDS];
+};
+
+static void IdsFromRankZero(struct SharedIds* shared, int rank) {
+  if (rank == 0) {
+    CHECK(ncclGetUniqueId(&shared->ids[0])); /* the nodes mode's one communicator */
+    __atomic_store_n(&shared->ready, 1, __ATOMIC_RELEASE);
+  } else {
+    struct timespec start, now, nap = {0, 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (!__atomic_load_n(&shared->ready, __ATOMIC_ACQUIRE)) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - start.tv_sec > 60) FAIL("rank 0 made no ids within 60 s");
+      nanosleep(&nap, NULL);
+    }
+  }
+  g_ids[0] = shared->ids[0];
+}
+
+/* Across nodes: the forwarded calls reached the double once per rank, the native ones never. */
+static void CheckNodesLog(int nranks) {
+  const char* log = getenv("XCCL_SHIM_DOUBLE_LOG");
+  if (CountLines(log, "ncclGetUniqueId", -1) != 1)
+    FAIL("the vendor id was made %d times, expected once", CountLines(log, "ncclGetUniqueId", -1));
+  const char* once[] = {"ncclCommInitRank", "ncclAllReduce", "ncclCommSplit", "ncclTeamLsa"};
+  for (int r = 0; r < nranks; ++r) {
+    for (size_t f = 0; f < sizeof once / sizeof once[0]; ++f)
+      if (CountLines(log, once[f], r) != 1)
+        FAIL("rank %d: %s reached the vendor %d times, expected once", r, once[f],
+             CountLines(log, once[f], r));
+    if (CountLines(log, "ncclAllGather", r) != 0)
+      FAIL("rank %d: a native all_gather reached the vendor", r);
+    if (CountLines(log, "ncclCommDestroy", r) != 2)
+      FAIL("rank %d: %d vendor comms destroyed, expected 2", r,
+           CountLines(log, "ncclCommDestroy", r));
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s native|initall|forward|nofallback <nranks> [0|1]\n", argv[0]);
+    fprintf(stderr, "usage: %s native|initall|forward|nofallback|nodes <nranks> [0|1|hosts]\n",
+            argv[0]);
     return 2;
   }
   const char* mode = argv[1];
@@ -426,16 +606,48 @@ int main(int argc, char** argv) {
   g_count = 1000 + (size_t)(g_seed % 7000);
   printf("seed %llu, %zu elements per rank\n", (unsigned long long)g_seed, g_count);
   fflush(stdout);
+  const char* fake = getenv("XCCL_FAKE_NODES");
+  if (fake && *fake) SplitFromSizes(fake, nranks);
+  char hosts[16][32];
+  const int by_host = strcmp(mode, "nodes") == 0 && argc > 3;
+  if (by_host) {
+    if (fake && *fake) FAIL("give either XCCL_FAKE_NODES or host ids, not both");
+    int n = 0;
+    for (const char* p = argv[3]; n < nranks; ++n) {
+      const char* comma = strchr(p, ',');
+      size_t len = comma ? (size_t)(comma - p) : strlen(p);
+      if (len == 0 || len >= sizeof hosts[0]) FAIL("bad host id list %s", argv[3]);
+      memcpy(hosts[n], p, len);
+      hosts[n][len] = '\0';
+      if (!comma) {
+        ++n;
+        break;
+      }
+      p = comma + 1;
+    }
+    if (n != nranks) FAIL("%d host ids for %d ranks", n, nranks);
+    SplitFromHosts(hosts, nranks);
+  }
   if (strcmp(mode, "initall") == 0) return InitAll(nranks);
 
-  for (int i = 0; i < NUM_IDS; ++i) CHECK(ncclGetUniqueId(&g_ids[i]));
+  struct SharedIds* shared =
+      mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) FAIL("mmap failed");
+  if (!by_host)
+    for (int i = 0; i < NUM_IDS; ++i) CHECK(ncclGetUniqueId(&g_ids[i]));
   pid_t pids[16];
   for (int r = 0; r < nranks; ++r) {
     pids[r] = fork();
     if (pids[r] < 0) FAIL("fork failed");
     if (pids[r] == 0) {
       g_rank = r;
-      if (strcmp(mode, "native") == 0)
+      if (by_host) {
+        setenv("XCCL_HOSTID", hosts[r], 1);
+        IdsFromRankZero(shared, r);
+      }
+      if (strcmp(mode, "nodes") == 0)
+        NodesRank(nranks, r);
+      else if (strcmp(mode, "native") == 0)
         NativeRank(nranks, r);
       else if (strcmp(mode, "forward") == 0)
         ForwardRank(nranks, r);
@@ -457,6 +669,7 @@ int main(int argc, char** argv) {
   }
   if (failed) return 1;
   if (strcmp(mode, "forward") == 0) CheckDoubleLog(nranks, argc > 3 && atoi(argv[3]) != 0);
+  if (strcmp(mode, "nodes") == 0 && getenv("XCCL_SHIM_DOUBLE_LOG")) CheckNodesLog(nranks);
   printf("shim client %s: OK (%d ranks, %zu elements each)\n", mode, nranks, g_count);
   return 0;
 }
