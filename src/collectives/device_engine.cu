@@ -29,8 +29,8 @@ xcclResult_t LaunchFailure(gpuError_t err, int rank, const char* what, PlatformF
 
 class KernelEngines final : public DeviceEngine {
  public:
-  KernelEngines(const KernelAllGatherTuning& tuning, bool kernel_all_gather)
-      : tuning_(tuning), kernel_all_gather_(kernel_all_gather) {}
+  KernelEngines(const KernelAllGatherTuning& tuning, bool kernel_all_gather, bool spans_nodes)
+      : tuning_(tuning), kernel_all_gather_(kernel_all_gather), spans_nodes_(spans_nodes) {}
 
   bool kernel_all_gather() const override { return kernel_all_gather_; }
 
@@ -43,8 +43,9 @@ class KernelEngines final : public DeviceEngine {
         view.rank, "all_gather kernel", failure);
   }
 
-  xcclResult_t Barrier(const Transport& transport, bool advance_epoch, xcclStream_t stream,
+  xcclResult_t Barrier(Transport& transport, bool advance_epoch, xcclStream_t stream,
                        PlatformFailure* failure) override {
+    if (spans_nodes_) return BarrierAcrossNodes(transport, advance_epoch, stream, failure);
     const DeviceView& view = *transport.device_view();
     return LaunchFailure(LaunchBarrier(view, advance_epoch, static_cast<gpuStream_t>(stream)),
                          view.rank, advance_epoch ? "barrier kernel" : "closing barrier kernel",
@@ -52,8 +53,36 @@ class KernelEngines final : public DeviceEngine {
   }
 
  private:
+  // The barrier kernel stores into every peer's window, which ranks of other nodes do not map:
+  // here the epoch advances first, then every peer gets a signal on its connection (a 4-byte
+  // copy of the device epoch for a rank of this node, a net op through the proxy for another),
+  // all on `stream` after what the operation enqueued before (a closing barrier so follows the
+  // copies out of the inboxes), then a device wait per peer. Signals before waits: a net signal
+  // is a host function behind them on the stream, which a waiting kernel ahead would hold back.
+  xcclResult_t BarrierAcrossNodes(Transport& transport, bool advance_epoch, xcclStream_t stream,
+                                  PlatformFailure* failure) {
+    const DeviceView& view = *transport.device_view();
+    const int rank = view.rank, nranks = view.nranks;
+    const gpuStream_t s = static_cast<gpuStream_t>(stream);
+    if (advance_epoch)
+      XCCL_TRY(LaunchFailure(LaunchAdvanceEpoch(view.device_epoch, s), rank, "advance-epoch kernel",
+                             failure));
+    for (int step = 1; step < nranks; ++step)
+      transport.connection((rank + step) % nranks)
+          .Signal(ControlLayout::BarrierFrom(rank, nranks), /*epoch: the device's*/ 0);
+    const Deadline unused(0);  // device waits carry their own deadline
+    for (int step = 1; step < nranks; ++step) {
+      const int peer = (rank - step + nranks) % nranks;
+      XCCL_TRY(transport.WaitSlot(ControlLayout::BarrierFrom(peer, nranks), 0, peer, "barrier",
+                                  unused, stream, failure));
+    }
+    // Launch failures of the signals.
+    return transport.Flush(unused, failure);
+  }
+
   KernelAllGatherTuning tuning_;  // lanes, ring slots and the LL size
   bool kernel_all_gather_;
+  bool spans_nodes_;
 };
 
 gpuError_t PreloadCollectiveKernels() {
@@ -92,12 +121,18 @@ xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
   XCCL_TRY(TuneKernelAllGather(params, topology.nranks, geometry.inbox_bytes, &tuning));
   const bool asked_dma = params.allgather_algo == "dma";
   const bool dma = asked_dma && !topology.AnyDeviceShared() && transport.queue_count() > 0;
-  if (asked_dma && !dma && topology.rank == 0)
+  // Across nodes the kernels cannot reach the ranks of other nodes: all_gather goes through the
+  // inboxes (queued puts, the net ones through the proxy) and the barrier through connections.
+  const bool spans_nodes = topology.node_count > 1;
+  if (asked_dma && !dma && !spans_nodes && topology.rank == 0)
     XCCL_WARN(kLogInit,
               "XCCL_ALLGATHER_ALGO=dma: ranks share a GPU (their copy engines can deadlock each "
               "other), so the kernel engine runs instead");
-  XCCL_INFO(kLogInit, "rank %d: all_gather engine %s", topology.rank, dma ? "dma" : "kernel");
-  *out = std::make_unique<KernelEngines>(tuning, !dma);
+  XCCL_INFO(kLogInit, "rank %d: all_gather engine %s", topology.rank,
+            spans_nodes ? "inboxes across nodes"
+            : dma       ? "dma"
+                        : "kernel");
+  *out = std::make_unique<KernelEngines>(tuning, !dma && !spans_nodes, spans_nodes);
   return xcclSuccess;
 }
 

@@ -19,7 +19,8 @@ class DeviceEngine {
  public:
   virtual ~DeviceEngine() = default;
   // Whether all_gather runs as the kernel engine; else as queued puts through the inboxes (the
-  // dma engine, collectives/all_gather.cc).
+  // dma engine, collectives/all_gather.cc; also every communicator that spans nodes, whose
+  // kernels could not reach the ranks of other nodes).
   virtual bool kernel_all_gather() const = 0;
   // Enqueues the all_gather of `bytes` per rank on `stream` as one kernel; failures of the
   // device side are reported later through Transport::PollAsyncFailure, launch failures here.
@@ -27,8 +28,9 @@ class DeviceEngine {
                                  xcclStream_t stream, PlatformFailure* failure) = 0;
   // The barrier as one kernel on `stream`. `advance_epoch`: an operation of its own (the kernel
   // advances the device epoch); else the closing step of a queued operation, whose
-  // BeginOperation advanced it.
-  virtual xcclResult_t Barrier(const Transport& transport, bool advance_epoch, xcclStream_t stream,
+  // BeginOperation advanced it. Across nodes: stream-ordered signals on every connection (the
+  // net ones through the proxy) and device waits (hence a transport that is not const).
+  virtual xcclResult_t Barrier(Transport& transport, bool advance_epoch, xcclStream_t stream,
                                PlatformFailure* failure) = 0;
 };
 

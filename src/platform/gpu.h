@@ -80,6 +80,12 @@ using gpuPointerAttributes_t = hipPointerAttribute_t;
 #define gpuGraphDestroy hipGraphDestroy
 #define gpuGraphExecDestroy hipGraphExecDestroy
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return hipHostMalloc(ptr, bytes, 0); }
+// Stream-ordered host callbacks (the net connections' triggers; a host node in a captured graph).
+using gpuHostFn_t = hipHostFn_t;
+using gpuStreamCaptureStatus = hipStreamCaptureStatus;
+constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = hipStreamCaptureStatusNone;
+#define gpuLaunchHostFunc hipLaunchHostFunc
+#define gpuStreamIsCapturing hipStreamIsCapturing
 // hipGraphUpload arrived in ROCm 6; before it, the first launch uploads.
 inline gpuError_t gpuGraphUpload(gpuGraphExec_t exec, gpuStream_t stream) {
 #if HIP_VERSION >= 60000000
@@ -159,6 +165,12 @@ using gpuPointerAttributes_t = cudaPointerAttributes;
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuGraphUpload cudaGraphUpload
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
+// Stream-ordered host callbacks (the net connections' triggers; a host node in a captured graph).
+using gpuHostFn_t = cudaHostFn_t;
+using gpuStreamCaptureStatus = cudaStreamCaptureStatus;
+constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = cudaStreamCaptureStatusNone;
+#define gpuLaunchHostFunc cudaLaunchHostFunc
+#define gpuStreamIsCapturing cudaStreamIsCapturing
 #endif
 
 // Functions of headers shared by host code and kernels.

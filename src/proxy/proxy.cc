@@ -40,12 +40,24 @@ Proxy::Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms)
     : topology_(topology), landing_(landing), timeout_ms_(timeout_ms) {}
 
 Proxy::~Proxy() {
+  bool orderly = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    orderly = !stop_.load();  // not aborted
     stop_.store(true);
   }
   work_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (!orderly) return;
+  // The thread is gone. A link with ops still queued or in flight gets no kClose: its peer sees
+  // a plain close, a failure, since what it may wait for never comes.
+  std::vector<bool> healthy(links_.size(), false);
+  for (size_t i = 0; i < links_.size(); ++i)
+    healthy[i] = !links_[i]->failed && links_[i]->send != nullptr && !links_[i]->sending &&
+                 links_[i]->queue.empty();
+  NetOp last;
+  last.kind = NetOp::kClose;
+  SendLastWords(last, std::move(healthy));
 }
 
 Proxy::Link* Proxy::LinkOf(int peer) {
@@ -218,6 +230,28 @@ void Proxy::Abort(int failed_peer) {
   NetOp last;
   last.kind = NetOp::kAbort;
   last.slot = failed_peer;
+  SendLastWords(last, std::move(healthy));
+  for (auto& link : links_) {
+    AbandonIncoming(*link);
+    link->send.reset();
+    link->recv.reset();
+    link->beat_send.reset();
+    link->beat_recv.reset();
+  }
+  // Only now, with nothing left reading a caller's buffer, do waiters learn of the abort.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& link : links_) {
+      if (link->failed) continue;
+      link->failed = true;
+      SetFailure(&link->failure, xcclRemoteError, link->peer,
+                 "communicator aborted while talking to rank %d", link->peer);
+    }
+  }
+  progress_.notify_all();
+}
+
+void Proxy::SendLastWords(const NetOp& last, std::vector<bool> healthy) {
   std::vector<NetRequest*> requests(links_.size(), nullptr);
   const Deadline deadline(100);
   bool pending = true;
@@ -239,24 +273,6 @@ void Proxy::Abort(int failed_peer) {
     }
     std::this_thread::yield();
   }
-  for (auto& link : links_) {
-    AbandonIncoming(*link);
-    link->send.reset();
-    link->recv.reset();
-    link->beat_send.reset();
-    link->beat_recv.reset();
-  }
-  // Only now, with nothing left reading a caller's buffer, do waiters learn of the abort.
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& link : links_) {
-      if (link->failed) continue;
-      link->failed = true;
-      SetFailure(&link->failure, xcclRemoteError, link->peer,
-                 "communicator aborted while talking to rank %d", link->peer);
-    }
-  }
-  progress_.notify_all();
 }
 
 void Proxy::AbandonIncoming(Link& link) {
@@ -264,8 +280,11 @@ void Proxy::AbandonIncoming(Link& link) {
   link.in = Link::In::kIdle;
 }
 
-void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed) {
+void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed,
+                     bool orderly) {
   AbandonIncoming(link);  // no byte lands on a failed link any more
+  bool first = false;
+  PlatformFailure failure;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!link.failed) {
@@ -273,9 +292,12 @@ void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what, i
       SetFailure(&link.failure, result, blamed >= 0 ? blamed : link.peer,
                  "rank %d (host %s) over the network: %s", link.peer,
                  topology_.ranks[link.peer].hostname, what.c_str());
+      first = true;
+      failure = link.failure;
     }
   }
   progress_.notify_all();
+  if (first && !orderly) landing_->LinkFailed(link.peer, failure);  // outside the lock
 }
 
 bool Proxy::ProgressSend(Link& link) {
@@ -363,17 +385,24 @@ bool Proxy::ProgressRecv(Link& link) {
                  cause >= 0 && cause < topology_.nranks ? cause : link.peer);
         return true;
       }
+      if (link.incoming.kind == NetOp::kClose) {
+        FailLink(link, xcclRemoteError, "it closed its communicator", -1, /*orderly=*/true);
+        return true;
+      }
       char* dst = nullptr;
       PlatformFailure refused;
       if (landing_->Destination(link.peer, link.incoming, &dst, &refused) != xcclSuccess) {
+        bool first = false;
         {
           std::lock_guard<std::mutex> lock(mutex_);
           if (!link.failed) {
             link.failed = true;
             link.failure = refused;
+            first = true;
           }
         }
         progress_.notify_all();
+        if (first) landing_->LinkFailed(link.peer, refused);
         return true;
       }
       if (link.incoming.bytes == 0) {

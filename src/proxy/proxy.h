@@ -35,8 +35,10 @@ class Bootstrap;
 // One op on the wire, in the host's byte order (every rank of a job runs one architecture):
 // what the receiving proxy is to do with its bytes.
 struct NetOp {
-  // kAbort: the sender failed because of rank `slot` (its last words before closing).
-  enum Kind : uint32_t { kPut = 1, kInbox = 2, kSignal = 3, kAbort = 4 };
+  // kAbort: the sender failed because of rank `slot` (its last words before closing). kClose:
+  // the sender closes its communicator in order, everything it queued sent (so the close that
+  // follows is no failure a device-side wait must hear of).
+  enum Kind : uint32_t { kPut = 1, kInbox = 2, kSignal = 3, kAbort = 4, kClose = 5 };
   uint32_t kind = 0;
   int32_t slot = -1;  // the receiver's slot to raise after landing (ControlLayout::kNoSignal)
   uint32_t epoch = 0;
@@ -59,6 +61,13 @@ class NetLanding {
   // An op given a destination will never land (its connection failed): undo what Destination
   // took (a writer of the receive buffer), raise nothing.
   virtual void Abandoned(int peer, const NetOp& op) = 0;
+  // `peer`'s link failed (closed, silent past kSilenceMs, refused an op, or the peer's own
+  // abort naming `failure.peer`). Proxy thread, once per link. A transport whose waiters poll the
+  // proxy (shm) needs nothing here; one whose waits run on a device (p2p) ends them here.
+  virtual void LinkFailed(int peer, const PlatformFailure& failure) {
+    (void)peer;
+    (void)failure;
+  }
 };
 
 class Proxy {
@@ -91,6 +100,9 @@ class Proxy {
   // Stops the thread, tells every peer that this rank failed because of `failed_peer` (best
   // effort, within 100 ms), closes every connection and fails queued ops.
   void Abort(int failed_peer);
+  // Destroying a proxy that was not aborted stops its thread and tells every healthy peer that
+  // this rank closes in order (kClose, best effort within 100 ms): ops still queued are dropped,
+  // so the owner flushes first.
 
  private:
   struct Outgoing {
@@ -140,8 +152,12 @@ class Proxy {
   xcclResult_t ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
                             std::unique_ptr<NetSendComm> Link::*send_of,
                             std::unique_ptr<NetRecvComm> Link::*recv_of);
-  // `blamed`: the rank the failure names (-1: the link's peer).
-  void FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed = -1);
+  // `blamed`: the rank the failure names (-1: the link's peer). `orderly`: the peer closed in
+  // order (kClose): waiters still learn that it is gone, NetLanding::LinkFailed is not called.
+  void FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed = -1,
+                bool orderly = false);
+  // After the thread stopped: `last` to every link marked in `healthy` (best effort, 100 ms).
+  void SendLastWords(const NetOp& last, std::vector<bool> healthy);
   // The op whose bytes are landing will not finish (proxy thread, or after it stopped).
   void AbandonIncoming(Link& link);
   Link* LinkOf(int peer);

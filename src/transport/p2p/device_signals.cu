@@ -7,7 +7,8 @@ namespace {
 
 __global__ void AdvanceEpochKernel(uint32_t* epoch) { *epoch = *epoch + 1; }
 
-__global__ void WaitSlotsKernel(const uint32_t* slots, int first_slot, int nranks, int skip_rank,
+__global__ void WaitSlotsKernel(const uint32_t* slots, const uint32_t* remote_slots,
+                                uint32_t remote_mask, int first_slot, int nranks, int skip_rank,
                                 const uint32_t* epoch, uint64_t timeout_ns,
                                 DeviceFailureRecord* record) {
   // One warp per watched slot: spin loops of several threads of one warp are left to the
@@ -15,7 +16,8 @@ __global__ void WaitSlotsKernel(const uint32_t* slots, int first_slot, int nrank
   if (threadIdx.x % kLanesPerSlot != 0) return;
   const int r = threadIdx.x / kLanesPerSlot;
   if (r >= nranks || r == skip_rank) return;
-  WaitSlot(slots + first_slot + r, *epoch, r, timeout_ns, record);
+  const uint32_t* base = (remote_mask >> r) & 1u ? remote_slots : slots;
+  WaitSlot(base + first_slot + r, *epoch, r, timeout_ns, record);
 }
 
 __global__ void WaitSlotKernel(const uint32_t* slot, int peer, const uint32_t* epoch,
@@ -42,11 +44,12 @@ gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream) {
   return gpuGetLastError();
 }
 
-gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, int skip_rank,
+gpuError_t LaunchWaitSlots(const uint32_t* slots, const uint32_t* remote_slots,
+                           uint32_t remote_mask, int first_slot, int nranks, int skip_rank,
                            const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
                            gpuStream_t stream) {
-  WaitSlotsKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(slots, first_slot, nranks, skip_rank,
-                                                            epoch, timeout_ns, record);
+  WaitSlotsKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(
+      slots, remote_slots, remote_mask, first_slot, nranks, skip_rank, epoch, timeout_ns, record);
   return gpuGetLastError();
 }
 

@@ -21,8 +21,11 @@ gpuError_t PreloadSignalKernels();
 // epoch += 1 (one thread).
 gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream);
 
-// Waits until slots[first_slot + r] reaches *epoch for every rank r != skip_rank.
-gpuError_t LaunchWaitSlots(const uint32_t* slots, int first_slot, int nranks, int skip_rank,
+// Waits until base[first_slot + r] reaches *epoch for every rank r != skip_rank, where base is
+// `remote_slots` for the ranks of `remote_mask` (bit r: rank r is on another node, its proxy
+// raises host-mapped slots) and `slots` for the others.
+gpuError_t LaunchWaitSlots(const uint32_t* slots, const uint32_t* remote_slots,
+                           uint32_t remote_mask, int first_slot, int nranks, int skip_rank,
                            const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
                            gpuStream_t stream);
 
@@ -38,5 +41,6 @@ constexpr int kLanesPerSlot = 64;
 constexpr int kLanesPerSlot = 32;
 #endif
 constexpr int kMaxWatchedRanks = 1024 / kLanesPerSlot;
+static_assert(kMaxWatchedRanks <= 32, "LaunchWaitSlots' remote_mask holds a bit per rank");
 
 }  // namespace xccl

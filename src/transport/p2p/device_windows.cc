@@ -62,6 +62,17 @@ void DeviceWindows::Abort() {
   if (record_ != nullptr) __atomic_store_n(&record_->abort, 1u, __ATOMIC_RELEASE);
 }
 
+void DeviceWindows::RecordHostFailure(int peer, xcclResult_t code) {
+  if (record_ == nullptr) return;
+  uint32_t expected = 0;
+  const uint32_t packed =
+      (static_cast<uint32_t>(peer + 1) << 8) | (static_cast<uint32_t>(code) & 0xFFu);
+  // Against the device's CAS on the same word only as atomic as host-mapped memory allows: if
+  // both write, either record makes every wait give up, which is what counts.
+  __atomic_compare_exchange_n(&record_->failure, &expected, packed, false, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+}
+
 void DeviceWindows::Release() {
   ClosePeerBuffers(&mapped_);
   if (own_ != nullptr) (void)gpuFree(own_);

@@ -42,6 +42,10 @@ class DeviceWindows {
                                 PlatformFailure* failure) const;
   // Makes every device wait of this rank give up at once.
   void Abort();
+  // A failure found on the host (a link to another node failed): recorded as a device wait's
+  // would be, {code, peer} in one word unless one is there already, so every device wait of this
+  // rank gives up at its next check.
+  void RecordHostFailure(int peer, xcclResult_t code);
   // Closes the peers' mappings, then frees this rank's window and record (the device must be
   // current). The owner frees what waits for the device (its tables) first, so no queued store
   // reaches a closed mapping.

@@ -8,6 +8,7 @@
 #include "platform/gpu/gpu_call.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
+#include "transport/net/net_choice.h"
 #include "transport/p2p/device_signals.h"
 #include "transport/p2p/peer_map.h"
 
@@ -53,6 +54,30 @@ xcclResult_t P2pConnection::Flush(const Deadline& /*deadline: stream-ordered*/,
   return transport_->TakeLaunchFailure(failure);
 }
 
+// ---- P2pNetConnection ----
+
+void P2pNetConnection::Put(uint32_t /*epoch*/, void* /*dst*/, size_t /*dst_offset*/,
+                           const void* /*src*/, size_t /*bytes*/, int /*signal_slot*/) {
+  // ag_gemm's fused mode refuses communicators that span nodes before it ever puts.
+  transport_->Check(gpuErrorInvalidValue,
+                    "a put into a mapped buffer of a rank of another node (nothing is mapped "
+                    "across nodes)");
+}
+
+void P2pNetConnection::InboxPut(uint32_t /*epoch: the device's*/, const void* src, size_t bytes,
+                                int signal_slot) {
+  transport_->QueueNetOp(peer(), NetOp::kInbox, signal_slot, src, bytes);
+}
+
+void P2pNetConnection::Signal(int slot, uint32_t /*epoch: the device's*/) {
+  transport_->QueueNetOp(peer(), NetOp::kSignal, slot, nullptr, 0);
+}
+
+xcclResult_t P2pNetConnection::Flush(const Deadline& /*deadline: stream-ordered*/,
+                                     PlatformFailure* failure) {
+  return transport_->TakeLaunchFailure(failure);
+}
+
 // ---- P2pTransport ----
 
 P2pTransport::P2pTransport(const Topology& topology, const Params& params,
@@ -65,7 +90,6 @@ P2pTransport::P2pTransport(const Topology& topology, const Params& params,
 
 xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   const int nranks = topology_.nranks;
-  XCCL_TRY(RequireOneNode(topology_, "the p2p transport"));
   if (nranks > kMaxWatchedRanks)
     return Fail(xcclInvalidUsage, "the p2p transport supports at most %d ranks, not %d",
                 kMaxWatchedRanks, nranks);
@@ -85,9 +109,15 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   if (failed >= 0)
     return Fail(xcclRemoteError, "rank %d could not set up its GPU device tables", failed);
   XCCL_TRY(CreateQueues());
+  remote_index_.assign(nranks, -1);
+  if (topology_.node_count > 1) XCCL_TRY(ConnectNodes(bootstrap));
   connections_.resize(nranks);
   for (int peer = 0; peer < nranks; ++peer) {
     if (peer == topology_.rank) continue;
+    if (IsRemote(peer)) {
+      connections_[peer] = std::make_unique<P2pNetConnection>(this, peer);
+      continue;
+    }
     connections_[peer] = std::make_unique<P2pConnection>(
         this, peer, ChooseTransport(topology_, peer, /*device_memory=*/true));
   }
@@ -128,9 +158,13 @@ xcclResult_t P2pTransport::Flush(const Deadline& /*deadline*/, PlatformFailure* 
 xcclResult_t P2pTransport::WaitSlot(int slot, uint32_t /*epoch: the device's*/, int peer,
                                     const char* /*what*/, const Deadline& /*deadline*/,
                                     xcclStream_t stream, PlatformFailure* /*failure*/) {
+  // A rank of another node raises this rank's slot in host-mapped memory (its ops land there).
+  const bool remote = peer >= 0 && peer < topology_.nranks && IsRemote(peer);
+  if (remote) proxy_->Kick();  // keeps the proxy polling while the wait is near
   // A launch failure is the operation's, reported by its Flush.
-  Check(LaunchWaitSlot(view_.own_slots + slot, peer, view_.device_epoch, view_.timeout_ns,
-                       view_.record, static_cast<gpuStream_t>(stream)),
+  Check(LaunchWaitSlot((remote ? remote_slots_device_ : view_.own_slots) + slot, peer,
+                       view_.device_epoch, view_.timeout_ns, view_.record,
+                       static_cast<gpuStream_t>(stream)),
         "wait kernel");
   return xcclSuccess;
 }
@@ -139,14 +173,18 @@ xcclResult_t P2pTransport::WaitArrivals(uint32_t /*epoch*/, const Deadline& /*de
                                         const std::function<void(int)>& on_arrival,
                                         PlatformFailure* failure) {
   const int rank = topology_.rank, nranks = topology_.nranks;
-  Check(LaunchWaitSlots(view_.own_slots, ControlLayout::Arrival(0), nranks, rank,
-                        view_.device_epoch, view_.timeout_ns, view_.record, stream_),
+  if (proxy_) proxy_->Kick();
+  Check(LaunchWaitSlots(view_.own_slots, remote_slots_device_, remote_mask_,
+                        ControlLayout::Arrival(0), nranks, rank, view_.device_epoch,
+                        view_.timeout_ns, view_.record, stream_),
         "wait kernel");
   for (int step = 1; step < nranks; ++step) on_arrival((rank - step + nranks) % nranks);
   return TakeLaunchFailure(failure);
 }
 
 const void* P2pTransport::Inbox(uint32_t /*epoch*/, int src) const {
+  // A remote rank's pieces wait in pinned memory; the copy out of it runs on this rank's stream.
+  if (IsRemote(src)) return recv_staging_ + remote_index_[src] * net_piece_;
   return view_.own_inbox + src * geometry_.inbox_bytes;
 }
 
@@ -161,10 +199,144 @@ xcclResult_t P2pTransport::MapPeerBuffers(Bootstrap* bootstrap, void* local,
 }
 
 xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
+  // A failed link put its own record into the device's (so the waits gave up): its words, which
+  // name the rank and why, rather than the record's "timed out".
+  {
+    std::lock_guard<std::mutex> lock(net_failure_mutex_);
+    if (net_failure_.result != xcclSuccess) {
+      *failure = net_failure_;
+      return failure->result;
+    }
+  }
   return windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
 }
 
-void P2pTransport::Abort(int /*failed_peer*/) { windows_.Abort(); }
+void P2pTransport::Abort(int failed_peer) {
+  windows_.Abort();
+  if (proxy_) proxy_->Abort(failed_peer);
+}
+
+xcclResult_t P2pTransport::Destination(int peer, const NetOp& op, char** dst,
+                                       PlatformFailure* failure) {
+  *dst = nullptr;
+  // The wire is not trusted with memory: the slot must be one of the window's.
+  if (op.slot != ControlLayout::kNoSignal &&
+      (op.slot < 0 || op.slot >= ControlLayout::SlotCount(topology_.nranks)))
+    return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op for slot %d", peer,
+                      op.slot);
+  switch (op.kind) {
+    case NetOp::kSignal:
+      if (op.bytes != 0)
+        return SetFailure(failure, xcclRemoteError, peer, "rank %d sent a signal with %llu bytes",
+                          peer, static_cast<unsigned long long>(op.bytes));
+      return xcclSuccess;
+    case NetOp::kInbox:
+      if (op.bytes > net_piece_ || op.offset != 0)
+        return SetFailure(failure, xcclInvalidUsage, peer,
+                          "rank %d sent %llu bytes for a GPU net inbox of %zu: the ranks differ "
+                          "in XCCL_WINDOW_BYTES",
+                          peer, static_cast<unsigned long long>(op.bytes), net_piece_);
+      *dst = recv_staging_ + remote_index_[peer] * net_piece_;
+      return xcclSuccess;
+    case NetOp::kPut:
+      return SetFailure(failure, xcclInvalidUsage, peer,
+                        "rank %d put into a buffer of this rank: GPU ranks map no buffer across "
+                        "nodes",
+                        peer);
+  }
+  return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op of unknown kind %u", peer,
+                    op.kind);
+}
+
+void P2pTransport::Landed(int /*peer*/, const NetOp& op) {
+  // After the bytes (written by this thread): the device's acquire load of the slot orders the
+  // copy out of the staging, which the stream issues only after that wait.
+  if (op.slot != ControlLayout::kNoSignal)
+    __atomic_store_n(&remote_slots_[op.slot], op.epoch, __ATOMIC_RELEASE);
+}
+
+void P2pTransport::LinkFailed(int peer, const PlatformFailure& failure) {
+  {
+    std::lock_guard<std::mutex> lock(net_failure_mutex_);
+    if (net_failure_.result == xcclSuccess) net_failure_ = failure;
+  }
+  // Every device wait of this rank gives up at its next check, whatever it waits for: a wait on
+  // a rank of this node may wait for data that rank can only send after hearing from `peer`.
+  windows_.RecordHostFailure(failure.peer >= 0 ? failure.peer : peer, failure.result);
+}
+
+void P2pTransport::QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* src, size_t bytes) {
+  if (bytes > net_piece_) {
+    Check(gpuErrorInvalidValue, "a net put larger than the pinned staging");
+    return;
+  }
+  char* staging = send_staging_ + remote_index_[peer] * net_piece_;
+  if (bytes > 0)
+    Check(gpuMemcpyAsync(staging, src, bytes, gpuMemcpyDeviceToHost, stream_), "net staging copy");
+  // The epoch as the device holds it at this point of the stream (a replay's own), read by the
+  // host function that follows: the stream runs nothing in between.
+  Check(gpuMemcpyAsync(epoch_mirror_, view_.device_epoch, sizeof(uint32_t), gpuMemcpyDeviceToHost,
+                       stream_),
+        "net epoch copy");
+  gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
+  Check(gpuStreamIsCapturing(stream_, &capture), "capture query");
+  NetTriggers::Trigger* trigger = triggers_.Take(capture != gpuStreamCaptureStatusNone);
+  trigger->proxy = proxy_.get();
+  trigger->peer = peer;
+  trigger->op = NetOp{};
+  trigger->op.kind = kind;
+  trigger->op.slot = slot;
+  trigger->op.bytes = bytes;
+  trigger->src = staging;
+  trigger->epoch = epoch_mirror_;
+  const gpuError_t launched = gpuLaunchHostFunc(stream_, &NetTriggers::Fire, trigger);
+  if (launched != gpuSuccess) triggers_.Give(trigger);
+  Check(launched, "net trigger (host function)");
+}
+
+xcclResult_t P2pTransport::CreateNetStaging() {
+  const int nranks = topology_.nranks;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (topology_.node_of_rank[peer] == topology_.node_of_rank[topology_.rank]) continue;
+    remote_index_[peer] = remote_count_++;
+    remote_mask_ |= 1u << peer;
+  }
+  net_piece_ = std::min(geometry_.inbox_bytes, kNetPieceBytes);
+  // The slots and the mirror in the first page, then the staging.
+  const size_t control = 4096;
+  if ((ControlLayout::SlotCount(nranks) + 1) * sizeof(uint32_t) > control)
+    return Fail(xcclInvalidUsage, "%d ranks exceed the GPU net control page", nranks);
+  const size_t bytes = control + 2 * static_cast<size_t>(remote_count_) * net_piece_;
+  void* host = nullptr;
+  XCCL_GPU_TRY(gpuHostAlloc(&host, bytes, gpuHostAllocMapped));
+  pinned_ = static_cast<char*>(host);
+  remote_slots_ = reinterpret_cast<uint32_t*>(pinned_);
+  for (int i = 0; i < ControlLayout::SlotCount(nranks); ++i) remote_slots_[i] = params_.epoch_base;
+  epoch_mirror_ = remote_slots_ + ControlLayout::SlotCount(nranks);
+  recv_staging_ = pinned_ + control;
+  send_staging_ = recv_staging_ + remote_count_ * net_piece_;
+  void* device = nullptr;
+  XCCL_GPU_TRY(gpuHostGetDevicePointer(&device, host, 0));
+  remote_slots_device_ = static_cast<const uint32_t*>(device);
+  return xcclSuccess;
+}
+
+// Collective over every rank: the pinned staging and the net backend, one verdict round, then
+// the proxy's connections (CreateNetBackends is the one place that chooses the backend).
+xcclResult_t P2pTransport::ConnectNodes(Bootstrap* bootstrap) {
+  std::unique_ptr<NetBackend> net, beats;
+  xcclResult_t created = CreateNetStaging();
+  if (created == xcclSuccess) created = CreateNetBackends(params_, topology_, &net, &beats);
+  int failed = -1;
+  XCCL_TRY(ExchangeVerdicts(bootstrap, created == xcclSuccess, &failed));
+  XCCL_TRY(created);
+  if (failed >= 0)
+    return Fail(xcclRemoteError,
+                "rank %d could not set up its pinned net staging or net backend (XCCL_NET=%s)",
+                failed, params_.net.c_str());
+  proxy_ = std::make_unique<Proxy>(topology_, this, timeout_ms_);
+  return proxy_->Connect(bootstrap, std::move(net), std::move(beats));
+}
 
 void P2pTransport::QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot) {
   gpuStream_t queue = nullptr;
@@ -202,6 +374,7 @@ xcclResult_t P2pTransport::UploadTables() {
   const int nranks = topology_.nranks;
   std::vector<void*> slots(nranks), staging(nranks), inboxes(nranks);
   for (int r = 0; r < nranks; ++r) {
+    if (windows_.window(r) == nullptr) continue;  // a rank of another node: not mapped
     slots[r] = windows_.window(r);
     staging[r] = windows_.window(r) + geometry_.control_bytes;
     inboxes[r] = InboxAtPeer(r);
@@ -226,11 +399,27 @@ xcclResult_t P2pTransport::CreateQueues() {
   const int nranks = topology_.nranks;
   int count = topology_.RanksOnMyDevice() > 1 ? 0 : nranks - 1;
   if (params_.gpu_queues > 0) count = std::min<int>(nranks - 1, params_.gpu_queues);
+  // Across nodes every put and signal runs on the operation's stream: the closing barrier's
+  // signals must follow this rank's copies out of its inboxes, and the net ops' staging copies
+  // and triggers are ordered on it anyway (the queues serve the dma engine, not run here).
+  if (topology_.node_count > 1) count = 0;
   return queues_.Create(topology_, count);
 }
 
 void P2pTransport::Release() {
   if (gpuSetDevice(device_) != gpuSuccess) return;
+  if (proxy_) {
+    // Every trigger still on a stream fires (the proxy then sends what it queued) before the
+    // proxy goes; the destroy waits for the device anyway (the frees below).
+    (void)gpuDeviceSynchronize();
+    const Deadline deadline(timeout_ms_);
+    PlatformFailure ignored;
+    for (int peer = 0; peer < topology_.nranks; ++peer)
+      if (IsRemote(peer)) (void)proxy_->Flush(peer, deadline, &ignored);
+    proxy_.reset();  // tells the other nodes this rank closes in order
+  }
+  if (pinned_ != nullptr) (void)gpuFreeHost(pinned_);
+  pinned_ = nullptr;
   queues_.Destroy();
   // The frees first: cudaFree waits for the device, so no kernel queued on a caller's stream
   // (after an abort they give up at once) still stores into a peer's window when its mapping is

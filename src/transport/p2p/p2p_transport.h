@@ -1,22 +1,37 @@
-// Same node, GPU: the cuda and hip platforms' Transport. Each rank owns a window of device
-// memory (control slots, a staging area, then one inbox per source rank, as the collectives'
-// WindowGeometry asks) that every rank of the node maps (the pointer itself for a rank of this
-// process, an IPC handle otherwise). A put is a copy on the peer's copy-engine queue followed on
-// the same queue by a 4-byte copy of this rank's device epoch into the peer's slot; a wait is a
-// kernel on the operation's stream. Nothing waits on the host inside a call.
+// GPU: the cuda and hip platforms' Transport. Each rank owns a window of device memory (control
+// slots, a staging area, then one inbox per source rank, as the collectives' WindowGeometry
+// asks) that every rank of its node maps (the pointer itself for a rank of this process, an IPC
+// handle otherwise). A put is a copy on the peer's copy-engine queue followed on the same queue
+// by a 4-byte copy of this rank's device epoch into the peer's slot; a wait is a kernel on the
+// operation's stream. Nothing waits on the host inside a call.
+//
+// Ranks of other nodes (DESIGN.md 13) are reached through the CPU proxy over the net backend,
+// staged through pinned host memory and stream-ordered: an inbox put copies the block into this
+// rank's pinned send staging for that peer on the operation's stream, then a host function on
+// the same stream hands the op to the proxy with the device epoch of that point (so a captured
+// graph sends each replay's). The peer's proxy lands the bytes in its pinned receive staging for
+// this rank, which is that peer's inbox for this rank (the receiver copies out of it on its own
+// stream), and raises the slot in host-mapped memory with a CPU store after the bytes; the
+// receiver's device waits read remote ranks' slots there. The staging buffers are reused only
+// after the closing barrier of the operation that used them (both ends have passed it), so no
+// flow control of their own is needed.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/params.h"
 #include "core/topology.h"
 #include "platform/gpu.h"
+#include "proxy/proxy.h"
 #include "transport/p2p/copy_engine_queues.h"
 #include "transport/p2p/device_windows.h"
+#include "transport/p2p/net_triggers.h"
 #include "transport/transport.h"
 
 namespace xccl {
@@ -40,16 +55,40 @@ class P2pConnection final : public Connection {
   P2pTransport* transport_;
 };
 
-class P2pTransport final : public Transport {
+// A peer of another node, through the proxy (see above). Everything is stream-ordered on the
+// operation's stream; a failure of the link reaches the device waits through the failure record.
+class P2pNetConnection final : public Connection {
  public:
+  P2pNetConnection(P2pTransport* transport, int peer)
+      : Connection(peer, TransportKind::kNet), transport_(transport) {}
+  // Refused (a launch failure of the operation): no buffer of a rank of another node is mapped.
+  void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
+           int signal_slot) override;
+  // At most inbox_limit() bytes: staged, then sent; lands in the peer's pinned inbox for this rank.
+  void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) override;
+  void Signal(int slot, uint32_t epoch) override;
+  // Stream-ordered: nothing to wait for; launch failures of the operation so far.
+  xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
+
+ private:
+  P2pTransport* transport_;
+};
+
+class P2pTransport final : public Transport, public NetLanding {
+ public:
+  // The most a net op carries, so the pinned staging per remote peer and direction: also the
+  // inbox limit (all_gather's piece) of a communicator that spans nodes.
+  static constexpr size_t kNetPieceBytes = size_t(4) << 20;
+
   P2pTransport(const Topology& topology, const Params& params, const WindowGeometry& geometry,
                int64_t timeout_ms);
   ~P2pTransport() override { Release(); }
   P2pTransport(const P2pTransport&) = delete;
   P2pTransport& operator=(const P2pTransport&) = delete;
 
-  // Collective: allocates and maps every rank's window, uploads the device tables, makes the
-  // copy-engine queues.
+  // Collective: allocates and maps the window of every rank of this node, uploads the device
+  // tables, makes the copy-engine queues; where the communicator spans nodes, the pinned staging,
+  // the net backend (CreateNetBackends: XCCL_NET) and the proxy's connections to the other nodes.
   xcclResult_t Init(Bootstrap* bootstrap);
 
   const char* name() const override { return "p2p"; }
@@ -71,7 +110,9 @@ class P2pTransport final : public Transport {
                             const std::function<void(int peer)>& on_arrival,
                             PlatformFailure* failure) override;
 
-  size_t inbox_limit() const override { return geometry_.inbox_bytes; }
+  size_t inbox_limit() const override {
+    return proxy_ ? std::min(geometry_.inbox_bytes, kNetPieceBytes) : geometry_.inbox_bytes;
+  }
   const void* Inbox(uint32_t epoch, int src) const override;
   bool InboxBlockBytes(uint32_t /*epoch*/, int /*src*/, size_t* /*bytes*/) const override {
     return false;  // the puts and the wait are stream-ordered
@@ -83,8 +124,25 @@ class P2pTransport final : public Transport {
   xcclResult_t PollAsyncFailure(PlatformFailure* failure) override;
   void Abort(int failed_peer) override;
 
+  // NetLanding (the proxy thread; no GPU runtime call): ops from ranks of other nodes land in
+  // pinned memory.
+  xcclResult_t Destination(int peer, const NetOp& op, char** dst,
+                           PlatformFailure* failure) override;
+  void Landed(int peer, const NetOp& op) override;
+  void Abandoned(int /*peer*/, const NetOp& /*op*/) override {}
+  void LinkFailed(int peer, const PlatformFailure& failure) override;
+
  private:
   friend class P2pConnection;
+  friend class P2pNetConnection;
+
+  bool IsRemote(int peer) const { return remote_index_[peer] >= 0; }
+  // On the operation's stream: `bytes` from `src` (device) into the send staging for `peer`,
+  // the device epoch into the mirror, then the host function that queues the op on the proxy.
+  void QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* src, size_t bytes);
+  // Pinned memory of the net path: remote slots, the epoch mirror, receive and send staging.
+  xcclResult_t CreateNetStaging();
+  xcclResult_t ConnectNodes(Bootstrap* bootstrap);
 
   // On peer's queue: the data (if any), then (unless kNoSignal) the flag, a copy of this rank's
   // device epoch as the device holds it then.
@@ -109,10 +167,26 @@ class P2pTransport final : public Transport {
   char** staging_device_ = nullptr;  // [peer] -> its staging area
   char** inbox_device_ = nullptr;    // [peer] -> this rank's inbox in its window
   DeviceView view_;
-  CopyEngineQueues queues_;                                  // this rank's DMA queues
-  std::vector<std::unique_ptr<P2pConnection>> connections_;  // null for this rank
-  gpuStream_t stream_ = nullptr;                             // the operation's
+  CopyEngineQueues queues_;                               // this rank's DMA queues
+  std::vector<std::unique_ptr<Connection>> connections_;  // null for this rank
+  gpuStream_t stream_ = nullptr;                          // the operation's
   std::string launch_error_;
+
+  // Across nodes (empty, null where every rank is on this node).
+  std::vector<int> remote_index_;  // [rank] -> its index among the remote peers, -1 on this node
+  int remote_count_ = 0;
+  uint32_t remote_mask_ = 0;  // bit r: rank r is on another node
+  size_t net_piece_ = 0;
+  char* pinned_ = nullptr;            // one host-mapped allocation for all of the below
+  uint32_t* remote_slots_ = nullptr;  // ControlLayout's slots, raised by remote ranks
+  const uint32_t* remote_slots_device_ = nullptr;
+  uint32_t* epoch_mirror_ = nullptr;  // the device epoch, copied before each trigger
+  char* recv_staging_ = nullptr;      // [remote index] -> inbox of that rank's pieces
+  char* send_staging_ = nullptr;      // [remote index] -> this rank's piece for it
+  NetTriggers triggers_;
+  std::unique_ptr<Proxy> proxy_;  // stops before the staging is freed
+  mutable std::mutex net_failure_mutex_;
+  PlatformFailure net_failure_;  // the first link failure (LinkFailed)
 };
 
 }  // namespace xccl

@@ -66,6 +66,9 @@ xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, const Topology& topology, int 
   out->opened.assign(nranks, false);
   xcclResult_t mapped = xcclSuccess;
   for (int r = 0; r < nranks && mapped == xcclSuccess; ++r) {
+    // A rank of another node is not mapped (its memory is not reachable; the net connections
+    // carry its traffic): its entry stays null. Its own failure comes in the verdict round.
+    if (topology.node_of_rank[r] != topology.node_of_rank[rank]) continue;
     if (!all[r].ok) {
       mapped = r == rank ? Fail(xcclUnhandledDeviceError, "rank %d could not share its %s", r, what)
                          : Fail(xcclRemoteError, "rank %d could not share its %s", r, what);

@@ -15,14 +15,16 @@ class Bootstrap;
 
 struct PeerBuffers {
   int device = 0;            // this rank's, made current to close the mappings
-  std::vector<void*> at;     // [rank]: its buffer as this process addresses it (own: local)
+  std::vector<void*> at;     // [rank]: its buffer as this process addresses it (own: local;
+                             // null for a rank of another node)
   std::vector<bool> opened;  // [rank]: an IPC mapping to be closed (ClosePeerBuffers)
 };
 
-// Collective over the node's ranks (every rank takes part in both rounds, whatever failed
-// locally, so none waits): announces `local` (NULL: this rank failed before, and says so), maps
-// every peer's, enables peer access to other devices where `enable_peer_access`, and ends in a
-// verdict round. On any rank's failure nothing stays mapped; `what` names the buffer in errors.
+// Collective over every rank (every rank takes part in both rounds, whatever failed locally, so
+// none waits): announces `local` (NULL: this rank failed before, and says so), maps every peer's
+// of this node (ranks of other nodes stay null), enables peer access to other devices where
+// `enable_peer_access`, and ends in a verdict round. On any rank's failure nothing stays mapped;
+// `what` names the buffer in errors.
 xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, const Topology& topology, int device, void* local,
                             bool enable_peer_access, const char* what, PeerBuffers* out);
 
