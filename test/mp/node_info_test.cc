@@ -5,8 +5,10 @@
 // checks that every rank's view of every rank agrees. Bad arguments are refused with messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -23,9 +25,12 @@ struct NodeShape {
   const char* name;
   RankMode mode;
   int world;
-  std::string fake_nodes;            // "2,1,3", or "" to use host_ids
+  std::string fake_nodes;             // "2,1,3", or "" to use host_ids
   std::vector<std::string> host_ids;  // XCCL_HOSTID of each rank; empty: one real host
 };
+
+// Failures name the shape, not its bytes.
+void PrintTo(const NodeShape& shape, std::ostream* os) { *os << shape.name; }
 
 // The node of every rank as the shape defines it, numbered in order of each node's lowest rank.
 std::vector<int> ExpectedNodes(const NodeShape& shape) {
@@ -104,9 +109,8 @@ TEST_P(NodeInfoTest, EveryRankSeesTheSplit) {
           r = xcclCommRankNode(ctx.comm, peer, &peer_node, &peer_local);
           RANK_EXPECT(ctx, r == xcclSuccess, "rank " << peer << ": " << xcclGetLastError(ctx.comm));
           RANK_EXPECT(ctx, peer_node == peer_want.node && peer_local == peer_want.local_rank,
-                      "rank " << peer << " is on node " << peer_node << " as local "
-                              << peer_local << "; expected " << peer_want.node << " as "
-                              << peer_want.local_rank);
+                      "rank " << peer << " is on node " << peer_node << " as local " << peer_local
+                              << "; expected " << peer_want.node << " as " << peer_want.local_rank);
           if (peer_node == node) my_node_ranks.push_back(peer);
           if (peer_local == local_rank) my_rail.push_back(peer);
           if (nodes[peer] == want.node) want_node_ranks.push_back(peer);
@@ -118,8 +122,9 @@ TEST_P(NodeInfoTest, EveryRankSeesTheSplit) {
             if (nodes[peer] == n && seen++ == want.local_rank) want_rail.push_back(peer);
         }
         RANK_EXPECT(ctx, my_node_ranks == want_node_ranks,
-                    ::testing::PrintToString(my_node_ranks) << " share this node, expected "
-                                                            << ::testing::PrintToString(want_node_ranks));
+                    ::testing::PrintToString(my_node_ranks)
+                        << " share this node, expected "
+                        << ::testing::PrintToString(want_node_ranks));
         RANK_EXPECT(ctx, my_rail == want_rail,
                     "rail " << ::testing::PrintToString(my_rail) << ", expected "
                             << ::testing::PrintToString(want_rail));
@@ -155,7 +160,10 @@ std::vector<NodeShape> Shapes() {
     shapes.push_back({t ? "ThreadsFake1p1p1" : "ProcessesFake1p1p1", mode, 3, "1,1,1", {}});
   }
   // Host ids per process: interleaved nodes, and a first rank whose host sorts last.
-  shapes.push_back({"ProcessesHostIdsInterleaved", RankMode::kProcesses, 4, "",
+  shapes.push_back({"ProcessesHostIdsInterleaved",
+                    RankMode::kProcesses,
+                    4,
+                    "",
                     {"shim-a", "shim-b", "shim-a", "shim-b"}});
   shapes.push_back(
       {"ProcessesHostIdsUneven", RankMode::kProcesses, 3, "", {"shim-z", "shim-z", "shim-a"}});
@@ -188,16 +196,16 @@ TEST(NodeInfoArguments, BadArgumentsAreRefusedWithMessages) {
                        "xcclCommNodeInfo: comm is NULL");
         expect_refused(xcclCommNodeInfo(ctx.comm, nullptr, &b, &c, &d), "NodeInfo(node NULL)",
                        "xcclCommNodeInfo: node is NULL");
-        expect_refused(xcclCommNodeInfo(ctx.comm, &a, nullptr, &c, &d),
-                       "NodeInfo(nodeCount NULL)", "xcclCommNodeInfo: nodeCount is NULL");
-        expect_refused(xcclCommNodeInfo(ctx.comm, &a, &b, nullptr, &d),
-                       "NodeInfo(localRank NULL)", "xcclCommNodeInfo: localRank is NULL");
-        expect_refused(xcclCommNodeInfo(ctx.comm, &a, &b, &c, nullptr),
-                       "NodeInfo(localSize NULL)", "xcclCommNodeInfo: localSize is NULL");
-        RANK_EXPECT(ctx,
-                    std::string(xcclGetLastError(ctx.comm)).find("localSize is NULL") !=
-                        std::string::npos,
-                    "the communicator's last error is " << xcclGetLastError(ctx.comm));
+        expect_refused(xcclCommNodeInfo(ctx.comm, &a, nullptr, &c, &d), "NodeInfo(nodeCount NULL)",
+                       "xcclCommNodeInfo: nodeCount is NULL");
+        expect_refused(xcclCommNodeInfo(ctx.comm, &a, &b, nullptr, &d), "NodeInfo(localRank NULL)",
+                       "xcclCommNodeInfo: localRank is NULL");
+        expect_refused(xcclCommNodeInfo(ctx.comm, &a, &b, &c, nullptr), "NodeInfo(localSize NULL)",
+                       "xcclCommNodeInfo: localSize is NULL");
+        RANK_EXPECT(
+            ctx,
+            std::string(xcclGetLastError(ctx.comm)).find("localSize is NULL") != std::string::npos,
+            "the communicator's last error is " << xcclGetLastError(ctx.comm));
         expect_refused(xcclCommRankNode(nullptr, 0, &a, &c), "RankNode(NULL comm)",
                        "xcclCommRankNode: comm is NULL");
         expect_refused(xcclCommRankNode(ctx.comm, -1, &a, &c), "RankNode(-1)",
