@@ -73,8 +73,7 @@ ncclTeam_t VendorTeam(const char* name, void* vendor_comm) {
   auto fn = VendorFunction<ncclTeam_t (*)(ncclComm_t)>(name);
   if (fn == nullptr) {
     SetLastError(std::string(name) +
-                 ": a vendor-only communicator, and the vendor library "
-                 "does not export it");
+                 ": a vendor-only communicator, and the vendor library does not export it");
     return kEmptyTeam;
   }
   return fn(static_cast<ncclComm_t>(vendor_comm));
@@ -89,9 +88,11 @@ bool IsXcclComm(ncclComm_t comm, const char* name) {
 }  // namespace
 
 XCCL_SHIM_EXPORT ncclTeam_t ncclTeamWorld(ncclComm_t comm) {
+  // Every live handle knows its rank and count, vendor-only ones too (WrapVendorComm).
+  if (IsLiveComm(comm)) return ncclTeam_t{comm->nranks, comm->rank, 1};
   if (void* vc = VendorOnly(comm)) return VendorTeam("ncclTeamWorld", vc);
-  if (!IsXcclComm(comm, "ncclTeamWorld")) return kEmptyTeam;
-  return ncclTeam_t{comm->nranks, comm->rank, 1};
+  SetLastError("ncclTeamWorld: not a live communicator");
+  return kEmptyTeam;
 }
 XCCL_SHIM_PNCCL(ncclTeam_t, ncclTeamWorld, (ncclComm_t comm));
 

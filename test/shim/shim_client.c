@@ -445,6 +445,10 @@ static void NodesRank(int nranks, int rank) {
     ncclComm_t split = NULL;
     CHECK(ncclCommSplit(comm, 0, rank, &split, NULL));
     if (!split) FAIL("ncclCommSplit returned no communicator");
+    struct XcclTestTeam split_world = ncclTeamWorld(split); /* known to the shim */
+    if (split_world.nRanks != nranks || split_world.rank != rank || split_world.stride != 1)
+      FAIL("the split's world team is {%d, %d, %d}", split_world.nRanks, split_world.rank,
+           split_world.stride);
     struct XcclTestTeam vendor_lsa = ncclTeamLsa(split); /* the double's answer, logged */
     if (vendor_lsa.nRanks != 1 || vendor_lsa.rank != 0 || vendor_lsa.stride != 1)
       FAIL("a vendor-only communicator's LSA team is {%d, %d, %d}, not the double's {1, 0, 1}",
