@@ -24,17 +24,6 @@ struct IbRegistration {
   ibv_mr* mr;
 };
 
-const char* OpcodeName(ibv_wc_opcode opcode) {
-  switch (opcode) {
-    case IBV_WC_RDMA_WRITE:
-      return "RDMA write";
-    case IBV_WC_RECV_RDMA_WITH_IMM:
-      return "receive of an RDMA write with immediate";
-    default:
-      return "work request";
-  }
-}
-
 }  // namespace
 
 uint64_t CtsCheck(const IbCtsEntry& e) {
@@ -48,17 +37,17 @@ uint64_t CtsCheck(const IbCtsEntry& e) {
 // ---- IbComm ----
 
 IbComm::IbComm(std::unique_ptr<IbQueuePair> qp, Socket socket, std::string peer)
-    : qp_(std::move(qp)),
+    : port_(qp->shared_port()),
+      qp_(std::move(qp)),
       socket_(std::move(socket)),
       peer_(std::move(peer)),
       port_checked_(std::chrono::steady_clock::now()) {}
 
 IbComm::~IbComm() {
   // The QP first: nothing writes into the staging once it is gone.
-  const IbVerbs& verbs = qp_->verbs();
-  std::vector<Staging> staging(staging_.begin(), staging_.end());
   qp_.reset();
-  for (Staging& s : staging) {
+  const IbVerbs& verbs = port_->verbs();
+  for (Staging& s : staging_) {
     if (s.mr != nullptr) verbs.dereg_mr(s.mr);
     free(s.data);
   }
@@ -102,9 +91,10 @@ xcclResult_t IbComm::WatchPort() {
 }
 
 xcclResult_t IbComm::StatusFailure(const ibv_wc& wc, const char* what) {
-  return Failed(xcclRemoteError, "net ib: %s (to %s): %s %s completed with status %d (%s)",
-                qp_->Describe().c_str(), peer_.c_str(), what, OpcodeName(wc.opcode),
-                static_cast<int>(wc.status), qp_->verbs().StatusName(wc.status));
+  // An error completion's opcode is undefined: `what` comes from the wr_id.
+  return Failed(xcclRemoteError, "net ib: %s (to %s): %s completed with status %d (%s)",
+                qp_->Describe().c_str(), peer_.c_str(), what, static_cast<int>(wc.status),
+                qp_->verbs().StatusName(wc.status));
 }
 
 xcclResult_t IbComm::StagingOf(int i, int access, Staging** out) {
@@ -172,9 +162,8 @@ IbSendComm::IbSendComm(std::unique_ptr<IbQueuePair> qp, Socket socket, std::stri
     : IbComm(std::move(qp), std::move(socket), std::move(peer)), fifo_(fifo), fifo_mr_(fifo_mr) {}
 
 IbSendComm::~IbSendComm() {
-  const IbVerbs& verbs = qp_->verbs();
   qp_.reset();  // nothing writes the FIFO once the QP is gone (IbComm's destructor copes)
-  verbs.dereg_mr(fifo_mr_);
+  port_->verbs().dereg_mr(fifo_mr_);
   free(fifo_);
 }
 
@@ -378,7 +367,7 @@ xcclResult_t IbSendComm::Progress() {
   while ((n = ibv_poll_cq(qp_->cq(), kPollBatch, wcs)) > 0) {
     for (int i = 0; i < n; ++i) {
       const ibv_wc& wc = wcs[i];
-      if (wc.status != IBV_WC_SUCCESS) return StatusFailure(wc, "the data's");
+      if (wc.status != IBV_WC_SUCCESS) return StatusFailure(wc, "an RDMA write with immediate of the data");
       if (wc.wr_id >= slots_.size() || !slots_[wc.wr_id].in_flight)
         return Failed(xcclInternalError, "net ib: %s: a completion for no request (%llu)",
                       qp_->Describe().c_str(), static_cast<unsigned long long>(wc.wr_id));
@@ -428,6 +417,7 @@ xcclResult_t IbRecvComm::PostReceives(IbQueuePair* qp, int count) {
     // A write with immediate consumes a receive but scatters nothing into it: no buffer.
     ibv_recv_wr wr;
     memset(&wr, 0, sizeof(wr));
+    wr.wr_id = kRecvWrId;
     ibv_recv_wr* bad = nullptr;
     const int rc = ibv_post_recv(qp->qp(), &wr, &bad);
     if (rc != 0)
@@ -526,8 +516,10 @@ xcclResult_t IbRecvComm::Progress() {
     for (int i = 0; i < n; ++i) {
       const ibv_wc& wc = wcs[i];
       if (wc.status != IBV_WC_SUCCESS)
-        return StatusFailure(wc, wc.opcode == IBV_WC_RDMA_WRITE ? "a clear-to-send" : "the data's");
-      if (wc.opcode == IBV_WC_RDMA_WRITE) {
+        return StatusFailure(wc, wc.wr_id == kRecvWrId
+                                     ? "a posted receive (for the data's write with immediate)"
+                                     : "an RDMA write of a clear-to-send");
+      if (wc.wr_id != kRecvWrId) {
         --cts_in_flight_;
         continue;
       }

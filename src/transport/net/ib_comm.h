@@ -82,6 +82,7 @@ class IbComm {
   xcclResult_t KeysOf(NetRegistration* registration, const void* data, size_t bytes, ibv_mr** mr);
   xcclResult_t StatusFailure(const ibv_wc& wc, const char* what);
 
+  std::shared_ptr<IbPort> port_;  // keeps the library open while anything here is freed
   std::unique_ptr<IbQueuePair> qp_;
   Socket socket_;
   std::string peer_;  // the setup socket's address at the other end
@@ -158,6 +159,8 @@ class IbRecvComm final : public NetRecvComm, private IbComm {
 
   // Receives to keep posted: one per piece that can be in flight.
   static constexpr int kPostedReceives = kIbMaxRequests;
+  // The wr_id of those receives (a CTS write's is its slot).
+  static constexpr uint64_t kRecvWrId = ~uint64_t(0);
   // Posts `count` receives (setup, and one back after each consumed).
   static xcclResult_t PostReceives(IbQueuePair* qp, int count);
 

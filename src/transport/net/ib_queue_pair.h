@@ -51,6 +51,7 @@ class IbQueuePair {
   ibv_qp* qp() const { return qp_; }
   ibv_cq* cq() const { return cq_; }
   const IbPort& port() const { return *port_; }
+  const std::shared_ptr<IbPort>& shared_port() const { return port_; }
   const IbVerbs& verbs() const { return port_->verbs(); }
   // "fakeib0 port 1 QP 0x2a", for messages.
   std::string Describe() const;
