@@ -4,6 +4,7 @@
 #include <string>
 
 #include "collectives/device_engine.h"
+#include "collectives/hierarchical_all_gather.h"
 #include "collectives/queued_operation.h"
 #include "core/error.h"
 #include "core/failure.h"
@@ -139,6 +140,8 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
     return xcclSuccess;
   }
   DirectPuts* direct = transport->direct_puts();
+  if (direct != nullptr && comm->topology().node_count > 1)
+    return AllGatherAcrossNodes(comm, direct, send, recv, bytes, stream);
   if (direct != nullptr && bytes > transport->inbox_limit())
     return AllGatherDirect(comm, direct, send, recv, bytes, stream);
   return AllGatherThroughInboxes(comm, send, recv, bytes, stream);

@@ -40,7 +40,15 @@ class Communicator {
   // The epoch of the next operation. Every rank calls the same sequence of operations, so
   // every rank agrees on each operation's epoch without exchanging it.
   uint32_t NextEpoch() { return ++epoch_; }
+  // The first of `count` consecutive epochs (a pipelined operation signals one per piece).
+  uint32_t NextEpochs(uint32_t count) {
+    const uint32_t first = epoch_ + 1;
+    epoch_ += count;
+    return first;
+  }
   uint32_t current_epoch() const { return epoch_; }
+  // XCCL_NET_CHUNK_BYTES: the pipeline step of an operation across nodes.
+  size_t net_chunk_bytes() const { return net_chunk_bytes_; }
 
   // Records the first failure (later calls return it at once), tells the peers, and returns
   // the failure's code with its message as the thread's last error.
@@ -93,6 +101,7 @@ class Communicator {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<DeviceEngine> device_engine_;
   uint32_t epoch_ = 0;
+  size_t net_chunk_bytes_ = size_t(1) << 20;
   std::atomic<bool> busy_{false};                // an operation is running (OperationGuard)
   std::vector<std::shared_ptr<void>> deferred_;  // DeferRelease; freed first in the destructor
   mutable std::mutex failure_mutex_;

@@ -33,7 +33,15 @@ class DirectPuts {
   // xcclInvalidUsage instead of writing past the buffer or leaving part of it stale: ranks that
   // passed different counts fail. NULL publishes only the block size (a call through inboxes),
   // so that a peer's direct put fails at once.
-  virtual void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) = 0;
+  void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) {
+    PublishRecvRange(epoch, epoch, recv, bytes, block, /*chunk=*/0);
+  }
+  // The same for an operation that spans epochs `first`..`last` (a pipelined one: each piece
+  // signals its own epoch). With `chunk` > 0 a put must start at a multiple of `chunk` within a
+  // block and end where the piece its epoch names ends: min((epoch - first + 1) * chunk, block)
+  // (a whole block put with `last`; chunk 0: whole blocks only).
+  virtual void PublishRecvRange(uint32_t first, uint32_t last, void* recv, size_t bytes,
+                                size_t block, size_t chunk) = 0;
   // After a failed operation: refuses puts not yet started and waits (bounded by `deadline`) for
   // those copying now, so that the caller gets its buffer back.
   virtual void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) = 0;

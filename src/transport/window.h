@@ -21,8 +21,14 @@ struct ControlLayout {
   static constexpr int kRecvBlockHi = 9;
   static constexpr int kRecvWriters = 10;  // host: peers' puts now copying into the buffer
   static constexpr int kRecvClosed = 11;   // host: the epoch whose buffer its owner gave up
+  static constexpr int kReadyFirst = 12;   // host: first epoch of the published buffer's range
+  static constexpr int kRecvChunk = 13;    // host: the pipelined puts' piece size (0: whole)
   static constexpr int kFirstPeerSlot = 16;
   static int Arrival(int src) { return kFirstPeerSlot + src; }
+  // The source whose arrival `slot` signals, or -1 where it is another kind of slot.
+  static int ArrivalSource(int slot, int nranks) {
+    return slot >= kFirstPeerSlot && slot < kFirstPeerSlot + nranks ? slot - kFirstPeerSlot : -1;
+  }
   static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
   // Slots a fused op signals in, kOpSlotsPerSource per source rank; the op gives them their
   // meaning (ag_gemm's band flags, fused/band_flags.h).

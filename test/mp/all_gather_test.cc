@@ -12,6 +12,7 @@
 #include "core/comm_handle.h"
 #include "core/datatype.h"
 #include "core/params.h"
+#include "mp/checked_all_gather.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"
@@ -43,31 +44,6 @@ class AllGatherTest : public ::testing::TestWithParam<Param> {
     }
   }
 };
-
-// One checked all_gather: fresh data for `call`, poisoned output, `offset` bytes of
-// misalignment, in or out of place; every byte compared.
-void CheckedAllGather(RankContext& ctx, size_t count, int dtype, bool in_place, size_t offset,
-                      uint64_t call) {
-  const size_t elem = xccl::DataTypeSize(dtype);
-  const size_t block = count * elem;
-  std::vector<unsigned char> recv_storage(block * ctx.nranks + offset + 1);
-  std::vector<unsigned char> send_storage(block + offset + 1);
-  unsigned char* recv = recv_storage.data() + offset;
-  unsigned char* send = in_place ? recv + ctx.rank * block : send_storage.data() + offset;
-  Poison(recv, block * ctx.nranks);
-  FillBlock(send, block, ctx.seed, ctx.rank, call);
-  xcclResult_t result =
-      xcclAllGather(send, recv, count, static_cast<xcclDataType_t>(dtype), ctx.comm, nullptr);
-  RANK_EXPECT(
-      ctx, result == xcclSuccess,
-      "call " << call << ": " << xcclGetErrorString(result) << ": " << xcclGetLastError(ctx.comm));
-  if (result != xcclSuccess) return;
-  std::string wrong = CheckGathered(recv, block, ctx.nranks, ctx.seed, call, elem);
-  RANK_EXPECT(ctx, wrong.empty(),
-              "call " << call << " (" << xccl::DataTypeName(dtype) << ", count " << count
-                      << (in_place ? ", in place" : ", out of place") << ", offset " << offset
-                      << "): " << wrong);
-}
 
 TEST_P(AllGatherTest, EveryDtypeInAndOutOfPlaceUnaligned) {
   ExpectNoFailures(Run([](RankContext& ctx) {

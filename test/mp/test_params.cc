@@ -26,6 +26,10 @@ std::function<void()> WithEpochBase(uint32_t epoch_base) {
   return WithChange([epoch_base](xccl::Params* p) { p->epoch_base = epoch_base; });
 }
 
+std::function<void()> WithNetChunkBytes(int64_t bytes) {
+  return WithChange([bytes](xccl::Params* p) { p->net_chunk_bytes = bytes; });
+}
+
 std::function<void()> WithGpuQueues(int64_t queues) {
   return WithChange([queues](xccl::Params* p) { p->gpu_queues = queues; });
 }

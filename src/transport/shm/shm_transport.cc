@@ -14,8 +14,8 @@
 #include "core/logging.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
-#include "transport/net/net_connection.h"
 #include "transport/net/net_choice.h"
+#include "transport/net/net_connection.h"
 #include "transport/shm/peer_copy.h"
 #include "transport/shm/peer_liveness.h"
 #include "transport/window.h"
@@ -42,6 +42,62 @@ void StoreWord64(uint32_t* slots, int lo, uint64_t value) {
 }
 uint64_t LoadWord64(const uint32_t* slots, int lo) {
   return uint64_t(SignalLoad(&slots[lo + 1])) << 32 | SignalLoad(&slots[lo]);
+}
+
+// A receive buffer as its owner published it in its window (read after kReadyEpoch was seen).
+struct PublishedBuffer {
+  uint32_t first, last;  // the epochs of the operation's puts
+  uint64_t address, size, block, chunk;
+};
+
+PublishedBuffer ReadPublished(const uint32_t* slots, uint32_t last) {
+  PublishedBuffer published;
+  published.last = last;
+  published.first = SignalLoad(&slots[ControlLayout::kReadyFirst]);
+  published.address = LoadWord64(slots, ControlLayout::kRecvAddrLo);
+  published.size = LoadWord64(slots, ControlLayout::kRecvBytesLo);
+  published.block = LoadWord64(slots, ControlLayout::kRecvBlockLo);
+  published.chunk = SignalLoad(&slots[ControlLayout::kRecvChunk]);
+  return published;
+}
+
+// DirectPuts::PublishRecvRange's rule for one put of epoch `epoch` (within first..last);
+// `source`: the rank whose arrival the put signals (-1: another slot), whose block it must stay
+// in, so that ranks that passed different counts are refused at their first piece.
+bool PutFits(const PublishedBuffer& published, uint32_t epoch, int source, uint64_t offset,
+             uint64_t bytes) {
+  if (published.address == 0 || offset > published.size || bytes > published.size - offset)
+    return false;
+  if (published.block == 0) return true;
+  const uint64_t block_start =
+      source >= 0 ? source * published.block : offset - offset % published.block;
+  if (offset < block_start || offset - block_start >= published.block) return false;
+  const uint64_t in_block = offset - block_start;
+  if (published.chunk == 0) return in_block == 0 && bytes == published.block;
+  const uint64_t piece = epoch - published.first;
+  return in_block % published.chunk == 0 &&
+         in_block + bytes == std::min((piece + 1) * published.chunk, published.block);
+}
+
+// A put that PutFits refuses: the ranks passed different counts.
+xcclResult_t PutMismatch(const PublishedBuffer& published, int peer, int putter, uint64_t offset,
+                         uint64_t bytes, PlatformFailure* failure) {
+  if (published.address == 0)
+    return SetFailure(failure, xcclInvalidUsage, peer,
+                      "rank %d gathers blocks of %llu bytes through its inbox where rank %d puts "
+                      "%llu bytes at offset %llu: the ranks passed different counts",
+                      peer, static_cast<unsigned long long>(published.block), putter,
+                      static_cast<unsigned long long>(bytes),
+                      static_cast<unsigned long long>(offset));
+  return SetFailure(failure, xcclInvalidUsage, peer,
+                    "rank %d's receive buffer holds %llu bytes in blocks of %llu (pieces of %llu) "
+                    "where rank %d puts %llu bytes at offset %llu: the ranks passed different "
+                    "counts",
+                    peer, static_cast<unsigned long long>(published.size),
+                    static_cast<unsigned long long>(published.block),
+                    static_cast<unsigned long long>(published.chunk), putter,
+                    static_cast<unsigned long long>(bytes),
+                    static_cast<unsigned long long>(offset));
 }
 
 // Polling before sleeping pays only while every rank can hold a core (its queues mostly sleep in
@@ -140,12 +196,16 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   return xcclSuccess;
 }
 
-void ShmTransport::PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) {
+void ShmTransport::PublishRecvRange(uint32_t first, uint32_t last, void* recv, size_t bytes,
+                                    size_t block, size_t chunk) {
   uint32_t* mine = windows_.slots(topology_.rank);
   StoreWord64(mine, ControlLayout::kRecvAddrLo, reinterpret_cast<uintptr_t>(recv));
   StoreWord64(mine, ControlLayout::kRecvBytesLo, bytes);
   StoreWord64(mine, ControlLayout::kRecvBlockLo, block);
-  SignalStore(&mine[ControlLayout::kReadyEpoch], &mine[ControlLayout::kSleepers], epoch);
+  __atomic_store_n(&mine[ControlLayout::kRecvChunk], static_cast<uint32_t>(chunk),
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&mine[ControlLayout::kReadyFirst], first, __ATOMIC_RELAXED);
+  SignalStore(&mine[ControlLayout::kReadyEpoch], &mine[ControlLayout::kSleepers], last);
 }
 
 void ShmTransport::CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) {
@@ -192,31 +252,21 @@ xcclResult_t ShmTransport::Destination(int peer, const NetOp& op, char** dst,
       return xcclSuccess;
     case NetOp::kPut: {
       const uint32_t ready = SignalLoad(&mine[ControlLayout::kReadyEpoch]);
-      if (ready != op.epoch) {
-        if (static_cast<int32_t>(ready - op.epoch) > 0)
-          return SetFailure(failure, xcclInvalidUsage, peer,
-                            "rank %d put into operation %u after this rank moved on to %u", peer,
-                            op.epoch, ready);
-        return xcclSuccess;  // not published yet
-      }
-      const uint64_t address = LoadWord64(mine, ControlLayout::kRecvAddrLo);
-      const uint64_t size = LoadWord64(mine, ControlLayout::kRecvBytesLo);
-      const uint64_t block = LoadWord64(mine, ControlLayout::kRecvBlockLo);
-      if (address == 0 || (block != 0 && op.bytes != block) || op.offset > size ||
-          op.bytes > size - op.offset)
+      if (static_cast<int32_t>(op.epoch - ready) > 0) return xcclSuccess;  // not published yet
+      const PublishedBuffer published = ReadPublished(mine, ready);
+      if (static_cast<int32_t>(op.epoch - published.first) < 0)
         return SetFailure(failure, xcclInvalidUsage, peer,
-                          "rank %d puts %llu bytes at offset %llu where this rank's receive "
-                          "buffer holds %llu in blocks of %llu: the ranks passed different counts",
-                          peer, static_cast<unsigned long long>(op.bytes),
-                          static_cast<unsigned long long>(op.offset),
-                          static_cast<unsigned long long>(address == 0 ? 0 : size),
-                          static_cast<unsigned long long>(block));
-      if (__atomic_load_n(&mine[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == op.epoch)
+                          "rank %d put into operation %u after this rank moved on to %u", peer,
+                          op.epoch, published.first);
+      if (!PutFits(published, op.epoch, ControlLayout::ArrivalSource(op.slot, topology_.nranks),
+                   op.offset, op.bytes))
+        return PutMismatch(published, topology_.rank, peer, op.offset, op.bytes, failure);
+      if (__atomic_load_n(&mine[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == ready)
         return SetFailure(failure, xcclRemoteError, peer,
-                          "this rank gave up operation %u before rank %d's put", op.epoch, peer);
+                          "this rank gave up operation %u before rank %d's put", ready, peer);
       // A writer until Landed, as a shm put is (CloseRecvBuffer waits for writers).
       __atomic_fetch_add(&mine[ControlLayout::kRecvWriters], 1, __ATOMIC_SEQ_CST);
-      *dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + op.offset;
+      *dst = reinterpret_cast<char*>(static_cast<uintptr_t>(published.address)) + op.offset;
       return xcclSuccess;
     }
   }
@@ -313,30 +363,23 @@ xcclResult_t ShmTransport::CopyToPeer(int peer, uint32_t epoch, const void* src,
   Deadline deadline(timeout_ms_);
   XCCL_TRY(SignalWait(&theirs[ControlLayout::kReadyEpoch], &theirs[ControlLayout::kSleepers], epoch,
                       wait_policy_, peer, "its receive buffer", deadline, Watcher(peer), failure));
-  const uint64_t address = LoadWord64(theirs, ControlLayout::kRecvAddrLo);
-  const uint64_t size = LoadWord64(theirs, ControlLayout::kRecvBytesLo);
-  const uint64_t block = LoadWord64(theirs, ControlLayout::kRecvBlockLo);
-  if (address == 0 || (block != 0 && bytes != block) || dst_offset > size ||
-      bytes > size - dst_offset) {
-    if (address == 0)
-      return SetFailure(failure, xcclInvalidUsage, peer,
-                        "rank %d gathers blocks of %llu bytes through its inbox where this rank "
-                        "puts %zu bytes at offset %zu: the ranks passed different counts",
-                        peer, static_cast<unsigned long long>(block), bytes, dst_offset);
+  const uint32_t ready = SignalLoad(&theirs[ControlLayout::kReadyEpoch]);
+  const PublishedBuffer published = ReadPublished(theirs, ready);
+  if (static_cast<int32_t>(epoch - published.first) < 0)
     return SetFailure(failure, xcclInvalidUsage, peer,
-                      "rank %d's receive buffer holds %llu bytes in blocks of %llu where this "
-                      "rank puts %zu bytes at offset %zu: the ranks passed different counts",
-                      peer, static_cast<unsigned long long>(size),
-                      static_cast<unsigned long long>(block), bytes, dst_offset);
-  }
-  char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(address)) + dst_offset;
+                      "rank %d moved on to operation %u before this rank's put of operation %u",
+                      peer, published.first, epoch);
+  if (!PutFits(published, epoch, ControlLayout::ArrivalSource(signal_slot, topology_.nranks),
+               dst_offset, bytes))
+    return PutMismatch(published, peer, topology_.rank, dst_offset, bytes, failure);
+  char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(published.address)) + dst_offset;
   if (bytes > 0) {
     // Counted as a writer before the look at `closed` (both sequentially consistent, as in
     // CloseRecvBuffer): either this put sees the buffer given up, or its owner waits for it.
     uint32_t* writers = &theirs[ControlLayout::kRecvWriters];
     __atomic_fetch_add(writers, 1, __ATOMIC_SEQ_CST);
     xcclResult_t copied = xcclSuccess;
-    if (__atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == epoch) {
+    if (__atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == ready) {
       copied = SetFailure(failure, xcclRemoteError, peer,
                           "rank %d gave up the call before this put", peer);
     } else {
@@ -448,7 +491,8 @@ void ShmTransport::InitSlots(uint32_t* slots, size_t count, void* self) {
   for (int word :
        {ControlLayout::kRecvAddrLo, ControlLayout::kRecvAddrHi, ControlLayout::kAbort,
         ControlLayout::kSleepers, ControlLayout::kRecvBytesLo, ControlLayout::kRecvBytesHi,
-        ControlLayout::kRecvBlockLo, ControlLayout::kRecvBlockHi, ControlLayout::kRecvWriters})
+        ControlLayout::kRecvBlockLo, ControlLayout::kRecvBlockHi, ControlLayout::kRecvWriters,
+        ControlLayout::kRecvChunk})
     slots[word] = 0;
 }
 

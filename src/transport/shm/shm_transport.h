@@ -104,7 +104,8 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   void Abort(int failed_peer) override;
 
   // DirectPuts.
-  void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) override;
+  void PublishRecvRange(uint32_t first, uint32_t last, void* recv, size_t bytes, size_t block,
+                        size_t chunk) override;
   void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) override;
   // For a peer of another node the proxy makes the put (queued; the operation's flush waits).
   xcclResult_t PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,

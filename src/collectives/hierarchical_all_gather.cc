@@ -1,0 +1,100 @@
+#include "collectives/hierarchical_all_gather.h"
+
+#include <algorithm>
+
+#include "collectives/rail_plan.h"
+#include "core/error.h"
+#include "core/failure.h"
+#include "platform/runtime.h"
+
+namespace xccl {
+
+namespace {
+
+struct Pieces {
+  size_t chunk;
+  uint32_t count;
+  size_t Offset(uint32_t piece) const { return piece * chunk; }
+  size_t Bytes(uint32_t piece, size_t block) const {
+    return std::min(chunk, block - piece * chunk);
+  }
+};
+
+xcclResult_t Run(Communicator* comm, const RailPlan& plan, const Pieces& pieces, uint32_t first,
+                 const void* send, void* recv, size_t bytes, xcclStream_t stream,
+                 const Deadline& deadline, PlatformFailure* failure) {
+  Transport* transport = comm->transport();
+  const Topology& topology = comm->topology();
+  const int me = comm->rank();
+  const uint32_t last = first + pieces.count - 1;
+  const char* src = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+
+  // This rank's block: over the network in pieces (the proxy sends them in order), then whole to
+  // this node's peers (their queues copy it while the pieces travel).
+  for (int target : plan.rail_targets) {
+    Connection& connection = transport->connection(target);
+    for (uint32_t piece = 0; piece < pieces.count; ++piece)
+      connection.Put(first + piece, nullptr, me * bytes + pieces.Offset(piece),
+                     src + pieces.Offset(piece), pieces.Bytes(piece, bytes),
+                     ControlLayout::Arrival(me));
+  }
+  for (int peer : topology.local_ranks)
+    if (peer != me)
+      transport->connection(peer).Put(last, nullptr, me * bytes, send, bytes,
+                                      ControlLayout::Arrival(me));
+  XCCL_TRY(
+      CopyAsync(out + me * bytes, send, bytes, stream) == xcclSuccess
+          ? xcclSuccess
+          : SetFailure(failure, xcclSystemError, me, "local copy: %s", ThreadLastError().c_str()));
+
+  // Blocks that land here, forwarded piece by piece as each arrives.
+  for (uint32_t piece = 0; piece < pieces.count; ++piece) {
+    for (int source : plan.forwarded_sources) {
+      XCCL_TRY(transport->WaitSlot(ControlLayout::Arrival(source), first + piece, source,
+                                   "its data", deadline, stream, failure));
+      const size_t at = source * bytes + pieces.Offset(piece);
+      for (int peer : topology.local_ranks)
+        if (peer != me)
+          transport->connection(peer).Put(first + piece, nullptr, at, out + at,
+                                          pieces.Bytes(piece, bytes),
+                                          ControlLayout::Arrival(source));
+    }
+  }
+  // Everything else: this node's blocks from their owners, the other nodes' from the rank of
+  // this node they landed at (a failure of their source reaches this rank through that rank).
+  for (int source = 0; source < topology.nranks; ++source) {
+    const std::vector<int>& forwarded = plan.forwarded_sources;
+    if (source == me || std::find(forwarded.begin(), forwarded.end(), source) != forwarded.end())
+      continue;
+    XCCL_TRY(transport->WaitSlot(ControlLayout::Arrival(source), last, plan.deliverer[source],
+                                 "its data", deadline, stream, failure));
+  }
+  return transport->Flush(deadline, failure);
+}
+
+}  // namespace
+
+xcclResult_t AllGatherAcrossNodes(Communicator* comm, DirectPuts* direct, const void* send,
+                                  void* recv, size_t bytes, xcclStream_t stream) {
+  Pieces pieces;
+  pieces.chunk = comm->net_chunk_bytes();
+  pieces.count = static_cast<uint32_t>((bytes + pieces.chunk - 1) / pieces.chunk);
+  const uint32_t first = comm->NextEpochs(pieces.count);
+  const uint32_t last = first + pieces.count - 1;
+  const Deadline deadline(comm->timeout_ms());
+  direct->PublishRecvRange(first, last, recv, comm->nranks() * bytes, bytes, pieces.chunk);
+  PlatformFailure failure;
+  const xcclResult_t result = Run(comm, PlanRails(comm->topology()), pieces, first, send, recv,
+                                  bytes, stream, deadline, &failure);
+  if (result == xcclSuccess) return xcclSuccess;
+  const xcclResult_t recorded = comm->RecordFailure("xcclAllGather", failure);
+  // Queued puts may still read `send` and peers' puts may still write `recv`: both stop within
+  // milliseconds of the announced failure, and the caller gets its buffers back only after that.
+  PlatformFailure ignored;
+  comm->transport()->Flush(Deadline(comm->timeout_ms()), &ignored);
+  direct->CloseRecvBuffer(last, Deadline(comm->timeout_ms()));
+  return recorded;
+}
+
+}  // namespace xccl

@@ -1,0 +1,51 @@
+#include "collectives/rail_plan.h"
+
+namespace xccl {
+
+namespace {
+
+std::vector<std::vector<int>> RanksByNode(const Topology& topology) {
+  std::vector<std::vector<int>> nodes(topology.node_count);
+  for (int r = 0; r < topology.nranks; ++r) nodes[topology.node_of_rank[r]].push_back(r);
+  return nodes;
+}
+
+int LocalIndex(const std::vector<int>& node_ranks, int rank) {
+  for (size_t i = 0; i < node_ranks.size(); ++i)
+    if (node_ranks[i] == rank) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+int RailTarget(const Topology& topology, int node, int local_index) {
+  const std::vector<int> ranks = RanksByNode(topology)[node];
+  return ranks[local_index % static_cast<int>(ranks.size())];
+}
+
+RailPlan PlanRails(const Topology& topology) {
+  const std::vector<std::vector<int>> nodes = RanksByNode(topology);
+  const int me = topology.rank, my_node = topology.node_of_rank[me];
+  RailPlan plan;
+  plan.deliverer.assign(topology.nranks, -1);
+  const int my_index = LocalIndex(nodes[my_node], me);
+  for (int node = 0; node < topology.node_count; ++node) {
+    if (node == my_node) continue;
+    const std::vector<int>& theirs = nodes[node];
+    plan.rail_targets.push_back(theirs[my_index % static_cast<int>(theirs.size())]);
+    for (size_t i = 0; i < theirs.size(); ++i) {
+      const int source = theirs[i];
+      const int lands_at =
+          nodes[my_node][static_cast<int>(i) % static_cast<int>(nodes[my_node].size())];
+      plan.deliverer[source] = lands_at;
+      if (lands_at == me) plan.forwarded_sources.push_back(source);
+    }
+  }
+  for (int r : nodes[my_node])
+    if (r != me) plan.deliverer[r] = r;
+  // A block that lands here is delivered by its source (over the network).
+  for (int source : plan.forwarded_sources) plan.deliverer[source] = source;
+  return plan;
+}
+
+}  // namespace xccl
