@@ -179,11 +179,16 @@ bool ParseFault(const std::string& spec) {
   const long n = atol(spec.substr(c1 + 1, c2 - c1 - 1).c_str());
   if ((ops != "write" && ops != "imm") || n < 1) return false;
   FaultKind k;
-  if (kind == "retry") k = FaultKind::kRetry;
-  else if (kind == "rem_access") k = FaultKind::kRemAccess;
-  else if (kind == "flush") k = FaultKind::kFlush;
-  else if (kind == "port_down") k = FaultKind::kPortDown;
-  else return false;
+  if (kind == "retry")
+    k = FaultKind::kRetry;
+  else if (kind == "rem_access")
+    k = FaultKind::kRemAccess;
+  else if (kind == "flush")
+    k = FaultKind::kFlush;
+  else if (kind == "port_down")
+    k = FaultKind::kPortDown;
+  else
+    return false;
   f.fault = k;
   f.fault_imm_only = ops == "imm";
   f.fault_countdown = n;
@@ -206,7 +211,7 @@ FakeDevice* DeviceOf(ibv_context* context) {
 Port* PortOf(FakeQp* qp) {
   FakeDevice* d = DeviceOf(qp->qp.context);
   return qp->port >= 1 && qp->port <= static_cast<int>(d->ports.size()) ? &d->ports[qp->port - 1]
-                                                                          : nullptr;
+                                                                        : nullptr;
 }
 
 void Push(FakeCq* cq, const Cqe& e) {
@@ -282,13 +287,19 @@ ibv_wc_status ExecuteWrite(FakeQp* qp, const ibv_send_wr* wr) {
     f.fault = FaultKind::kNone;
     FakeQp* r = Responder(qp);
     switch (kind) {
-      case FaultKind::kRetry: return IBV_WC_RETRY_EXC_ERR;
+      case FaultKind::kRetry:
+        return IBV_WC_RETRY_EXC_ERR;
       case FaultKind::kRemAccess:
         if (r != nullptr) ToErrorLocked(r);
         return IBV_WC_REM_ACCESS_ERR;
-      case FaultKind::kFlush: ToErrorLocked(qp); return IBV_WC_WR_FLUSH_ERR;
-      case FaultKind::kPortDown: PortOf(qp)->state = IBV_PORT_DOWN; return IBV_WC_RETRY_EXC_ERR;
-      case FaultKind::kNone: break;
+      case FaultKind::kFlush:
+        ToErrorLocked(qp);
+        return IBV_WC_WR_FLUSH_ERR;
+      case FaultKind::kPortDown:
+        PortOf(qp)->state = IBV_PORT_DOWN;
+        return IBV_WC_RETRY_EXC_ERR;
+      case FaultKind::kNone:
+        break;
     }
   }
   Port* port = PortOf(qp);
@@ -363,8 +374,7 @@ int PostSend(ibv_qp* base, ibv_send_wr* wr, ibv_send_wr** bad) {
     // signalled completion).
     if (wr->send_flags & IBV_SEND_SIGNALED) {
       ++qp->sq_used;
-      Complete(qp, true, wr->wr_id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
-               static_cast<uint32_t>(0));
+      Complete(qp, true, wr->wr_id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, static_cast<uint32_t>(0));
     }
   }
   *bad = nullptr;
@@ -413,8 +423,8 @@ struct Transition {
   int required, optional;
 };
 const Transition kTransitions[] = {
-    {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                      IBV_QP_ACCESS_FLAGS, 0},
+    {IBV_QPS_RESET, IBV_QPS_INIT,
+     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0},
     {IBV_QPS_INIT, IBV_QPS_INIT, IBV_QP_STATE,
      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
     {IBV_QPS_INIT, IBV_QPS_RTR,
@@ -433,14 +443,22 @@ const Transition kTransitions[] = {
 
 const char* StateName(ibv_qp_state s) {
   switch (s) {
-    case IBV_QPS_RESET: return "RESET";
-    case IBV_QPS_INIT: return "INIT";
-    case IBV_QPS_RTR: return "RTR";
-    case IBV_QPS_RTS: return "RTS";
-    case IBV_QPS_SQD: return "SQD";
-    case IBV_QPS_SQE: return "SQE";
-    case IBV_QPS_ERR: return "ERR";
-    default: return "?";
+    case IBV_QPS_RESET:
+      return "RESET";
+    case IBV_QPS_INIT:
+      return "INIT";
+    case IBV_QPS_RTR:
+      return "RTR";
+    case IBV_QPS_RTS:
+      return "RTS";
+    case IBV_QPS_SQD:
+      return "SQD";
+    case IBV_QPS_SQE:
+      return "SQE";
+    case IBV_QPS_ERR:
+      return "ERR";
+    default:
+      return "?";
   }
 }
 
@@ -718,15 +736,24 @@ FAKE_EXPORT int ibv_destroy_qp(ibv_qp* base) {
 
 FAKE_EXPORT const char* ibv_wc_status_str(ibv_wc_status status) {
   switch (status) {
-    case IBV_WC_SUCCESS: return "success";
-    case IBV_WC_LOC_LEN_ERR: return "local length error";
-    case IBV_WC_LOC_QP_OP_ERR: return "local QP operation error";
-    case IBV_WC_LOC_PROT_ERR: return "local protection error";
-    case IBV_WC_WR_FLUSH_ERR: return "Work Request Flushed Error";
-    case IBV_WC_REM_ACCESS_ERR: return "remote access error";
-    case IBV_WC_RETRY_EXC_ERR: return "transport retry counter exceeded";
-    case IBV_WC_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
-    default: return "unknown";
+    case IBV_WC_SUCCESS:
+      return "success";
+    case IBV_WC_LOC_LEN_ERR:
+      return "local length error";
+    case IBV_WC_LOC_QP_OP_ERR:
+      return "local QP operation error";
+    case IBV_WC_LOC_PROT_ERR:
+      return "local protection error";
+    case IBV_WC_WR_FLUSH_ERR:
+      return "Work Request Flushed Error";
+    case IBV_WC_REM_ACCESS_ERR:
+      return "remote access error";
+    case IBV_WC_RETRY_EXC_ERR:
+      return "transport retry counter exceeded";
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+      return "RNR retry counter exceeded";
+    default:
+      return "unknown";
   }
 }
 

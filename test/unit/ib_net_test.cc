@@ -7,6 +7,8 @@
 // error naming device, QP and status on both ends; XCCL_IB_HCA; no device; the real libibverbs.
 #if XCCL_HAVE_IBVERBS && defined(XCCL_TEST_IB_FAKE_PATH)
 
+#include "transport/net/ib_net.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
@@ -22,7 +24,6 @@
 #include "ib_fake/fake_verbs_handle.h"
 #include "transport/net/ib_comm.h"
 #include "transport/net/ib_devices.h"
-#include "transport/net/ib_net.h"
 #include "transport/net/ib_queue_pair.h"
 #include "transport/net/ib_verbs_loader.h"
 
@@ -241,11 +242,10 @@ TEST_F(IbTest, FakeMemoryRegionsCheckKeysBoundsAndAccess) {
     size_t offset, bytes;
     bool bad_key;
   };
-  const Case cases[] = {{"past the end", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 4000,
-                         200, false},
-                        {"a wrong rkey", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0, 10,
-                         true},
-                        {"no remote write", IBV_ACCESS_LOCAL_WRITE, 0, 10, false}};
+  const Case cases[] = {
+      {"past the end", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 4000, 200, false},
+      {"a wrong rkey", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0, 10, true},
+      {"no remote write", IBV_ACCESS_LOCAL_WRITE, 0, 10, false}};
   for (const Case& c : cases) {
     Wire w;
     Connect(&w, c.access);
@@ -309,40 +309,39 @@ void Exchange(Pair& pair, const std::vector<size_t>& sizes, int depth, bool regi
   size_t posted_send = 0, posted_recv = 0, done_send = 0, done_recv = 0;
   std::vector<NetRequest*> sends(sizes.size(), nullptr), recvs(sizes.size(), nullptr);
   const uint64_t arrived_before = pair.recv->bytes_arrived();
-  ASSERT_EQ(PollUntil([&](bool* finished) {
-              while (posted_send < sizes.size() && posted_send - done_send < size_t(depth)) {
-                const size_t i = posted_send;
-                XCCL_TRY(pair.send->Isend(out[i].data(), sizes[i], uint32_t(i), out_reg[i],
-                                          &sends[i]));
-                if (sends[i] == nullptr) break;
-                ++posted_send;
-              }
-              while (posted_recv < sizes.size() && posted_recv - done_recv < size_t(depth)) {
-                const size_t i = posted_recv;
-                XCCL_TRY(pair.recv->Irecv(in[i].data(), in[i].size(), uint32_t(i), in_reg[i],
-                                          &recvs[i]));
-                if (recvs[i] == nullptr) break;
-                ++posted_recv;
-              }
-              bool d = false;
-              size_t bytes = 0;
-              if (done_send < posted_send) {
-                XCCL_TRY(pair.send->Test(sends[done_send], &d, &bytes));
-                if (d) ++done_send;
-              }
-              if (done_recv < posted_recv) {
-                XCCL_TRY(pair.recv->Test(recvs[done_recv], &d, &bytes));
-                if (d) {
-                  if (bytes != sizes[done_recv])
-                    return Fail(xcclInternalError, "message %zu: %zu bytes, expected %zu",
-                                done_recv, bytes, sizes[done_recv]);
-                  ++done_recv;
-                }
-              }
-              *finished = done_send == sizes.size() && done_recv == sizes.size();
-              return xcclSuccess;
-            }),
-            xcclSuccess)
+  ASSERT_EQ(
+      PollUntil([&](bool* finished) {
+        while (posted_send < sizes.size() && posted_send - done_send < size_t(depth)) {
+          const size_t i = posted_send;
+          XCCL_TRY(pair.send->Isend(out[i].data(), sizes[i], uint32_t(i), out_reg[i], &sends[i]));
+          if (sends[i] == nullptr) break;
+          ++posted_send;
+        }
+        while (posted_recv < sizes.size() && posted_recv - done_recv < size_t(depth)) {
+          const size_t i = posted_recv;
+          XCCL_TRY(pair.recv->Irecv(in[i].data(), in[i].size(), uint32_t(i), in_reg[i], &recvs[i]));
+          if (recvs[i] == nullptr) break;
+          ++posted_recv;
+        }
+        bool d = false;
+        size_t bytes = 0;
+        if (done_send < posted_send) {
+          XCCL_TRY(pair.send->Test(sends[done_send], &d, &bytes));
+          if (d) ++done_send;
+        }
+        if (done_recv < posted_recv) {
+          XCCL_TRY(pair.recv->Test(recvs[done_recv], &d, &bytes));
+          if (d) {
+            if (bytes != sizes[done_recv])
+              return Fail(xcclInternalError, "message %zu: %zu bytes, expected %zu", done_recv,
+                          bytes, sizes[done_recv]);
+            ++done_recv;
+          }
+        }
+        *finished = done_send == sizes.size() && done_recv == sizes.size();
+        return xcclSuccess;
+      }),
+      xcclSuccess)
       << ThreadLastError();
   size_t total = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {

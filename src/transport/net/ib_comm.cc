@@ -60,8 +60,14 @@ xcclResult_t IbComm::Failed(xcclResult_t result, const char* format, ...) {
     failure_message_ = FormatV(format, args);
     va_end(args);
     failure_ = result;
-    // The peer's comm watches this socket: closing it fails the peer at once, whatever it is
-    // waiting for (a failed QP may never deliver anything again).
+    // The peer's comm watches this socket: our failure, then the close, fail the peer at once
+    // whatever it waits for (a failed QP may never deliver anything again). Best effort: a
+    // short message fits an empty socket buffer.
+    if (socket_.valid()) {
+      size_t sent = 0;
+      socket_.SendSome(failure_message_.data(), std::min<size_t>(failure_message_.size(), 900),
+                       &sent);
+    }
     socket_.Close();
   }
   // Quiet, as the socket backend: a peer closing at its destroy is no failure by itself;
@@ -73,10 +79,21 @@ xcclResult_t IbComm::Kept() const { return Fail(failure_, "%s", failure_message_
 
 void IbComm::WatchPeer() {
   if (peer_closed_ || !socket_.valid()) return;
-  char byte;
-  size_t got = 0;
-  const IoStatus s = socket_.RecvSome(&byte, 1, &got);
-  if (!s.ok()) peer_closed_ = true;  // the peer sends nothing after setup: only its close
+  for (;;) {
+    char bytes[256];
+    size_t got = 0;
+    const IoStatus s = socket_.RecvSome(bytes, sizeof(bytes), &got);
+    if (!s.ok()) {
+      peer_closed_ = true;  // after setup the peer writes only its failure, then closes
+      return;
+    }
+    if (got == 0) return;
+    if (peer_said_.size() < 1024) peer_said_.append(bytes, got);
+  }
+}
+
+std::string IbComm::PeerReason() const {
+  return peer_said_.empty() ? "" : " (it said: " + peer_said_ + ")";
 }
 
 xcclResult_t IbComm::WatchPort() {
@@ -264,8 +281,8 @@ xcclResult_t IbSendComm::Isend(const void* data, size_t bytes, uint32_t tag,
   if (setup_ != Setup::kReady)
     return Fail(xcclInvalidUsage, "net ib: Isend before the connection is ready");
   if (peer_closed_)
-    return Failed(xcclRemoteError, "net ib: %s: the receiver (%s) closed its connection",
-                  qp_->Describe().c_str(), peer_.c_str());
+    return Failed(xcclRemoteError, "net ib: %s: the receiver (%s) closed its connection%s",
+                  qp_->Describe().c_str(), peer_.c_str(), PeerReason().c_str());
   ibv_mr* mr = nullptr;
   if (registration != nullptr) XCCL_TRY(KeysOf(registration, data, bytes, &mr));
   for (Slot& slot : slots_) {
@@ -367,7 +384,8 @@ xcclResult_t IbSendComm::Progress() {
   while ((n = ibv_poll_cq(qp_->cq(), kPollBatch, wcs)) > 0) {
     for (int i = 0; i < n; ++i) {
       const ibv_wc& wc = wcs[i];
-      if (wc.status != IBV_WC_SUCCESS) return StatusFailure(wc, "an RDMA write with immediate of the data");
+      if (wc.status != IBV_WC_SUCCESS)
+        return StatusFailure(wc, "an RDMA write with immediate of the data");
       if (wc.wr_id >= slots_.size() || !slots_[wc.wr_id].in_flight)
         return Failed(xcclInternalError, "net ib: %s: a completion for no request (%llu)",
                       qp_->Describe().c_str(), static_cast<unsigned long long>(wc.wr_id));
@@ -384,8 +402,8 @@ xcclResult_t IbSendComm::Progress() {
   for (const Slot& slot : slots_) waiting = waiting || (slot.used && !slot.complete);
   if (waiting && peer_closed_)
     return Failed(xcclRemoteError,
-                  "net ib: %s: the receiver (%s) closed its connection with sends outstanding",
-                  qp_->Describe().c_str(), peer_.c_str());
+                  "net ib: %s: the receiver (%s) closed its connection with sends outstanding%s",
+                  qp_->Describe().c_str(), peer_.c_str(), PeerReason().c_str());
   return waiting ? WatchPort() : xcclSuccess;
 }
 
@@ -569,9 +587,10 @@ xcclResult_t IbRecvComm::Progress() {
   for (int index : order_) waiting = waiting || !slots_[index].complete;
   if (waiting && peer_closed_)
     return Failed(xcclRemoteError,
-                  "net ib: %s: the sender (%s) closed its connection (its rank failed or finished) "
-                  "with receives outstanding",
-                  qp_->Describe().c_str(), peer_.c_str());
+                  "net ib: %s: the sender (%s) closed its connection (its QP or its rank failed, "
+                  "or it finished) "
+                  "with receives outstanding%s",
+                  qp_->Describe().c_str(), peer_.c_str(), PeerReason().c_str());
   return waiting ? WatchPort() : xcclSuccess;
 }
 

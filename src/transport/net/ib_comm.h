@@ -11,7 +11,8 @@
 // Failures: a completion with an error status (retry exceeded, remote access, flush), a port
 // that is no longer ACTIVE, a peer that closed its setup socket (kept open for this), or a
 // refused message end the comm with a message naming the device, the QP and the status; every
-// later call returns it. A comm that fails closes its setup socket, so its peer learns at once.
+// later call returns it. A comm that fails writes that message on its setup socket and closes
+// it, so its peer learns at once, and why.
 #pragma once
 
 #include <array>
@@ -72,8 +73,11 @@ class IbComm {
   xcclResult_t Failed(xcclResult_t result, const char* format, ...)
       __attribute__((format(printf, 3, 4)));
   xcclResult_t Kept() const;  // the recorded failure again
-  // The peer's setup socket: *closed once it reads end of file (or fails).
+  // The peer's setup socket: peer_closed_ once it reads end of file (or fails), with what the
+  // peer wrote before closing in peer_said_.
   void WatchPeer();
+  // " (it said: ...)" where the peer gave its failure, else "".
+  std::string PeerReason() const;
   // Every 100 ms: the port is still ACTIVE, else the comm fails.
   xcclResult_t WatchPort();
   // Slot `i`'s staging, registered on first use with `access`.
@@ -87,6 +91,7 @@ class IbComm {
   Socket socket_;
   std::string peer_;  // the setup socket's address at the other end
   bool peer_closed_ = false;
+  std::string peer_said_;  // a failing peer's last words on the setup socket (its failure)
   xcclResult_t failure_ = xcclSuccess;
   std::string failure_message_;
   std::array<Staging, kIbMaxRequests> staging_{};
