@@ -8,6 +8,7 @@ command -v make >/dev/null || needed+=(make)
 [ -f /usr/include/gtest/gtest.h ] || needed+=(libgtest-dev)
 command -v pkg-config >/dev/null || needed+=(pkg-config)
 command -v objdump >/dev/null || needed+=(binutils)
+[ -f /usr/include/infiniband/verbs.h ] || needed+=(libibverbs-dev)
 if [ ${#needed[@]} -gt 0 ]; then
   echo "xccl: installing ${needed[*]}"
   sudo_cmd=""

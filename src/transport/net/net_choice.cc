@@ -1,6 +1,7 @@
 #include "transport/net/net_choice.h"
 
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/logging.h"
@@ -51,6 +52,30 @@ xcclResult_t CreateNetBackends(const Params& params, const Topology& topology,
       XCCL_INFO(kLogInit, "net: no ibverbs backend (%s): sockets between the %d nodes", why.c_str(),
                 topology.node_count);
   }
+  XCCL_TRY(CreateSocketNet(params.socket_ifname, static_cast<int>(params.socket_nsocks), net));
+  return CreateSocketNet(params.socket_ifname, /*nsocks=*/1, beats);
+}
+
+xcclResult_t OpenNetBackends(Bootstrap* bootstrap, const Params& params, const Topology& topology,
+                             std::unique_ptr<NetBackend>* net, std::unique_ptr<NetBackend>* beats) {
+  const xcclResult_t created = CreateNetBackends(params, topology, net, beats);
+  // Per rank: 0 failed, 1 sockets, 2 another backend (ib).
+  std::vector<int32_t> kinds(topology.nranks, 0);
+  if (created == xcclSuccess)
+    kinds[topology.rank] = std::string((*net)->name()).rfind("socket", 0) == 0 ? 1 : 2;
+  XCCL_TRY(bootstrap->AllGather(kinds.data(), sizeof(int32_t)));
+  XCCL_TRY(created);
+  bool mixed = false;
+  for (int r = 0; r < topology.nranks; ++r) {
+    if (kinds[r] == 0)
+      return Fail(xcclRemoteError, "rank %d could not open its net backend (XCCL_NET=%s)", r,
+                  params.net.c_str());
+    mixed |= kinds[r] != kinds[topology.rank];
+  }
+  if (!mixed) return xcclSuccess;
+  // Only auto can differ between ranks (ib fails where no port exists).
+  if (topology.rank == 0)
+    XCCL_INFO(kLogInit, "net: XCCL_NET=auto: some nodes have no RDMA port: sockets everywhere");
   XCCL_TRY(CreateSocketNet(params.socket_ifname, static_cast<int>(params.socket_nsocks), net));
   return CreateSocketNet(params.socket_ifname, /*nsocks=*/1, beats);
 }

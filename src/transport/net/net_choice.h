@@ -7,6 +7,7 @@
 
 #include "core/params.h"
 #include "core/topology.h"
+#include "transport/bootstrap/bootstrap.h"
 #include "transport/net/net.h"
 
 namespace xccl {
@@ -17,5 +18,12 @@ namespace xccl {
 xcclResult_t CreateNetBackends(const Params& params, const Topology& topology,
                                std::unique_ptr<NetBackend>* net,
                                std::unique_ptr<NetBackend>* beats);
+
+// Collective over every rank: CreateNetBackends on each, then one choice for all. A rank that
+// could not open its backend fails every rank, naming it; under XCCL_NET=auto, where some ranks
+// found an RDMA port and others did not, all of them take sockets (ranks of one job must speak
+// one backend).
+xcclResult_t OpenNetBackends(Bootstrap* bootstrap, const Params& params, const Topology& topology,
+                             std::unique_ptr<NetBackend>* net, std::unique_ptr<NetBackend>* beats);
 
 }  // namespace xccl

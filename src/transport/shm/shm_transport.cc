@@ -162,13 +162,7 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   connections_.resize(nranks);
   if (topology_.node_count > 1) {
     std::unique_ptr<NetBackend> net, beats;
-    const xcclResult_t created = CreateNetBackends(params_, topology_, &net, &beats);
-    int failed = -1;
-    XCCL_TRY(ExchangeVerdicts(bootstrap, created == xcclSuccess, &failed));
-    XCCL_TRY(created);
-    if (failed >= 0)
-      return Fail(xcclRemoteError, "rank %d could not open its net backend (XCCL_NET=%s)", failed,
-                  params_.net.c_str());
+    XCCL_TRY(OpenNetBackends(bootstrap, params_, topology_, &net, &beats));
     proxy_ = std::make_unique<Proxy>(topology_, this, timeout_ms_);
     XCCL_TRY(proxy_->Connect(bootstrap, std::move(net), std::move(beats)));
   }
