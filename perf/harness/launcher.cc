@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "harness/node_namespace.h"
+
 namespace xccl_perf {
 namespace {
 
@@ -62,6 +64,10 @@ class LocalRanks {
   // A child must not outlive the parent: it holds the rendezvous root and prints the results.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);
+  if (!EnterNodeNamespace(options.netns, proc, options.procs)) {
+    sync->Abort();
+    _exit(1);
+  }
   LocalRanks ranks(options, sync, rank_main, proc);
   bool ok = ranks.Join();
   fflush(stdout);

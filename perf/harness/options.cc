@@ -13,6 +13,7 @@
 
 #include "harness/datatypes.h"
 #include "harness/device_buffers.h"
+#include "harness/node_namespace.h"
 
 namespace xccl_perf {
 namespace {
@@ -56,6 +57,8 @@ constexpr Flag kFlags[] = {
     {'m', "agg_iters", Group::kTimedLoop, true,
      "<n> calls per timed iteration, issued back to back (xccl has no group calls)"},
     {'T', "timeout", Group::kNcclTests, true, "<seconds> every wait's deadline (XCCL_TIMEOUT_MS)"},
+    {0, "netns", Group::kAlways, true,
+     "<ns1,ns2,...> process p of np runs in namespace p*count/np, a node of its own (root)"},
     // nccl-tests' flags that mean nothing here, taken so that its scripts run; values that would
     // ask for something not built are refused.
     {'o', "op", Group::kNcclTests, true,
@@ -153,6 +156,10 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     } else {
       return bad("expected 'vendor' or 'none'");
     }
+    return true;
+  }
+  if (name == "netns") {
+    if (!ParseNamespaces(value, &o->netns)) return bad("expected namespace names: a,b");
     return true;
   }
   // Every other flag is an integer with a lower bound.
@@ -331,6 +338,8 @@ int ParseOptions(int argc, char** argv, const FlagSet& set, Options* options) {
     // Read by every rank's init (threads now, processes after the fork).
     setenv("XCCL_TIMEOUT_MS", std::to_string(options->timeout_s * 1000L).c_str(), 1);
   }
+  // Process 0 makes the rendezvous id next, inside its namespace: the others must reach it.
+  if (!EnterNodeNamespace(options->netns, 0, options->procs)) return 2;
   if (options->graph_launches > 0 && !DeviceBuffers::SupportsGraphs()) {
     fprintf(stderr, "-G (graph launches) needs a GPU platform; this build is for %s\n",
             DeviceBuffers::Platform());

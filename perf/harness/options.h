@@ -43,6 +43,8 @@ struct Options {
   std::string json_path;
   // --compare vendor: time the vendor library (NCCL through XCCL_VENDOR_LIB) beside xccl.
   bool compare_vendor = false;
+  // --netns: the network namespaces the processes run in, one node each (empty: this one).
+  std::vector<std::string> netns;
   // The command as typed, for the JSON header.
   std::string command_line;
 
