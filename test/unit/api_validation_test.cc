@@ -49,6 +49,10 @@ std::vector<EntryPoint> CommEntryPoints(int* out_int, xcclResult_t* out_result,
       {"xcclCommUserRank", [out_int](xcclComm_t c) { return xcclCommUserRank(c, out_int); }},
       {"xcclCommDevice", [out_int](xcclComm_t c) { return xcclCommDevice(c, out_int); }},
       {"xcclCommQueueCount", [out_int](xcclComm_t c) { return xcclCommQueueCount(c, out_int); }},
+      {"xcclCommNodeInfo",
+       [out_int](xcclComm_t c) { return xcclCommNodeInfo(c, out_int, out_int, out_int, out_int); }},
+      {"xcclCommRankNode",
+       [out_int](xcclComm_t c) { return xcclCommRankNode(c, 0, out_int, out_int); }},
       {"xcclAllGather",
        [data](xcclComm_t c) {
          return xcclAllGather(data, data + 64, 16, xcclFloat32, c, nullptr);
