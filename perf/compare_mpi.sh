@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Puts xccl's all_gather_perf beside MPI_Allgather (OpenMPI over shared memory, BTL self,vader)
-# on this node, for world sizes 2 and 4, and prints per world: size, xccl busbw (out of place),
-# MPI busbw, and their ratio. Installs nothing.
+# Puts xccl's all_gather_perf beside MPI_Allgather (OpenMPI) for world sizes 2 and 4, and prints
+# per world: size, xccl busbw (out of place), MPI busbw, and their ratio. Installs nothing.
+#   default: one node, MPI over shared memory (BTL self,vader);
+#   NETNS=1: two nodes on this machine, two network namespaces joined by a veth pair (root):
+#     xccl's processes run in them (all_gather_perf --netns, the net socket backend between
+#     them, shm inside each), MPI's too (mpirun in the first, its daemon started in the second
+#     by an ssh stand-in, BTL tcp,self over the veth). The first half of the ranks is the first
+#     node. Only this script's namespaces carry traffic; they are removed at exit.
 #
 # Usage: perf/compare_mpi.sh [build-dir]        (default: build)
 # Environment: MIN (1K) MAX (256M) FACTOR (4) ITERS (20) WARMUP (5) WORLDS ("2 4") ROUNDS (5)
+#              NETNS (0)
 # Exit status: 0 if both benchmarks ran clean for every world, 1 if either failed or found
-# wrong data, 2 if MPI or the xccl build is missing.
+# wrong data, 2 if MPI, the xccl build or (NETNS=1) root and iproute2 are missing.
 set -u
 
 build_dir=${1:-build}
@@ -17,6 +23,7 @@ iters=${ITERS:-20}
 rounds=${ROUNDS:-5}
 warmup=${WARMUP:-5}
 worlds=${WORLDS:-"2 4"}
+netns=${NETNS:-0}
 
 if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
   echo "compare_mpi.sh: mpicc and mpirun are needed and were not found." >&2
@@ -39,6 +46,42 @@ if ! mpicc -O2 -std=c11 -o "$mpi_bench" "$here/mpi_allgather_bench.c"; then
   exit 1
 fi
 
+xccl_env=()
+xccl_extra=()
+mpi_launch() {  # mpi_launch NRANKS: the MPI command's launcher on one node
+  echo mpirun --allow-run-as-root --oversubscribe -np "$1" --mca btl self,vader
+}
+if [ "$netns" = 1 ]; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+    echo "compare_mpi.sh: NETNS=1 needs root and iproute2 (network namespaces)" >&2
+    exit 2
+  fi
+  ns_a=xccl-mpi-$$-a
+  ns_b=xccl-mpi-$$-b
+  trap 'ip netns del "$ns_a" 2>/dev/null; ip netns del "$ns_b" 2>/dev/null; rm -rf "$work"' EXIT
+  ip netns add "$ns_a" && ip netns add "$ns_b" &&
+    ip link add xm0 netns "$ns_a" type veth peer name xm0 netns "$ns_b" &&
+    ip -n "$ns_a" addr add 10.232.0.1/24 dev xm0 && ip -n "$ns_b" addr add 10.232.0.2/24 dev xm0 &&
+    for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set xm0 up && ip -n "$ns" link set lo up; done ||
+    { echo "compare_mpi.sh: could not make the namespaces" >&2; exit 2; }
+  # mpirun's ssh stand-in: the host is a namespace's address, the command runs inside it.
+  cat >"$work/rsh" <<RSH
+#!/bin/sh
+host=\$1; shift
+case "\$host" in 10.232.0.1) ns=$ns_a ;; 10.232.0.2) ns=$ns_b ;; *) exit 1 ;; esac
+exec ip netns exec "\$ns" /bin/sh -c "\$*"
+RSH
+  chmod +x "$work/rsh"
+  xccl_env=(XCCL_SOCKET_IFNAME==xm0)
+  xccl_extra=(--netns "$ns_a,$ns_b")
+  mpi_launch() {
+    local half=$(($1 / 2))
+    echo ip netns exec "$ns_a" mpirun --allow-run-as-root --oversubscribe -np "$1" \
+      --host "10.232.0.1:$half,10.232.0.2:$(($1 - half))" --mca plm_rsh_agent "$work/rsh" \
+      --mca btl tcp,self --mca btl_tcp_if_include xm0 --mca oob_tcp_if_include xm0
+  }
+fi
+
 status=0
 sweep=(-b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup")
 for n in $worlds; do
@@ -48,19 +91,20 @@ for n in $worlds; do
   : >"$mpi_out"
   # Rounds alternate xccl and MPI so that a noisy moment of the machine hits both alike.
   for round in $(seq "$rounds"); do
-    if ! "$xccl_bench" "${sweep[@]}" -np "$n" >>"$xccl_out"; then
+    if ! env "${xccl_env[@]}" "$xccl_bench" "${xccl_extra[@]}" "${sweep[@]}" -np "$n" >>"$xccl_out"; then
       echo "compare_mpi.sh: all_gather_perf -np $n failed (round $round); its output:" >&2
       cat "$xccl_out" >&2
       status=1
     fi
-    if ! mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl self,vader \
-        "$mpi_bench" "${sweep[@]}" >>"$mpi_out"; then
+    if ! $(mpi_launch "$n") "$mpi_bench" "${sweep[@]}" >>"$mpi_out"; then
       echo "compare_mpi.sh: mpi_allgather_bench -np $n failed (round $round); its output:" >&2
       cat "$mpi_out" >&2
       status=1
     fi
   done
-  echo "# all_gather, world $n, median of $rounds rounds of $iters iterations:" \
+  where="one node"
+  [ "$netns" = 1 ] && where="2 nodes (network namespaces over veth; MPI: BTL tcp,self)"
+  echo "# all_gather, world $n, $where, median of $rounds rounds of $iters iterations:" \
        "bus bandwidth (GB/s), xccl out-of-place vs MPI_Allgather"
   printf "# %10s  %10s  %10s  %7s\n" "size(B)" "xccl" "MPI" "ratio"
   # Rows are joined on the size column: all_gather_perf's out-of-place time is field 6, the MPI
