@@ -78,7 +78,11 @@ xcclResult_t Run(Communicator* comm, const RailPlan& plan, const Pieces& pieces,
 xcclResult_t AllGatherAcrossNodes(Communicator* comm, DirectPuts* direct, const void* send,
                                   void* recv, size_t bytes, xcclStream_t stream) {
   Pieces pieces;
-  pieces.chunk = comm->net_chunk_bytes();
+  // Pieces pay where a landed block is forwarded inside its node; with one rank per node they
+  // only add ops, so the block goes whole (every rank sees the same topology).
+  const Topology& topology = comm->topology();
+  const bool forwarding = static_cast<int>(topology.node_count) < topology.nranks;
+  pieces.chunk = forwarding ? comm->net_chunk_bytes() : std::max<size_t>(bytes, 1);
   pieces.count = static_cast<uint32_t>((bytes + pieces.chunk - 1) / pieces.chunk);
   const uint32_t first = comm->NextEpochs(pieces.count);
   const uint32_t last = first + pieces.count - 1;

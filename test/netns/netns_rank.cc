@@ -2,8 +2,9 @@
 // XCCL_NETNS_RANK and XCCL_NETNS_NRANKS give its place; rank 0 makes the unique id (its root
 // listens on rank 0's interface) and writes it to XCCL_NETNS_ID_FILE, the others read it there. It
 // makes XCCL_NETNS_CALLS validated all_gathers of random sizes (0 to 1 MiB per rank, the same draws
-// on every rank) and barriers, and prints one line: "ok <calls>", or "failed after <calls> calls,
-// <seconds> s into the failing call: <message>". Exit 0 on ok.
+// on every rank; XCCL_NETNS_BLOCK_BYTES fixes the size) and barriers, and prints one line: "ok
+// <calls>", or "failed after <calls> calls, <seconds> s into the failing call: <message>". Exit 0
+// on ok.
 #include <unistd.h>
 
 #include <chrono>
@@ -29,6 +30,11 @@ int EnvInt(const char* name, int fallback) {
 int main() {
   const int rank = EnvInt("XCCL_NETNS_RANK", -1), nranks = EnvInt("XCCL_NETNS_NRANKS", 0);
   const int calls = EnvInt("XCCL_NETNS_CALLS", 200);
+  if (calls < 1) {
+    fprintf(stderr, "XCCL_NETNS_CALLS must be at least 1\n");
+    return 2;
+  }
+  const int fixed_bytes = EnvInt("XCCL_NETNS_BLOCK_BYTES", 0);
   const uint64_t seed = static_cast<uint64_t>(EnvInt("XCCL_NETNS_SEED", 1));
   if (rank < 0 || nranks < 1 || rank >= nranks) {
     fprintf(stderr, "set XCCL_NETNS_RANK and XCCL_NETNS_NRANKS\n");
@@ -77,11 +83,17 @@ int main() {
   std::mt19937_64 rng(seed);
   std::vector<unsigned char> send, recv;
   for (int call = 0; call < calls; ++call) {
-    const size_t bytes = rng() % 3 == 0 ? rng() % 64 : rng() % (1u << 20);
+    const size_t bytes = fixed_bytes > 0  ? static_cast<size_t>(fixed_bytes)
+                         : rng() % 3 == 0 ? rng() % 64
+                                          : rng() % (1u << 20);
+    // A fixed size is a measurement (perf/proxy_cpu.sh): the data is made once, and checked on
+    // the first and the last all_gather only, so the CPU time is the transfer's.
+    const int pattern = fixed_bytes > 0 ? 0 : call;
+    const bool checked = fixed_bytes == 0 || call == 0 || call == calls - 1;
     send.resize(bytes + 1);
     recv.resize(bytes * nranks + 1);
-    xccl_test::FillBlock(send.data(), bytes, seed, rank, call);
-    xccl_test::Poison(recv.data(), bytes * nranks);
+    if (call == 0 || fixed_bytes == 0) xccl_test::FillBlock(send.data(), bytes, seed, rank, call);
+    if (checked) xccl_test::Poison(recv.data(), bytes * nranks);
     const auto start = std::chrono::steady_clock::now();
     xcclResult_t result =
         call % 10 == 9 ? xcclBarrier(comm, nullptr)
@@ -95,8 +107,9 @@ int main() {
       xcclCommAbort(comm);
       return 1;
     }
-    if (call % 10 != 9) {
-      const std::string wrong = xccl_test::CheckGathered(recv.data(), bytes, nranks, seed, call, 1);
+    if (call % 10 != 9 && checked) {
+      const std::string wrong =
+          xccl_test::CheckGathered(recv.data(), bytes, nranks, seed, pattern, 1);
       if (!wrong.empty()) {
         printf("rank %d: failed after %d calls: wrong data: %s\n", rank, call, wrong.c_str());
         return 1;
@@ -105,5 +118,8 @@ int main() {
   }
   printf("rank %d: ok %d\n", rank, calls);
   fflush(stdout);
+  // perf/proxy_cpu.sh reads this process's CPU time now, before the destroy.
+  if (const int hold_ms = EnvInt("XCCL_NETNS_HOLD_MS", 0))
+    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   return xcclCommDestroy(comm) == xcclSuccess ? 0 : 1;
 }
