@@ -520,7 +520,7 @@ void Proxy::Run() {
       if (!failed) Beat(*link, now);
     }
     // A transfer in flight is work even while a Test moves no whole message: bytes are on
-    // the wire, and a nap here would stall every large op (10 ms per piece).
+    // the wire, and a nap here would stall every large op (a nap per piece).
     bool in_flight = false;
     for (auto& link : links_) in_flight |= link->sending || link->in == Link::In::kData;
     if (moved || in_flight || kicked_.exchange(false)) {

@@ -6,7 +6,7 @@
 // transport raise the flag, so that a receiver waits on its own slots whatever carried the data.
 // A connection that fails, or a peer silent for kSilenceMs (each proxy sends a heartbeat every
 // kHeartbeatMs on a comm pair of its own, read whatever the data stream waits for), is recorded
-// as that peer's failure for every waiter. Idle, the thread sleeps in steps up to 10 ms; a
+// as that peer's failure for every waiter. Idle, the thread sleeps in steps up to 50 ms; a
 // call of this rank kicks it awake.
 #pragma once
 
@@ -74,7 +74,7 @@ class Proxy {
  public:
   static constexpr int kHeartbeatMs = 200;
   static constexpr int kSilenceMs = 1500;
-  static constexpr int kMaxNapUs = 10000;
+  static constexpr int kMaxNapUs = 50000;
 
   Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms);
   ~Proxy();

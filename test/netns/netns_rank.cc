@@ -75,25 +75,32 @@ int main() {
            xcclGetLastError(nullptr));
     return 1;
   }
+  std::mt19937_64 rng(seed);
+  std::vector<unsigned char> send, recv;
+  // A fixed size is a measurement (perf/proxy_cpu.sh): the data is made before the idle hold and
+  // checked after the last all_gather, once "calls done" is printed, so the busy window holds
+  // the transfers only.
+  if (fixed_bytes > 0) {
+    send.resize(fixed_bytes + 1);
+    recv.resize(static_cast<size_t>(fixed_bytes) * nranks + 1);
+    xccl_test::FillBlock(send.data(), fixed_bytes, seed, rank, 0);
+    xccl_test::Poison(recv.data(), recv.size() - 1);
+  }
   if (const int idle_ms = EnvInt("XCCL_NETNS_IDLE_MS", 0)) {
     printf("rank %d: idle %d\n", rank, static_cast<int>(getpid()));
     fflush(stdout);
     std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
   }
-  std::mt19937_64 rng(seed);
-  std::vector<unsigned char> send, recv;
   for (int call = 0; call < calls; ++call) {
     const size_t bytes = fixed_bytes > 0  ? static_cast<size_t>(fixed_bytes)
                          : rng() % 3 == 0 ? rng() % 64
                                           : rng() % (1u << 20);
-    // A fixed size is a measurement (perf/proxy_cpu.sh): the data is made once, and checked on
-    // the first and the last all_gather only, so the CPU time is the transfer's.
-    const int pattern = fixed_bytes > 0 ? 0 : call;
-    const bool checked = fixed_bytes == 0 || call == 0 || call == calls - 1;
-    send.resize(bytes + 1);
-    recv.resize(bytes * nranks + 1);
-    if (call == 0 || fixed_bytes == 0) xccl_test::FillBlock(send.data(), bytes, seed, rank, call);
-    if (checked) xccl_test::Poison(recv.data(), bytes * nranks);
+    if (fixed_bytes == 0) {
+      send.resize(bytes + 1);
+      recv.resize(bytes * nranks + 1);
+      xccl_test::FillBlock(send.data(), bytes, seed, rank, call);
+      xccl_test::Poison(recv.data(), bytes * nranks);
+    }
     const auto start = std::chrono::steady_clock::now();
     xcclResult_t result =
         call % 10 == 9 ? xcclBarrier(comm, nullptr)
@@ -107,18 +114,26 @@ int main() {
       xcclCommAbort(comm);
       return 1;
     }
-    if (call % 10 != 9 && checked) {
-      const std::string wrong =
-          xccl_test::CheckGathered(recv.data(), bytes, nranks, seed, pattern, 1);
+    if (call % 10 != 9 && fixed_bytes == 0) {
+      const std::string wrong = xccl_test::CheckGathered(recv.data(), bytes, nranks, seed, call, 1);
       if (!wrong.empty()) {
         printf("rank %d: failed after %d calls: wrong data: %s\n", rank, call, wrong.c_str());
         return 1;
       }
     }
   }
+  if (fixed_bytes > 0) {
+    printf("rank %d: calls done\n", rank);
+    fflush(stdout);
+    const std::string wrong =
+        xccl_test::CheckGathered(recv.data(), fixed_bytes, nranks, seed, 0, 1);
+    if (!wrong.empty()) {
+      printf("rank %d: failed after %d calls: wrong data: %s\n", rank, calls, wrong.c_str());
+      return 1;
+    }
+  }
   printf("rank %d: ok %d\n", rank, calls);
   fflush(stdout);
-  // perf/proxy_cpu.sh reads this process's CPU time now, before the destroy.
   if (const int hold_ms = EnvInt("XCCL_NETNS_HOLD_MS", 0))
     std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   return xcclCommDestroy(comm) == xcclSuccess ? 0 : 1;
