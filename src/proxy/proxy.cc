@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/window.h"
 
 namespace xccl {
 
@@ -37,6 +38,17 @@ xcclResult_t PollUntil(const Deadline& deadline, const char* what, Step step) {
 }
 
 }  // namespace
+
+xcclResult_t CheckWireOp(int peer, const NetOp& op, int nranks, PlatformFailure* failure) {
+  if (op.slot != ControlLayout::kNoSignal &&
+      (op.slot < 0 || op.slot >= ControlLayout::SlotCount(nranks)))
+    return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op for slot %d", peer,
+                      op.slot);
+  if (op.kind == NetOp::kSignal && op.bytes != 0)
+    return SetFailure(failure, xcclRemoteError, peer, "rank %d sent a signal with %llu bytes", peer,
+                      static_cast<unsigned long long>(op.bytes));
+  return xcclSuccess;
+}
 
 Proxy::Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms)
     : topology_(topology), landing_(landing), timeout_ms_(timeout_ms) {}

@@ -9,6 +9,7 @@
 #include "transport/net/ib_comm.h"
 #include "transport/net/ib_devices.h"
 #include "transport/net/ib_verbs_loader.h"
+#include "transport/net/listener_handle.h"
 #include "transport/net/wire_word.h"
 
 namespace xccl {
@@ -182,12 +183,7 @@ class IbNet final : public NetBackend {
   xcclResult_t Listen(int device, NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
     XCCL_TRY(CheckDevice(device));
     Socket listener;
-    XCCL_TRY(Socket::Listen(address_, &listener));
-    sockaddr_storage bound{};
-    XCCL_TRY(listener.LocalAddress(&bound));
-    memset(handle->bytes, 0, sizeof(handle->bytes));
-    PutWire(handle->bytes, kHandleMagic, 8);
-    PackAddress(bound, handle->bytes + 8);
+    XCCL_TRY(ListenWithHandle(address_, kHandleMagic, handle, &listener));
     *out = std::make_unique<IbListenComm>(std::move(listener), ports_[device]);
     return xcclSuccess;
   }
@@ -196,7 +192,7 @@ class IbNet final : public NetBackend {
                        std::unique_ptr<NetSendComm>* out) override {
     XCCL_TRY(CheckDevice(device));
     sockaddr_storage to{};
-    if (GetWire(handle.bytes, 8) != kHandleMagic || !UnpackAddress(handle.bytes + 8, &to))
+    if (!ReadListenerHandle(handle, kHandleMagic, &to))
       return Fail(xcclInvalidUsage,
                   "net ib: the peer's handle is not an ib listener's (did it choose another "
                   "backend? XCCL_NET=auto picks ib only where a device exists: set XCCL_NET to "

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "transport/bootstrap/socket.h"
+#include "transport/net/listener_handle.h"
 #include "transport/net/socket_stream.h"
 #include "transport/net/wire_word.h"
 
@@ -123,13 +124,8 @@ class SocketNet final : public NetBackend {
   xcclResult_t Listen(int device, NetHandle* handle, std::unique_ptr<NetListenComm>* out) override {
     XCCL_TRY(CheckDevice(device));
     Socket listener;
-    XCCL_TRY(Socket::Listen(address_, &listener));
-    sockaddr_storage bound{};
-    XCCL_TRY(listener.LocalAddress(&bound));
-    memset(handle->bytes, 0, sizeof(handle->bytes));
-    PutWire(handle->bytes, kHandleMagic, 8);
-    PackAddress(bound, handle->bytes + 8);
-    PutWire(handle->bytes + 8 + kWireAddressBytes, static_cast<uint64_t>(nsocks_), 4);
+    XCCL_TRY(ListenWithHandle(address_, kHandleMagic, handle, &listener));
+    PutWire(handle->bytes + kListenerHandleBytes, static_cast<uint64_t>(nsocks_), 4);
     *out = std::make_unique<SocketListenComm>(std::move(listener), nsocks_);
     return xcclSuccess;
   }
@@ -138,9 +134,9 @@ class SocketNet final : public NetBackend {
                        std::unique_ptr<NetSendComm>* out) override {
     XCCL_TRY(CheckDevice(device));
     sockaddr_storage to{};
-    if (GetWire(handle.bytes, 8) != kHandleMagic || !UnpackAddress(handle.bytes + 8, &to))
+    if (!ReadListenerHandle(handle, kHandleMagic, &to))
       return Fail(xcclInvalidArgument, "net socket: the handle is not a socket listener's");
-    const int nsocks = static_cast<int>(GetWire(handle.bytes + 8 + kWireAddressBytes, 4));
+    const int nsocks = static_cast<int>(GetWire(handle.bytes + kListenerHandleBytes, 4));
     if (nsocks != nsocks_)
       return Fail(xcclInvalidUsage,
                   "net socket: the listener uses %d data sockets, this rank %d "

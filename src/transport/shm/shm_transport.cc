@@ -225,16 +225,9 @@ xcclResult_t ShmTransport::Destination(int peer, const NetOp& op, char** dst,
                                        PlatformFailure* failure) {
   *dst = nullptr;
   uint32_t* mine = windows_.slots(topology_.rank);
-  // The wire is not trusted with memory: the slot must be one of the window's.
-  if (op.slot != ControlLayout::kNoSignal &&
-      (op.slot < 0 || op.slot >= ControlLayout::SlotCount(topology_.nranks)))
-    return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op for slot %d", peer,
-                      op.slot);
+  XCCL_TRY(CheckWireOp(peer, op, topology_.nranks, failure));
   switch (op.kind) {
     case NetOp::kSignal:
-      if (op.bytes != 0)
-        return SetFailure(failure, xcclRemoteError, peer, "rank %d sent a signal with %llu bytes",
-                          peer, static_cast<unsigned long long>(op.bytes));
       return xcclSuccess;
     case NetOp::kInbox:
       if (op.bytes > eager_limit_)
