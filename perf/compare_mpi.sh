@@ -7,10 +7,12 @@
 #     them, shm inside each), MPI's too (mpirun in the first, its daemon started in the second
 #     by an ssh stand-in, BTL tcp,self over the veth). The first half of the ranks is the first
 #     node. Only this script's namespaces carry traffic; they are removed at exit.
+#   NETNS=lo: two nodes over loopback in this namespace (xccl: XCCL_FAKE_NODES, half the ranks
+#     each; MPI: BTL tcp,self over lo), the same transports without veth.
 #
 # Usage: perf/compare_mpi.sh [build-dir]        (default: build)
 # Environment: MIN (1K) MAX (256M) FACTOR (4) ITERS (20) WARMUP (5) WORLDS ("2 4") ROUNDS (5)
-#              NETNS (0)
+#              NETNS (0; 1 or lo)
 # Exit status: 0 if both benchmarks ran clean for every world, 1 if either failed or found
 # wrong data, 2 if MPI, the xccl build or (NETNS=1) root and iproute2 are missing.
 set -u
@@ -51,7 +53,13 @@ xccl_extra=()
 mpi_launch() {  # mpi_launch NRANKS: the MPI command's launcher on one node
   echo mpirun --allow-run-as-root --oversubscribe -np "$1" --mca btl self,vader
 }
-if [ "$netns" = 1 ]; then
+if [ "$netns" = lo ]; then
+  xccl_env=(XCCL_SOCKET_IFNAME==lo)
+  mpi_launch() {
+    echo mpirun --allow-run-as-root --oversubscribe -np "$1" --mca btl tcp,self \
+      --mca btl_tcp_if_include lo
+  }
+elif [ "$netns" = 1 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
     echo "compare_mpi.sh: NETNS=1 needs root and iproute2 (network namespaces)" >&2
     exit 2
@@ -59,6 +67,7 @@ if [ "$netns" = 1 ]; then
   ns_a=xccl-mpi-$$-a
   ns_b=xccl-mpi-$$-b
   trap 'ip netns del "$ns_a" 2>/dev/null; ip netns del "$ns_b" 2>/dev/null; rm -rf "$work"' EXIT
+  trap 'exit 1' INT TERM  # the namespaces go on an interrupt too
   ip netns add "$ns_a" && ip netns add "$ns_b" &&
     ip link add xm0 netns "$ns_a" type veth peer name xm0 netns "$ns_b" &&
     ip -n "$ns_a" addr add 10.232.0.1/24 dev xm0 && ip -n "$ns_b" addr add 10.232.0.2/24 dev xm0 &&
@@ -91,7 +100,9 @@ for n in $worlds; do
   : >"$mpi_out"
   # Rounds alternate xccl and MPI so that a noisy moment of the machine hits both alike.
   for round in $(seq "$rounds"); do
-    if ! env "${xccl_env[@]}" "$xccl_bench" "${xccl_extra[@]}" "${sweep[@]}" -np "$n" >>"$xccl_out"; then
+    nodes=()
+    [ "$netns" = lo ] && nodes=(XCCL_FAKE_NODES=$((n / 2)),$((n - n / 2)))
+    if ! env "${xccl_env[@]}" "${nodes[@]}" "$xccl_bench" "${xccl_extra[@]}" "${sweep[@]}" -np "$n" >>"$xccl_out"; then
       echo "compare_mpi.sh: all_gather_perf -np $n failed (round $round); its output:" >&2
       cat "$xccl_out" >&2
       status=1
@@ -104,6 +115,7 @@ for n in $worlds; do
   done
   where="one node"
   [ "$netns" = 1 ] && where="2 nodes (network namespaces over veth; MPI: BTL tcp,self)"
+  [ "$netns" = lo ] && where="2 nodes over loopback (MPI: BTL tcp,self)"
   echo "# all_gather, world $n, $where, median of $rounds rounds of $iters iterations:" \
        "bus bandwidth (GB/s), xccl out-of-place vs MPI_Allgather"
   printf "# %10s  %10s  %10s  %7s\n" "size(B)" "xccl" "MPI" "ratio"
