@@ -130,8 +130,7 @@ const std::vector<ParamSpec>& Specs() {
        "net socket backend: TCP data sockets per connection, a large message striped over them",
        [](const char* t, Params* p) { return ParseInt64(t, 1, 16, &p->socket_nsocks); },
        [](const Params& p) { return std::to_string(p.socket_nsocks); }},
-      {"XCCL_IBVERBS_LIB",
-       "net ib backend: the libibverbs to dlopen (a path or a soname)",
+      {"XCCL_IBVERBS_LIB", "net ib backend: the libibverbs to dlopen (a path or a soname)",
        [](const char* t, Params* p) {
          if (*t == '\0') return false;
          p->ibverbs_lib = t;
@@ -146,6 +145,11 @@ const std::vector<ParamSpec>& Specs() {
          return true;
        },
        [](const Params& p) { return p.ib_hca; }},
+      {"XCCL_IB_GID_INDEX",
+       "net ib backend: the GID table entry of each port to address peers by on Ethernet (RoCE; "
+       "v2 deployments usually need one other than 0); InfiniBand routes by LID",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 255, &p->ib_gid_index); },
+       [](const Params& p) { return std::to_string(p.ib_gid_index); }},
       {"XCCL_NET_CHUNK_BYTES",
        "ranks on several nodes: the all_gather pipeline step (a block crosses the network and "
        "is forwarded inside the node in pieces of this size); 4096 to 1 GiB, the same on every "

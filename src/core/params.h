@@ -19,12 +19,13 @@ struct Params {
   std::string net = "auto";     // XCCL_NET: auto|socket|ib, the backend between nodes
   int64_t socket_nsocks = 4;    // XCCL_SOCKET_NSOCKS: data sockets per net socket connection
   std::string ibverbs_lib = "libibverbs.so.1";  // XCCL_IBVERBS_LIB: dlopen'd by the ib backend
-  std::string ib_hca;           // XCCL_IB_HCA: RDMA devices to use (prefix list, ^, =, :port)
+  std::string ib_hca;        // XCCL_IB_HCA: RDMA devices to use (prefix list, ^, =, :port)
+  int64_t ib_gid_index = 0;  // XCCL_IB_GID_INDEX: the GID of a RoCE port the ib backend uses
   int64_t net_chunk_bytes = int64_t(1) << 20;  // XCCL_NET_CHUNK_BYTES: across-node pipeline step
-  std::string allgather_algo;   // XCCL_ALLGATHER_ALGO=dma|kernel ("" = kernel, see gpu_platform)
-  uint32_t epoch_base = 0;      // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
-  int64_t spin_count = -1;      // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)
-  int64_t yield_count = -1;     // XCCL_YIELD_COUNT: polls with sched_yield, then sleep (-1: auto)
+  std::string allgather_algo;  // XCCL_ALLGATHER_ALGO=dma|kernel ("" = kernel, see gpu_platform)
+  uint32_t epoch_base = 0;     // XCCL_EPOCH_BASE: first value of every signal (tests: wrap)
+  int64_t spin_count = -1;     // XCCL_SPIN_COUNT: polls before a waiter sleeps (-1: auto)
+  int64_t yield_count = -1;    // XCCL_YIELD_COUNT: polls with sched_yield, then sleep (-1: auto)
   int64_t window_bytes = int64_t(512) << 20;  // XCCL_WINDOW_BYTES: GPU inboxes per rank
   int64_t gpu_queues = 0;       // XCCL_GPU_QUEUES: copy-engine streams per rank (0: auto)
   int64_t eager_bytes = 65536;  // XCCL_EAGER_BYTES: blocks up to this go through the window

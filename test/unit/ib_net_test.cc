@@ -86,7 +86,7 @@ struct Verbs {
 void OpenFake(const std::string& hca, Verbs* v) {
   std::string why;
   ASSERT_TRUE(LoadIbVerbs(XCCL_TEST_IB_FAKE_PATH, &v->verbs, &why)) << why;
-  ASSERT_TRUE(OpenIbPorts(v->verbs, hca, &v->ports, &why)) << why;
+  ASSERT_TRUE(OpenIbPorts(v->verbs, hca, /*gid_index=*/0, &v->ports, &why)) << why;
 }
 
 ibv_qp_attr Attr(ibv_qp_state state) {
@@ -509,7 +509,7 @@ TEST_F(IbTest, HcaSpecChoosesPorts) {
     std::shared_ptr<const IbVerbs> verbs;
     ASSERT_TRUE(LoadIbVerbs(XCCL_TEST_IB_FAKE_PATH, &verbs, &why)) << why;
     std::vector<std::shared_ptr<IbPort>> ports;
-    const bool ok = OpenIbPorts(verbs, c.hca, &ports, &why);
+    const bool ok = OpenIbPorts(verbs, c.hca, /*gid_index=*/0, &ports, &why);
     std::vector<std::string> names;
     for (const auto& p : ports) names.push_back(p->Describe());
     EXPECT_EQ(names, c.ports) << c.hca;
@@ -522,9 +522,24 @@ TEST_F(IbTest, HcaSpecChoosesPorts) {
   std::shared_ptr<const IbVerbs> verbs;
   ASSERT_TRUE(LoadIbVerbs(XCCL_TEST_IB_FAKE_PATH, &verbs, &why));
   std::vector<std::shared_ptr<IbPort>> ports;
-  EXPECT_FALSE(OpenIbPorts(verbs, "fakeib0", &ports, &why));
+  EXPECT_FALSE(OpenIbPorts(verbs, "fakeib0", /*gid_index=*/0, &ports, &why));
   EXPECT_NE(why.find("fakeib0 port 1 (DOWN)"), std::string::npos) << why;
   Fake().set_port_state("fakeib0", 1, 1);
+}
+
+// XCCL_IB_GID_INDEX past a port's GID table (the fake's holds one entry) leaves the port out,
+// saying why; index 0 takes it and the QP's address vector uses it (the fake refuses others).
+TEST_F(IbTest, GidIndexMustExistOnThePort) {
+  std::shared_ptr<const IbVerbs> verbs;
+  std::string why;
+  ASSERT_TRUE(LoadIbVerbs(XCCL_TEST_IB_FAKE_PATH, &verbs, &why)) << why;
+  std::vector<std::shared_ptr<IbPort>> ports;
+  EXPECT_FALSE(OpenIbPorts(verbs, "fakeib0", /*gid_index=*/1, &ports, &why));
+  EXPECT_TRUE(ports.empty());
+  EXPECT_NE(why.find("fakeib0 port 1 (1 GIDs, XCCL_IB_GID_INDEX=1)"), std::string::npos) << why;
+  ASSERT_TRUE(OpenIbPorts(verbs, "fakeib0", /*gid_index=*/0, &ports, &why)) << why;
+  ASSERT_EQ(ports.size(), 1u);
+  EXPECT_EQ(ports[0]->gid_index(), 0);
 }
 
 TEST_F(IbTest, NoDeviceOrNoLibraryIsSaidPlainly) {

@@ -66,13 +66,14 @@ bool ParseHcaSpec(const std::string& text, HcaSpec* out, std::string* why) {
 }
 
 IbPort::IbPort(std::shared_ptr<const IbVerbs> verbs, ibv_context* context, ibv_pd* pd,
-               std::string name, int port, const ibv_port_attr& attr)
+               std::string name, int port, const ibv_port_attr& attr, int gid_index)
     : verbs_(std::move(verbs)),
       context_(context),
       pd_(pd),
       name_(std::move(name)),
       port_(port),
-      attr_(attr) {}
+      attr_(attr),
+      gid_index_(gid_index) {}
 
 IbPort::~IbPort() {
   verbs_->dealloc_pd(pd_);
@@ -91,7 +92,7 @@ bool IbPort::StillActive(std::string* state_name) const {
   return attr.state == IBV_PORT_ACTIVE;
 }
 
-bool OpenIbPorts(const std::shared_ptr<const IbVerbs>& verbs, const std::string& hca,
+bool OpenIbPorts(const std::shared_ptr<const IbVerbs>& verbs, const std::string& hca, int gid_index,
                  std::vector<std::shared_ptr<IbPort>>* out, std::string* why) {
   HcaSpec spec;
   if (!ParseHcaSpec(hca, &spec, why)) return false;
@@ -126,6 +127,11 @@ bool OpenIbPorts(const std::shared_ptr<const IbVerbs>& verbs, const std::string&
         seen += (seen.empty() ? "" : ", ") + label + " (" + PortStateName(attr.state) + ")";
         continue;
       }
+      if (gid_index >= attr.gid_tbl_len) {
+        seen += (seen.empty() ? "" : ", ") + label + " (" + std::to_string(attr.gid_tbl_len) +
+                " GIDs, XCCL_IB_GID_INDEX=" + std::to_string(gid_index) + ")";
+        continue;
+      }
       // Each port gets a context of its own, so that a port's comms own everything they use.
       ibv_context* port_context = kept_context ? verbs->open_device(list[d]) : context;
       ibv_pd* pd = port_context != nullptr ? verbs->alloc_pd(port_context) : nullptr;
@@ -135,7 +141,7 @@ bool OpenIbPorts(const std::shared_ptr<const IbVerbs>& verbs, const std::string&
         continue;
       }
       kept_context = kept_context || port_context == context;
-      ports.push_back(std::make_shared<IbPort>(verbs, port_context, pd, name, p, attr));
+      ports.push_back(std::make_shared<IbPort>(verbs, port_context, pd, name, p, attr, gid_index));
     }
     if (!kept_context) verbs->close_device(context);
   }

@@ -30,7 +30,7 @@ bool ParseHcaSpec(const std::string& text, HcaSpec* out, std::string* why);
 class IbPort {
  public:
   IbPort(std::shared_ptr<const IbVerbs> verbs, ibv_context* context, ibv_pd* pd, std::string name,
-         int port, const ibv_port_attr& attr);
+         int port, const ibv_port_attr& attr, int gid_index);
   ~IbPort();
   IbPort(const IbPort&) = delete;
   IbPort& operator=(const IbPort&) = delete;
@@ -41,6 +41,8 @@ class IbPort {
   const std::string& name() const { return name_; }
   int port() const { return port_; }
   const ibv_port_attr& attr() const { return attr_; }
+  // The GID this port addresses peers by where they route by GID (XCCL_IB_GID_INDEX).
+  int gid_index() const { return gid_index_; }
   // "fakeib0 port 1", for messages.
   std::string Describe() const;
   // Asks the device again: false with *state_name ("DOWN") when the port is no longer ACTIVE.
@@ -53,12 +55,13 @@ class IbPort {
   std::string name_;
   int port_;
   ibv_port_attr attr_;
+  int gid_index_;
 };
 
-// Opens every device and keeps each ACTIVE port that `hca` (XCCL_IB_HCA) allows, in the
-// library's order. False with *why naming what was missing: no device at all, or no active
-// port matching the spec (listing what was found).
-bool OpenIbPorts(const std::shared_ptr<const IbVerbs>& verbs, const std::string& hca,
+// Opens every device and keeps each ACTIVE port that `hca` (XCCL_IB_HCA) allows and whose GID
+// table holds `gid_index` (XCCL_IB_GID_INDEX), in the library's order. False with *why naming
+// what was missing: no device at all, or no port that qualifies (listing what was found).
+bool OpenIbPorts(const std::shared_ptr<const IbVerbs>& verbs, const std::string& hca, int gid_index,
                  std::vector<std::shared_ptr<IbPort>>* out, std::string* why);
 
 const char* PortStateName(ibv_port_state state);

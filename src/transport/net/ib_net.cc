@@ -229,7 +229,7 @@ bool OpenIbNet(const IbNetOptions& options, std::unique_ptr<NetBackend>* out, st
   std::shared_ptr<const IbVerbs> verbs;
   if (!LoadIbVerbs(options.library, &verbs, why)) return false;
   std::vector<std::shared_ptr<IbPort>> ports;
-  if (!OpenIbPorts(verbs, options.hca, &ports, why)) return false;
+  if (!OpenIbPorts(verbs, options.hca, options.gid_index, &ports, why)) return false;
   sockaddr_storage address{};
   std::string ifname;
   if (FindInterfaceAddress(options.socket_ifname, &address, &ifname) != xcclSuccess) {

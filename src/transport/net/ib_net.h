@@ -15,6 +15,7 @@ namespace xccl {
 struct IbNetOptions {
   std::string library;        // XCCL_IBVERBS_LIB
   std::string hca;            // XCCL_IB_HCA
+  int gid_index = 0;          // XCCL_IB_GID_INDEX
   std::string socket_ifname;  // XCCL_SOCKET_IFNAME: where the setup sockets listen
 };
 

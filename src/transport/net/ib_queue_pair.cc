@@ -93,9 +93,10 @@ xcclResult_t IbQueuePair::Create(std::shared_ptr<IbPort> port, int send_depth, i
   if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn)) psn = 0x5eed;
   ibv_gid gid;
   memset(&gid, 0, sizeof(gid));
-  // GID index 0: the port's default GID (RoCE deployments that need another index are not
-  // handled yet; InfiniBand routes by LID).
-  if (verbs.query_gid(port->context(), static_cast<uint8_t>(port->port()), 0, &gid) != 0)
+  // The GID XCCL_IB_GID_INDEX names (0: the port's default); InfiniBand routes by LID and
+  // needs none, Ethernet (RoCE) goes by it.
+  if (verbs.query_gid(port->context(), static_cast<uint8_t>(port->port()), port->gid_index(),
+                      &gid) != 0)
     memset(&gid, 0, sizeof(gid));
   out->reset(new IbQueuePair(std::move(port), cq, qp, psn & 0xffffff, gid));
   return xcclSuccess;
@@ -152,7 +153,7 @@ xcclResult_t IbQueuePair::Connect(const IbEndpointInfo& remote) {
   if (remote.link_layer == IBV_LINK_LAYER_ETHERNET || remote.lid == 0) {
     attr.ah_attr.is_global = 1;
     memcpy(attr.ah_attr.grh.dgid.raw, remote.gid, 16);
-    attr.ah_attr.grh.sgid_index = 0;
+    attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(port_->gid_index());
     attr.ah_attr.grh.hop_limit = 255;
   } else {
     attr.ah_attr.dlid = remote.lid;

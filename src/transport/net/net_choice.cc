@@ -20,6 +20,7 @@ bool TryIb(const Params& params, std::unique_ptr<NetBackend>* net, std::string* 
   IbNetOptions options;
   options.library = params.ibverbs_lib;
   options.hca = params.ib_hca;
+  options.gid_index = static_cast<int>(params.ib_gid_index);
   options.socket_ifname = params.socket_ifname;
   return OpenIbNet(options, net, why);
 #else
