@@ -410,43 +410,57 @@ INSTANTIATE_TEST_SUITE_P(HostPlatform, OverlappingCallsTest,
                            return std::string(ModeName(info.param));
                          });
 
-class BadArgumentsTest : public ::testing::TestWithParam<RankMode> {};
+// (mode, ranks per node: "" for one node).
+class BadArgumentsTest : public ::testing::TestWithParam<std::tuple<RankMode, const char*>> {};
 
 // Each bad call gives its documented error on rank 0 without advancing anything, so a valid
-// call afterwards on all ranks still works: the communicator stays usable.
+// call afterwards on all ranks still works: the communicator stays usable. On one node and split
+// over fake nodes (the ranks of other nodes over the net path).
 TEST_P(BadArgumentsTest, EachGivesItsErrorAndTheCommStaysUsable) {
-  auto failures = RunRanks(GetParam(), 3, [](RankContext& ctx) {
-    std::vector<uint32_t> send(50), recv(50 * ctx.nranks);
-    if (ctx.rank == 0) {
-      ExpectBadArgumentsRefused(ctx, send.data(), recv.data(), send.size(), nullptr);
-      int count = 0;
-      RANK_EXPECT(ctx, xcclCommCount(ctx.comm, &count) == xcclSuccess && count == ctx.nranks,
-                  "count " << count);
-    }
-    // Null buffers are fine with count 0.
-    RANK_EXPECT(ctx,
-                xcclAllGather(nullptr, nullptr, 0, xcclFloat, ctx.comm, nullptr) == xcclSuccess,
-                "count 0 with NULL buffers: " << xcclGetLastError(ctx.comm));
-    FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, 7);
-    Poison(recv.data(), recv.size() * 4);
-    xcclResult_t result =
-        xcclAllGather(send.data(), recv.data(), 50, xcclUint32, ctx.comm, nullptr);
-    RANK_EXPECT(ctx, result == xcclSuccess,
-                "valid call after bad ones: " << xcclGetLastError(ctx.comm));
-    RANK_EXPECT(ctx, CheckGathered(recv.data(), 200, ctx.nranks, ctx.seed, 7, 4) == "", "data");
-    int queues = -1;
-    RANK_EXPECT(ctx,
-                xcclCommQueueCount(ctx.comm, &queues) == xcclSuccess && queues == ctx.nranks - 1,
-                "queue count " << queues);
-  });
+  RunOptions options;
+  options.before_init = WithFakeNodes(std::get<1>(GetParam()));
+  auto failures = RunRanks(
+      std::get<0>(GetParam()), 3,
+      [](RankContext& ctx) {
+        std::vector<uint32_t> send(50), recv(50 * ctx.nranks);
+        if (ctx.rank == 0) {
+          ExpectBadArgumentsRefused(ctx, send.data(), recv.data(), send.size(), nullptr);
+          int count = 0;
+          RANK_EXPECT(ctx, xcclCommCount(ctx.comm, &count) == xcclSuccess && count == ctx.nranks,
+                      "count " << count);
+        }
+        // Null buffers are fine with count 0.
+        RANK_EXPECT(ctx,
+                    xcclAllGather(nullptr, nullptr, 0, xcclFloat, ctx.comm, nullptr) == xcclSuccess,
+                    "count 0 with NULL buffers: " << xcclGetLastError(ctx.comm));
+        FillBlock(send.data(), send.size() * 4, ctx.seed, ctx.rank, 7);
+        Poison(recv.data(), recv.size() * 4);
+        xcclResult_t result =
+            xcclAllGather(send.data(), recv.data(), 50, xcclUint32, ctx.comm, nullptr);
+        RANK_EXPECT(ctx, result == xcclSuccess,
+                    "valid call after bad ones: " << xcclGetLastError(ctx.comm));
+        RANK_EXPECT(ctx, CheckGathered(recv.data(), 200, ctx.nranks, ctx.seed, 7, 4) == "", "data");
+        int queues = -1;
+        RANK_EXPECT(
+            ctx, xcclCommQueueCount(ctx.comm, &queues) == xcclSuccess && queues == ctx.nranks - 1,
+            "queue count " << queues);
+      },
+      options);
+  RestoreParams();
   ExpectNoFailures(failures);
 }
 
-INSTANTIATE_TEST_SUITE_P(HostPlatform, BadArgumentsTest,
-                         ::testing::Values(RankMode::kThreads, RankMode::kProcesses),
-                         [](const ::testing::TestParamInfo<RankMode>& info) {
-                           return std::string(ModeName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    HostPlatform, BadArgumentsTest,
+    ::testing::Combine(::testing::Values(RankMode::kThreads, RankMode::kProcesses),
+                       ::testing::Values("", "2,1", "1,1,1")),
+    [](const ::testing::TestParamInfo<std::tuple<RankMode, const char*>>& info) {
+      std::string nodes = std::get<1>(info.param);
+      for (char& c : nodes)
+        if (c == ',') c = 'x';
+      return std::string(ModeName(std::get<0>(info.param))) +
+             (nodes.empty() ? "" : "Nodes" + nodes);
+    });
 
 TEST(CommLifecycle, DestroyedCommIsRecognised) {
   xcclComm_t comms[2];

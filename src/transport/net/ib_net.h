@@ -15,8 +15,8 @@ namespace xccl {
 struct IbNetOptions {
   std::string library;        // XCCL_IBVERBS_LIB
   std::string hca;            // XCCL_IB_HCA
-  int gid_index = 0;          // XCCL_IB_GID_INDEX
   std::string socket_ifname;  // XCCL_SOCKET_IFNAME: where the setup sockets listen
+  int gid_index = 0;          // XCCL_IB_GID_INDEX
 };
 
 // False with *why (no library, no device, no active port matching XCCL_IB_HCA, no interface for
