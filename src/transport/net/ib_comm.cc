@@ -16,6 +16,15 @@ namespace xccl {
 
 namespace {
 
+// The request slot `request` names, if this comm holds it (requests are slot addresses).
+template <typename Slots>
+auto* HeldSlot(Slots& slots, NetRequest* request) {
+  decltype(&slots[0]) held = nullptr;
+  for (auto& slot : slots)
+    if (reinterpret_cast<NetRequest*>(&slot) == request && slot.used) held = &slot;
+  return held;
+}
+
 constexpr int kPollBatch = 16;
 constexpr auto kPortCheckPeriod = std::chrono::milliseconds(100);
 
@@ -408,9 +417,7 @@ xcclResult_t IbSendComm::Progress() {
 }
 
 xcclResult_t IbSendComm::Test(NetRequest* request, bool* done, size_t* bytes) {
-  Slot* slot = nullptr;
-  for (Slot& s : slots_)
-    if (reinterpret_cast<NetRequest*>(&s) == request && s.used) slot = &s;
+  Slot* slot = HeldSlot(slots_, request);
   if (slot == nullptr || done == nullptr)
     return Fail(xcclInvalidArgument, "net ib: Test of a request this send comm does not hold");
   *done = false;
@@ -595,9 +602,7 @@ xcclResult_t IbRecvComm::Progress() {
 }
 
 xcclResult_t IbRecvComm::Test(NetRequest* request, bool* done, size_t* bytes) {
-  Slot* slot = nullptr;
-  for (Slot& s : slots_)
-    if (reinterpret_cast<NetRequest*>(&s) == request && s.used) slot = &s;
+  Slot* slot = HeldSlot(slots_, request);
   if (slot == nullptr || done == nullptr)
     return Fail(xcclInvalidArgument, "net ib: Test of a request this receive comm does not hold");
   *done = false;
