@@ -80,34 +80,10 @@ using gpuPointerAttributes_t = hipPointerAttribute_t;
 #define gpuGraphDestroy hipGraphDestroy
 #define gpuGraphExecDestroy hipGraphExecDestroy
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return hipHostMalloc(ptr, bytes, 0); }
-// Stream-ordered host callbacks (the net connections' triggers; a host node in a captured graph).
-using gpuHostFn_t = hipHostFn_t;
+// Whether a stream is capturing (the net connections' triggers count only launches outside one).
 using gpuStreamCaptureStatus = hipStreamCaptureStatus;
 constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = hipStreamCaptureStatusNone;
 #define gpuStreamIsCapturing hipStreamIsCapturing
-#if HIP_VERSION >= 60000000
-#define gpuLaunchHostFunc hipLaunchHostFunc
-#else
-// ROCm 5.2's library declares hipLaunchHostFunc but does not export it: a stream callback runs
-// the function instead (stream-ordered as well, but not capturable into a graph).
-inline gpuError_t gpuLaunchHostFunc(gpuStream_t stream, gpuHostFn_t fn, void* data) {
-  struct Call {
-    gpuHostFn_t fn;
-    void* data;
-  };
-  Call* call = new Call{fn, data};
-  const gpuError_t err = hipStreamAddCallback(
-      stream,
-      [](hipStream_t, hipError_t, void* opaque) {
-        Call* c = static_cast<Call*>(opaque);
-        c->fn(c->data);
-        delete c;
-      },
-      call, 0);
-  if (err != hipSuccess) delete call;
-  return err;
-}
-#endif
 // hipGraphUpload arrived in ROCm 6; before it, the first launch uploads.
 inline gpuError_t gpuGraphUpload(gpuGraphExec_t exec, gpuStream_t stream) {
 #if HIP_VERSION >= 60000000
@@ -187,11 +163,9 @@ using gpuPointerAttributes_t = cudaPointerAttributes;
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuGraphUpload cudaGraphUpload
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
-// Stream-ordered host callbacks (the net connections' triggers; a host node in a captured graph).
-using gpuHostFn_t = cudaHostFn_t;
+// Whether a stream is capturing (the net connections' triggers count only launches outside one).
 using gpuStreamCaptureStatus = cudaStreamCaptureStatus;
 constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = cudaStreamCaptureStatusNone;
-#define gpuLaunchHostFunc cudaLaunchHostFunc
 #define gpuStreamIsCapturing cudaStreamIsCapturing
 #endif
 

@@ -506,12 +506,13 @@ bool Proxy::Beat(Link& link, std::chrono::steady_clock::time_point now) {
 // Spins while there is traffic; idle, it yields for 2 ms, then sleeps in growing steps up to
 // kMaxNapUs. A quiet communicator so costs almost no CPU; a call of this rank (an op queued, a
 // wait on a remote peer, a flush) kicks it awake at once, so only data arriving while this rank
-// makes no call waits for the nap (and then for this rank's call anyway).
+// makes no call waits for the nap (and then for this rank's call anyway). A trigger feed keeps it
+// polling while triggers it expects are due, and caps the nap for those no call announces.
 void Proxy::Run() {
   auto last_moved = std::chrono::steady_clock::now();
   auto nap = std::chrono::microseconds(20);
   while (!stop_.load()) {
-    bool moved = false;
+    bool moved = feed_ != nullptr && feed_->Drain(*this);
     for (auto& link : links_) {
       bool failed;
       {
@@ -535,6 +536,7 @@ void Proxy::Run() {
     // the wire, and a nap here would stall every large op (a nap per piece).
     bool in_flight = false;
     for (auto& link : links_) in_flight |= link->sending || link->in == Link::In::kData;
+    if (feed_ != nullptr) in_flight |= feed_->Expecting();
     if (moved || in_flight || kicked_.exchange(false)) {
       last_moved = now;
       nap = std::chrono::microseconds(20);
@@ -547,7 +549,8 @@ void Proxy::Run() {
     }
     std::unique_lock<std::mutex> lock(mutex_);
     if (!kicked_.load()) work_.wait_for(lock, nap);
-    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::microseconds(kMaxNapUs));
+    const int max_nap_us = feed_ != nullptr ? feed_->MaxNapUs() : kMaxNapUs;
+    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::microseconds(max_nap_us));
   }
 }
 

@@ -25,6 +25,7 @@
 #include "core/deadline.h"
 #include "core/failure.h"
 #include "core/topology.h"
+#include "proxy/trigger_feed.h"
 #include "transport/net/net.h"
 #include "xccl.h"
 
@@ -90,6 +91,10 @@ class Proxy {
   // accepts from each; then starts the thread. `net` carries the ops, `beats` the heartbeats.
   xcclResult_t Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net,
                        std::unique_ptr<NetBackend> beats);
+
+  // Before Connect: a feed the thread drains on every pass (a GPU rank's trigger FIFO). Not
+  // owned; it outlives the proxy.
+  void SetTriggerFeed(TriggerFeed* feed) { feed_ = feed; }
 
   // Wakes the thread now and keeps it polling for a while: this rank is about to wait for a
   // peer of another node.
@@ -172,6 +177,7 @@ class Proxy {
   int64_t timeout_ms_;
   std::unique_ptr<NetBackend> net_;
   std::unique_ptr<NetBackend> beats_;
+  TriggerFeed* feed_ = nullptr;
   std::vector<std::unique_ptr<Link>> links_;  // one per remote peer
   std::vector<int> link_of_peer_;             // -1: a peer of this node
   mutable std::mutex mutex_;

@@ -100,17 +100,11 @@ TEST_P(GpuNodesTest, BarrierHoldsEveryRank) {
   });
 }
 
-// DISABLED (H200, 2026-12-02, tree cd5cce7 + this file): hangs at 2x2 and 2x4 (every rank's
-// device wait times out) once several operations are in flight without host synchronisation.
-// Suspected cause: the net path's copies run on the copy engines (local inbox puts, the pinned
-// staging copies, the copies out of the inboxes), and with ranks sharing a GPU a copy of a rank's
-// next operation queued behind its waiting kernel can hold up a peer's copy of the current one
-// (docs/ARCHITECTURE.md, "Queues"). The fix to try: kernel copies on the net path. Run with
-// --gtest_also_run_disabled_tests.
 // Back to back with no host synchronisation, a different rank held on the device before each
 // call (its stream starts the call late although the host enqueued it at once), barriers mixed
-// in; every output checked at the end.
-TEST_P(GpuNodesTest, DISABLED_BackToBackWithRankHeldOnDevice) {
+// in; every output checked at the end. This hung while the triggers were runtime host functions
+// (one worker for every stream of the process, stalled by a rank ahead on the host).
+TEST_P(GpuNodesTest, BackToBackWithRankHeldOnDevice) {
   Run([](RankContext& ctx) {
     constexpr int kCalls = 40;
     constexpr uint64_t kHoldNs = 2000000;  // 2 ms
@@ -223,11 +217,9 @@ TEST_P(GpuNodesTest, AbortedRemoteRankEndsDeviceWaitsNamingIt) {
       kTimeoutMs, /*skip_destroy=*/true);
 }
 
-// DISABLED for the same hang as DISABLED_BackToBackWithRankHeldOnDevice (replays are back to
-// back without host synchronisation; H200, 2026-12-02).
 // Captured once, replayed 100 times with fresh data: the net ops must carry each replay's device
-// epoch (host functions fire on every replay and read the epoch the stream mirrored).
-TEST_P(GpuNodesTest, DISABLED_CapturedAllGatherAndBarrierReplayWithFreshData) {
+// epoch (the trigger kernels read it on every replay).
+TEST_P(GpuNodesTest, CapturedAllGatherAndBarrierReplayWithFreshData) {
   constexpr int64_t kGraphTimeoutMs = 15000;  // a failure here is a hang: say so soon
   Run(
       [](RankContext& ctx) {

@@ -266,25 +266,12 @@ void P2pTransport::QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* 
   char* staging = send_staging_ + remote_index_[peer] * net_piece_;
   if (bytes > 0)
     Check(gpuMemcpyAsync(staging, src, bytes, gpuMemcpyDeviceToHost, stream_), "net staging copy");
-  // The epoch as the device holds it at this point of the stream (a replay's own), read by the
-  // host function that follows: the stream runs nothing in between.
-  Check(gpuMemcpyAsync(epoch_mirror_, view_.device_epoch, sizeof(uint32_t), gpuMemcpyDeviceToHost,
-                       stream_),
-        "net epoch copy");
   gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
   Check(gpuStreamIsCapturing(stream_, &capture), "capture query");
-  NetTriggers::Trigger* trigger = triggers_.Take(capture != gpuStreamCaptureStatusNone);
-  trigger->proxy = proxy_.get();
-  trigger->peer = peer;
-  trigger->op = NetOp{};
-  trigger->op.kind = kind;
-  trigger->op.slot = slot;
-  trigger->op.bytes = bytes;
-  trigger->src = staging;
-  trigger->epoch = epoch_mirror_;
-  const gpuError_t launched = gpuLaunchHostFunc(stream_, &NetTriggers::Fire, trigger);
-  if (launched != gpuSuccess) triggers_.Give(trigger);
-  Check(launched, "net trigger (host function)");
+  Check(trigger_feed_.Launch(kind, peer, slot, static_cast<uint32_t>(bytes),
+                             capture != gpuStreamCaptureStatusNone, view_.device_epoch,
+                             view_.timeout_ns, view_.record, stream_),
+        "net trigger kernel");
 }
 
 xcclResult_t P2pTransport::CreateNetStaging() {
@@ -295,9 +282,9 @@ xcclResult_t P2pTransport::CreateNetStaging() {
     remote_mask_ |= 1u << peer;
   }
   net_piece_ = std::min(geometry_.inbox_bytes, kNetPieceBytes);
-  // The slots and the mirror in the first page, then the staging.
+  // The slots in the first page, then the staging.
   const size_t control = 4096;
-  if ((ControlLayout::SlotCount(nranks) + 1) * sizeof(uint32_t) > control)
+  if (ControlLayout::SlotCount(nranks) * sizeof(uint32_t) > control)
     return Fail(xcclInvalidUsage, "%d ranks exceed the GPU net control page", nranks);
   const size_t bytes = control + 2 * static_cast<size_t>(remote_count_) * net_piece_;
   void* host = nullptr;
@@ -305,13 +292,15 @@ xcclResult_t P2pTransport::CreateNetStaging() {
   pinned_ = static_cast<char*>(host);
   remote_slots_ = reinterpret_cast<uint32_t*>(pinned_);
   for (int i = 0; i < ControlLayout::SlotCount(nranks); ++i) remote_slots_[i] = params_.epoch_base;
-  epoch_mirror_ = remote_slots_ + ControlLayout::SlotCount(nranks);
   recv_staging_ = pinned_ + control;
   send_staging_ = recv_staging_ + remote_count_ * net_piece_;
   void* device = nullptr;
   XCCL_GPU_TRY(gpuHostGetDevicePointer(&device, host, 0));
   remote_slots_device_ = static_cast<const uint32_t*>(device);
-  return xcclSuccess;
+  std::vector<const char*> staging_of_rank(nranks, nullptr);
+  for (int peer = 0; peer < nranks; ++peer)
+    if (IsRemote(peer)) staging_of_rank[peer] = send_staging_ + remote_index_[peer] * net_piece_;
+  return trigger_feed_.Create(std::move(staging_of_rank));
 }
 
 // Collective over every rank: the pinned staging and the net backend, one verdict round, then
@@ -328,6 +317,7 @@ xcclResult_t P2pTransport::ConnectNodes(Bootstrap* bootstrap) {
                 "rank %d could not set up its pinned net staging or net backend (XCCL_NET=%s)",
                 failed, params_.net.c_str());
   proxy_ = std::make_unique<Proxy>(topology_, this, timeout_ms_);
+  proxy_->SetTriggerFeed(&trigger_feed_);
   return proxy_->Connect(bootstrap, std::move(net), std::move(beats));
 }
 
@@ -402,15 +392,18 @@ xcclResult_t P2pTransport::CreateQueues() {
 void P2pTransport::Release() {
   if (gpuSetDevice(device_) != gpuSuccess) return;
   if (proxy_) {
-    // Every trigger still on a stream fires (the proxy then sends what it queued) before the
-    // proxy goes; the destroy waits for the device anyway (the frees below).
+    // Every trigger still on a stream fires and the proxy takes it, then sends what it queued,
+    // before the proxy goes; the destroy waits for the device anyway (the frees below).
     (void)gpuDeviceSynchronize();
     const Deadline deadline(timeout_ms_);
+    proxy_->Kick();
+    (void)trigger_feed_.AwaitDrained(deadline);
     PlatformFailure ignored;
     for (int peer = 0; peer < topology_.nranks; ++peer)
       if (IsRemote(peer)) (void)proxy_->Flush(peer, deadline, &ignored);
     proxy_.reset();  // tells the other nodes this rank closes in order
   }
+  trigger_feed_.Release();
   if (pinned_ != nullptr) (void)gpuFreeHost(pinned_);
   pinned_ = nullptr;
   queues_.Destroy();

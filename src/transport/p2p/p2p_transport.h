@@ -7,14 +7,14 @@
 //
 // Ranks of other nodes (DESIGN.md 13) are reached through the CPU proxy over the net backend,
 // staged through pinned host memory and stream-ordered: an inbox put copies the block into this
-// rank's pinned send staging for that peer on the operation's stream, then a host function on
-// the same stream hands the op to the proxy with the device epoch of that point (so a captured
-// graph sends each replay's). The peer's proxy lands the bytes in its pinned receive staging for
-// this rank, which is that peer's inbox for this rank (the receiver copies out of it on its own
-// stream), and raises the slot in host-mapped memory with a CPU store after the bytes; the
-// receiver's device waits read remote ranks' slots there. The staging buffers are reused only
-// after the closing barrier of the operation that used them (both ends have passed it), so no
-// flow control of their own is needed.
+// rank's pinned send staging for that peer on the operation's stream, then a one-thread kernel on
+// the same stream writes the op into the trigger FIFO the proxy polls, with the device epoch of
+// that point (so a captured graph sends each replay's). The peer's proxy lands the bytes in its
+// pinned receive staging for this rank, which is that peer's inbox for this rank (the receiver
+// copies out of it on its own stream), and raises the slot in host-mapped memory with a CPU store
+// after the bytes; the receiver's device waits read remote ranks' slots there. The staging buffers
+// are reused only after the closing barrier of the operation that used them (both ends have passed
+// it), so no flow control of their own is needed.
 #pragma once
 
 #include <algorithm>
@@ -31,7 +31,7 @@
 #include "proxy/proxy.h"
 #include "transport/p2p/copy_engine_queues.h"
 #include "transport/p2p/device_windows.h"
-#include "transport/p2p/net_triggers.h"
+#include "transport/p2p/net_trigger_feed.h"
 #include "transport/transport.h"
 
 namespace xccl {
@@ -138,9 +138,9 @@ class P2pTransport final : public Transport, public NetLanding {
 
   bool IsRemote(int peer) const { return remote_index_[peer] >= 0; }
   // On the operation's stream: `bytes` from `src` (device) into the send staging for `peer`,
-  // the device epoch into the mirror, then the host function that queues the op on the proxy.
+  // then the trigger that hands the op to the proxy.
   void QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* src, size_t bytes);
-  // Pinned memory of the net path: remote slots, the epoch mirror, receive and send staging.
+  // Pinned memory of the net path: remote slots, receive and send staging; the trigger FIFO.
   xcclResult_t CreateNetStaging();
   xcclResult_t ConnectNodes(Bootstrap* bootstrap);
 
@@ -180,11 +180,10 @@ class P2pTransport final : public Transport, public NetLanding {
   char* pinned_ = nullptr;            // one host-mapped allocation for all of the below
   uint32_t* remote_slots_ = nullptr;  // ControlLayout's slots, raised by remote ranks
   const uint32_t* remote_slots_device_ = nullptr;
-  uint32_t* epoch_mirror_ = nullptr;  // the device epoch, copied before each trigger
-  char* recv_staging_ = nullptr;      // [remote index] -> inbox of that rank's pieces
-  char* send_staging_ = nullptr;      // [remote index] -> this rank's piece for it
-  NetTriggers triggers_;
-  std::unique_ptr<Proxy> proxy_;  // stops before the staging is freed
+  char* recv_staging_ = nullptr;  // [remote index] -> inbox of that rank's pieces
+  char* send_staging_ = nullptr;  // [remote index] -> this rank's piece for it
+  NetTriggerFeed trigger_feed_;
+  std::unique_ptr<Proxy> proxy_;  // stops before the staging and the feed are freed
   mutable std::mutex net_failure_mutex_;
   PlatformFailure net_failure_;  // the first link failure (LinkFailed)
 };
