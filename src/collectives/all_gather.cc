@@ -83,11 +83,11 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
     if (direct != nullptr) direct->PublishRecvBuffer(epoch, nullptr, 0, piece);
     for (int step = 1; step < nranks; ++step) {
       transport->connection((rank + step) % nranks)
-          .InboxPut(epoch, src, piece, ControlLayout::Arrival(rank));
+          .InboxPut(epoch, rank, src, piece, ControlLayout::Arrival(rank));
     }
     // Local copies fail only at their enqueue (a runtime error): the first one ends the call
     // once the arrivals are in.
-    xcclResult_t copied = CopyAsync(out + rank * bytes + offset, src, piece, stream);
+    xcclResult_t copied = transport->Copy(out + rank * bytes + offset, src, piece, stream);
     // A peer whose piece has another size passed another count (pieces are cut alike from
     // equal counts): nothing of it is copied, the wait for the others goes on, and then this
     // rank fails. That peer finds the same mismatch in this rank's piece, so both fail at once.
@@ -104,8 +104,8 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
             }
             return;
           }
-          const xcclResult_t one =
-              CopyAsync(out + peer * bytes + offset, transport->Inbox(epoch, peer), piece, stream);
+          const xcclResult_t one = transport->Copy(
+              out + peer * bytes + offset, transport->Inbox(epoch, peer, peer), piece, stream);
           if (copied == xcclSuccess) copied = one;
         },
         &failure);
@@ -140,8 +140,9 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
     return xcclSuccess;
   }
   DirectPuts* direct = transport->direct_puts();
-  if (direct != nullptr && comm->topology().node_count > 1)
-    return AllGatherAcrossNodes(comm, direct, send, recv, bytes, stream);
+  if (comm->topology().node_count > 1)
+    return direct != nullptr ? AllGatherAcrossNodes(comm, direct, send, recv, bytes, stream)
+                             : AllGatherAcrossNodesThroughInboxes(comm, send, recv, bytes, stream);
   if (direct != nullptr && bytes > transport->inbox_limit())
     return AllGatherDirect(comm, direct, send, recv, bytes, stream);
   return AllGatherThroughInboxes(comm, send, recv, bytes, stream);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectives/queued_operation.h"
 #include "collectives/rail_plan.h"
 #include "core/error.h"
 #include "core/failure.h"
@@ -73,7 +74,77 @@ xcclResult_t Run(Communicator* comm, const RailPlan& plan, const Pieces& pieces,
   return transport->Flush(deadline, failure);
 }
 
+// One piece (`offset`, `piece` bytes of every block) through the inboxes, as one operation.
+xcclResult_t RunPieceThroughInboxes(Communicator* comm, const RailPlan& plan, const char* src,
+                                    char* out, size_t bytes, size_t offset, size_t piece,
+                                    xcclStream_t stream, PlatformFailure* failure) {
+  Transport* transport = comm->transport();
+  const Topology& topology = comm->topology();
+  const int me = comm->rank();
+  const uint32_t epoch = comm->NextEpoch();
+  const Deadline deadline(comm->timeout_ms());
+  XCCL_TRY(transport->BeginOperation(stream, /*queued=*/true, failure));
+  auto copy = [&](char* to, const void* from) {
+    return transport->Copy(to, from, piece, stream) == xcclSuccess
+               ? xcclSuccess
+               : SetFailure(failure, xcclUnhandledDeviceError, me, "copy of a piece: %s",
+                            ThreadLastError().c_str());
+  };
+  // The network first: the rails are the slow stage, and this node's copies overlap them.
+  for (int target : plan.rail_targets)
+    transport->connection(target).InboxPut(epoch, me, src, piece, ControlLayout::Arrival(me));
+  for (int peer : topology.local_ranks)
+    if (peer != me)
+      transport->connection(peer).InboxPut(epoch, me, src, piece, ControlLayout::Arrival(me));
+  xcclResult_t result = copy(out + me * bytes + offset, src);
+  for (int source : plan.forwarded_sources) {
+    if (result == xcclSuccess)
+      result = transport->WaitSlot(ControlLayout::Arrival(source), epoch, source, "its data",
+                                   deadline, stream, failure);
+    char* at = out + source * bytes + offset;
+    if (result == xcclSuccess) result = copy(at, transport->Inbox(epoch, source, source));
+    // Forwarded (or, after a failure, the slot raised all the same) so that no peer of this
+    // node waits for it until its deadline: the device waits give up on the failure record.
+    for (int peer : topology.local_ranks)
+      if (peer != me)
+        transport->connection(peer).InboxPut(epoch, source, at, piece,
+                                             ControlLayout::Arrival(source));
+  }
+  for (int source = 0; source < topology.nranks && result == xcclSuccess; ++source) {
+    const std::vector<int>& forwarded = plan.forwarded_sources;
+    if (source == me || std::find(forwarded.begin(), forwarded.end(), source) != forwarded.end())
+      continue;
+    const int carrier = plan.deliverer[source];
+    result = transport->WaitSlot(ControlLayout::Arrival(source), epoch, carrier, "its data",
+                                 deadline, stream, failure);
+    if (result == xcclSuccess)
+      result = copy(out + source * bytes + offset, transport->Inbox(epoch, source, carrier));
+  }
+  // The closing step runs even after a failure: the peers wait for it.
+  PlatformFailure closing;
+  const xcclResult_t closed = EndQueuedOperation(comm, stream, deadline, &closing);
+  if (result == xcclSuccess && closed != xcclSuccess) {
+    *failure = closing;
+    result = closed;
+  }
+  return result;
+}
+
 }  // namespace
+
+xcclResult_t AllGatherAcrossNodesThroughInboxes(Communicator* comm, const void* send, void* recv,
+                                                size_t bytes, xcclStream_t stream) {
+  const RailPlan plan = PlanRails(comm->topology());
+  const size_t piece_limit = std::max<size_t>(comm->transport()->inbox_limit(), 1);
+  for (size_t offset = 0; offset < bytes; offset += piece_limit) {
+    PlatformFailure failure;
+    const xcclResult_t result = RunPieceThroughInboxes(
+        comm, plan, static_cast<const char*>(send) + offset, static_cast<char*>(recv), bytes,
+        offset, std::min(piece_limit, bytes - offset), stream, &failure);
+    if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
+  }
+  return xcclSuccess;
+}
 
 xcclResult_t AllGatherAcrossNodes(Communicator* comm, DirectPuts* direct, const void* send,
                                   void* recv, size_t bytes, xcclStream_t stream) {

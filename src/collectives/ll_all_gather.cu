@@ -1,4 +1,4 @@
-#include "collectives/device_primitives.cuh"
+#include "transport/p2p/device_copy.cuh"
 #include "collectives/ll_all_gather.h"
 
 namespace xccl {

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "collectives/device_primitives.cuh"
+#include "transport/p2p/device_copy.cuh"
 #include "collectives/pipelined_all_gather.h"
 
 namespace xccl {

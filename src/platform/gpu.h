@@ -31,6 +31,7 @@ constexpr gpuError_t gpuErrorInvalidValue = hipErrorInvalidValue;
 #define gpuMemcpyQueueKind hipMemcpyDeviceToDevice
 #endif
 #define gpuMemcpyDefault hipMemcpyDefault
+using gpuMemcpyKind = hipMemcpyKind;
 #define gpuStreamNonBlocking hipStreamNonBlocking
 #define gpuEventDisableTiming hipEventDisableTiming
 #define gpuIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
@@ -113,6 +114,7 @@ constexpr gpuError_t gpuErrorInvalidValue = cudaErrorInvalidValue;
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define gpuMemcpyQueueKind cudaMemcpyDeviceToDevice  // copy engines for device-to-device
 #define gpuMemcpyDefault cudaMemcpyDefault
+using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuStreamNonBlocking cudaStreamNonBlocking
 #define gpuEventDisableTiming cudaEventDisableTiming
 #define gpuIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess

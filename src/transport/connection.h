@@ -41,8 +41,11 @@ class Connection {
   // peer's slot `signal_slot` (ControlLayout::kNoSignal: none).
   virtual void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
                    int signal_slot) = 0;
-  // `bytes` into this rank's inbox in the peer's window, then the peer's slot `signal_slot`.
-  virtual void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) = 0;
+  // `bytes` into the peer's inbox for `inbox_of`, then the peer's slot `signal_slot`. `inbox_of`
+  // is this rank, or, where a block that landed here from another node is forwarded to a rank
+  // of this node, its source. Connections to other nodes carry only this rank's own blocks.
+  virtual void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
+                        int signal_slot) = 0;
   // The peer's slot `slot`, after everything queued before it.
   virtual void Signal(int slot, uint32_t epoch) = 0;
   // Until everything queued so far has landed (host), or the operation's stream is ordered after

@@ -98,11 +98,17 @@ class Transport {
                                     const std::function<void(int peer)>& on_arrival,
                                     PlatformFailure* failure) = 0;
 
+  // A copy that is part of an operation (into the output, out of an inbox), on `stream`: the
+  // runtime's CopyAsync, or a kernel where copy-engine copies of ranks sharing a GPU could hold
+  // each other up (p2p). The runtime's error text on failure.
+  virtual xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) = 0;
+
   // Largest block an inbox holds (host: the eager path; GPU: the staging window, larger blocks
   // go in several operations).
   virtual size_t inbox_limit() const = 0;
-  // This rank's inbox holding `src`'s block of `epoch` (valid once it arrived).
-  virtual const void* Inbox(uint32_t epoch, int src) const = 0;
+  // This rank's inbox holding `src`'s block of `epoch` (valid once it arrived), as `carrier` put
+  // it there: `src` itself, or the rank of this node that forwarded it from another node.
+  virtual const void* Inbox(uint32_t epoch, int src, int carrier) const = 0;
   // The size of that block as its put gave it, so that ranks that passed different counts fail
   // instead of copying a stale tail; false where the host cannot know it (device-side puts).
   virtual bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const = 0;

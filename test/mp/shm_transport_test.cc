@@ -37,7 +37,8 @@ void OnRanks(int world, const std::function<void(int, ShmTransport&, Bootstrap*)
       Topology topology;
       ASSERT_EQ(Bootstrap::Init(id, r, world, kTimeoutMs, &bootstrap), xcclSuccess)
           << ThreadLastError();
-      ASSERT_EQ(ExchangeTopology(bootstrap.get(), 0, Params{}, &topology), xcclSuccess) << ThreadLastError();
+      ASSERT_EQ(ExchangeTopology(bootstrap.get(), 0, Params{}, &topology), xcclSuccess)
+          << ThreadLastError();
       ShmTransport transport(topology, Params(), kTimeoutMs);
       ASSERT_EQ(transport.Init(bootstrap.get()), xcclSuccess) << ThreadLastError();
       body(r, transport, bootstrap.get());
@@ -109,7 +110,7 @@ TEST(ShmTransport, InboxPutsLeaveTheirSize) {
     const size_t bytes = 1000 + 17 * rank;  // the two ranks' blocks differ in size
     ASSERT_LE(bytes, t.inbox_limit());
     const std::vector<uint8_t> mine = RandomBytes(bytes, seed + rank);
-    t.connection(peer).InboxPut(epoch, mine.data(), bytes, ControlLayout::Arrival(rank));
+    t.connection(peer).InboxPut(epoch, rank, mine.data(), bytes, ControlLayout::Arrival(rank));
     PlatformFailure failure;
     ASSERT_EQ(t.WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data",
                          Deadline(kTimeoutMs), nullptr, &failure),
@@ -120,7 +121,7 @@ TEST(ShmTransport, InboxPutsLeaveTheirSize) {
     ASSERT_TRUE(t.InboxBlockBytes(epoch, peer, &arrived));
     EXPECT_EQ(arrived, theirs);
     const std::vector<uint8_t> want = RandomBytes(theirs, seed + peer);
-    const uint8_t* got = static_cast<const uint8_t*>(t.Inbox(epoch, peer));
+    const uint8_t* got = static_cast<const uint8_t*>(t.Inbox(epoch, peer, peer));
     EXPECT_TRUE(std::equal(want.begin(), want.end(), got));
   });
 }

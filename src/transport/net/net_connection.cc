@@ -18,7 +18,8 @@ void NetConnection::Put(uint32_t epoch, void* /*dst*/, size_t dst_offset, const 
   Queue(NetOp::kPut, epoch, signal_slot, dst_offset, src, bytes);
 }
 
-void NetConnection::InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) {
+void NetConnection::InboxPut(uint32_t epoch, int /*inbox_of*/, const void* src, size_t bytes,
+                             int signal_slot) {
   Queue(NetOp::kInbox, epoch, signal_slot, 0, src, bytes);
 }
 

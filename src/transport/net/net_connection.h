@@ -15,7 +15,9 @@ class NetConnection final : public Connection {
   // `epoch` (the peer's proxy waits for it).
   void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
            int signal_slot) override;
-  void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) override;
+  // `inbox_of` is this rank (the peer lands the bytes in its inbox for the link's peer).
+  void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
+                int signal_slot) override;
   void Signal(int slot, uint32_t epoch) override;
   // Until the proxy has sent everything queued for the peer (the sources may then be reused).
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;

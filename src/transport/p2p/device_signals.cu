@@ -7,6 +7,10 @@ namespace {
 
 __global__ void AdvanceEpochKernel(uint32_t* epoch) { *epoch = *epoch + 1; }
 
+__global__ void SignalEpochKernel(uint32_t* slot, const uint32_t* epoch) {
+  GpuStoreReleaseSystem(slot, *epoch);
+}
+
 __global__ void WaitSlotsKernel(const uint32_t* slots, const uint32_t* remote_slots,
                                 uint32_t remote_mask, int first_slot, int nranks, int skip_rank,
                                 const uint32_t* epoch, uint64_t timeout_ns,
@@ -31,7 +35,8 @@ gpuError_t PreloadSignalKernels() {
   gpuFuncAttributes_t attributes;
   const void* kernels[] = {reinterpret_cast<const void*>(&AdvanceEpochKernel),
                            reinterpret_cast<const void*>(&WaitSlotsKernel),
-                           reinterpret_cast<const void*>(&WaitSlotKernel)};
+                           reinterpret_cast<const void*>(&WaitSlotKernel),
+                           reinterpret_cast<const void*>(&SignalEpochKernel)};
   for (const void* kernel : kernels) {
     const gpuError_t err = gpuFuncGetAttributes(&attributes, kernel);
     if (err != gpuSuccess) return err;
@@ -41,6 +46,11 @@ gpuError_t PreloadSignalKernels() {
 
 gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream) {
   AdvanceEpochKernel<<<1, 1, 0, stream>>>(epoch);
+  return gpuGetLastError();
+}
+
+gpuError_t LaunchSignalEpoch(uint32_t* slot, const uint32_t* epoch, gpuStream_t stream) {
+  SignalEpochKernel<<<1, 1, 0, stream>>>(slot, epoch);
   return gpuGetLastError();
 }
 

@@ -21,6 +21,10 @@ gpuError_t PreloadSignalKernels();
 // epoch += 1 (one thread).
 gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream);
 
+// *slot = *epoch in one 32-bit release store (a peer's signal where copies are kernels: a byte
+// copy could show a waiter a torn value).
+gpuError_t LaunchSignalEpoch(uint32_t* slot, const uint32_t* epoch, gpuStream_t stream);
+
 // Waits until base[first_slot + r] reaches *epoch for every rank r != skip_rank, where base is
 // `remote_slots` for the ranks of `remote_mask` (bit r: rank r is on another node, its proxy
 // raises host-mapped slots) and `slots` for the others.

@@ -6,9 +6,11 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "platform/gpu/gpu_call.h"
+#include "platform/runtime.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
 #include "transport/net/net_choice.h"
+#include "transport/p2p/copy_kernel.h"
 #include "transport/p2p/device_signals.h"
 #include "transport/p2p/peer_map.h"
 
@@ -40,8 +42,9 @@ void P2pConnection::Put(uint32_t /*epoch: the device's*/, void* dst, size_t dst_
   transport_->QueuePut(peer(), static_cast<char*>(dst) + dst_offset, src, bytes, signal_slot);
 }
 
-void P2pConnection::InboxPut(uint32_t /*epoch*/, const void* src, size_t bytes, int signal_slot) {
-  transport_->QueuePut(peer(), transport_->InboxAtPeer(peer()), src, bytes, signal_slot);
+void P2pConnection::InboxPut(uint32_t /*epoch*/, int inbox_of, const void* src, size_t bytes,
+                             int signal_slot) {
+  transport_->QueuePut(peer(), transport_->InboxAtPeer(peer(), inbox_of), src, bytes, signal_slot);
 }
 
 void P2pConnection::Signal(int slot, uint32_t /*epoch*/) {
@@ -64,8 +67,12 @@ void P2pNetConnection::Put(uint32_t /*epoch*/, void* /*dst*/, size_t /*dst_offse
                     "across nodes)");
 }
 
-void P2pNetConnection::InboxPut(uint32_t /*epoch: the device's*/, const void* src, size_t bytes,
-                                int signal_slot) {
+void P2pNetConnection::InboxPut(uint32_t /*epoch: the device's*/, int inbox_of, const void* src,
+                                size_t bytes, int signal_slot) {
+  if (inbox_of != transport_->topology_.rank) {
+    transport_->Check(gpuErrorInvalidValue, "a forwarded block sent to a rank of another node");
+    return;
+  }
   transport_->QueueNetOp(peer(), NetOp::kInbox, signal_slot, src, bytes);
 }
 
@@ -97,6 +104,8 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
     return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
   XCCL_GPU_TRY(gpuSetDevice(device_));
   XCCL_GPU_TRY(PreloadSignalKernels());
+  kernel_copies_ = topology_.RanksOnMyDevice() > 1;
+  if (kernel_copies_) XCCL_GPU_TRY(PreloadCopyKernel());
   // The control slots (set to the epoch base, which no first flag equals) and the staging area,
   // then the inboxes.
   XCCL_TRY(windows_.Create(bootstrap, topology_, device_,
@@ -182,9 +191,10 @@ xcclResult_t P2pTransport::WaitArrivals(uint32_t /*epoch*/, const Deadline& /*de
   return TakeLaunchFailure(failure);
 }
 
-const void* P2pTransport::Inbox(uint32_t /*epoch*/, int src) const {
-  // A remote rank's pieces wait in pinned memory; the copy out of it runs on this rank's stream.
-  if (IsRemote(src)) return recv_staging_ + remote_index_[src] * net_piece_;
+const void* P2pTransport::Inbox(uint32_t /*epoch*/, int src, int carrier) const {
+  // What a remote rank sent waits in pinned memory; the copy out of it runs on this rank's
+  // stream. A block forwarded by a rank of this node waits in the window's inbox of its source.
+  if (IsRemote(carrier)) return recv_staging_ + remote_index_[carrier] * net_piece_;
   return view_.own_inbox + src * geometry_.inbox_bytes;
 }
 
@@ -208,7 +218,13 @@ xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
       return failure->result;
     }
   }
-  return windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
+  const xcclResult_t result = windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
+  // A device wait across nodes that timed out: where the net path stood, once, for a diagnosis.
+  if (result != xcclSuccess && proxy_ && !net_state_logged_.exchange(true))
+    XCCL_WARN(kLogPlatform, "rank %d, at its device timeout (%s): %s; %s", topology_.rank,
+              failure->message.c_str(), trigger_feed_.Describe().c_str(),
+              proxy_->Describe().c_str());
+  return result;
 }
 
 void P2pTransport::Abort(int failed_peer) {
@@ -265,7 +281,7 @@ void P2pTransport::QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* 
   }
   char* staging = send_staging_ + remote_index_[peer] * net_piece_;
   if (bytes > 0)
-    Check(gpuMemcpyAsync(staging, src, bytes, gpuMemcpyDeviceToHost, stream_), "net staging copy");
+    Check(StreamCopy(staging, src, bytes, gpuMemcpyDeviceToHost, stream_), "net staging copy");
   gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
   Check(gpuStreamIsCapturing(stream_, &capture), "capture query");
   Check(trigger_feed_.Launch(kind, peer, slot, static_cast<uint32_t>(bytes),
@@ -324,18 +340,34 @@ xcclResult_t P2pTransport::ConnectNodes(Bootstrap* bootstrap) {
 void P2pTransport::QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot) {
   gpuStream_t queue = nullptr;
   Check(queues_.StreamFor(peer, &queue), "stream wait (fork)");
-  if (bytes > 0) Check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyQueueKind, queue), "put");
+  if (bytes > 0) Check(StreamCopy(dst, src, bytes, gpuMemcpyQueueKind, queue), "put");
   if (signal_slot == ControlLayout::kNoSignal) return;
+  if (kernel_copies_) {
+    Check(LaunchSignalEpoch(Slots(peer) + signal_slot, view_.device_epoch, queue), "signal");
+    return;
+  }
   Check(gpuMemcpyAsync(Slots(peer) + signal_slot, view_.device_epoch, sizeof(uint32_t),
                        gpuMemcpyDeviceToDevice, queue),
         "signal");
 }
 
+gpuError_t P2pTransport::StreamCopy(void* dst, const void* src, size_t bytes, gpuMemcpyKind kind,
+                                    gpuStream_t stream) {
+  if (kernel_copies_) return LaunchCopyKernel(dst, src, bytes, stream);
+  return gpuMemcpyAsync(dst, src, bytes, kind, stream);
+}
+
+xcclResult_t P2pTransport::Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) {
+  if (!kernel_copies_) return CopyAsync(dst, src, bytes, stream);
+  XCCL_GPU_TRY(LaunchCopyKernel(dst, src, bytes, static_cast<gpuStream_t>(stream)));
+  return xcclSuccess;
+}
+
 void P2pTransport::JoinQueueOf(int peer) { Check(queues_.JoinQueueOf(peer), "queue join"); }
 
-char* P2pTransport::InboxAtPeer(int peer) const {
+char* P2pTransport::InboxAtPeer(int peer, int inbox_of) const {
   return windows_.window(peer) + geometry_.control_bytes + geometry_.staging_bytes +
-         topology_.rank * geometry_.inbox_bytes;
+         inbox_of * geometry_.inbox_bytes;
 }
 
 void P2pTransport::Check(gpuError_t err, const char* what) {
@@ -360,7 +392,7 @@ xcclResult_t P2pTransport::UploadTables() {
     if (windows_.window(r) == nullptr) continue;  // a rank of another node: not mapped
     slots[r] = windows_.window(r);
     staging[r] = windows_.window(r) + geometry_.control_bytes;
-    inboxes[r] = InboxAtPeer(r);
+    inboxes[r] = InboxAtPeer(r, topology_.rank);
   }
   void** table = nullptr;
   XCCL_TRY(UploadPointerTable(slots, &table));

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,7 +47,8 @@ class P2pConnection final : public Connection {
       : Connection(peer, kind), transport_(transport) {}
   void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
            int signal_slot) override;
-  void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) override;
+  void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
+                int signal_slot) override;
   void Signal(int slot, uint32_t epoch) override;
   // The operation's stream waits for this peer's queue.
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
@@ -64,8 +66,10 @@ class P2pNetConnection final : public Connection {
   // Refused (a launch failure of the operation): no buffer of a rank of another node is mapped.
   void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
            int signal_slot) override;
-  // At most inbox_limit() bytes: staged, then sent; lands in the peer's pinned inbox for this rank.
-  void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) override;
+  // At most inbox_limit() bytes of this rank's own block (`inbox_of` any other: a launch failure):
+  // staged, then sent; lands in the peer's pinned inbox for this rank.
+  void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
+                int signal_slot) override;
   void Signal(int slot, uint32_t epoch) override;
   // Stream-ordered: nothing to wait for; launch failures of the operation so far.
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
@@ -110,10 +114,12 @@ class P2pTransport final : public Transport, public NetLanding {
                             const std::function<void(int peer)>& on_arrival,
                             PlatformFailure* failure) override;
 
+  // A kernel where ranks share this rank's device (copy_kernel.h), else the copy engine.
+  xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override;
   size_t inbox_limit() const override {
     return proxy_ ? std::min(geometry_.inbox_bytes, kNetPieceBytes) : geometry_.inbox_bytes;
   }
-  const void* Inbox(uint32_t epoch, int src) const override;
+  const void* Inbox(uint32_t epoch, int src, int carrier) const override;
   bool InboxBlockBytes(uint32_t /*epoch*/, int /*src*/, size_t* /*bytes*/) const override {
     return false;  // the puts and the wait are stream-ordered
   }
@@ -148,7 +154,11 @@ class P2pTransport final : public Transport, public NetLanding {
   // device epoch as the device holds it then.
   void QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot);
   void JoinQueueOf(int peer);
-  char* InboxAtPeer(int peer) const;
+  // `bytes` on `stream` by the copy engine, or by a kernel (kernel_copies_).
+  gpuError_t StreamCopy(void* dst, const void* src, size_t bytes, gpuMemcpyKind kind,
+                        gpuStream_t stream);
+  // The peer's inbox for `inbox_of` in its window.
+  char* InboxAtPeer(int peer, int inbox_of) const;
   uint32_t* Slots(int rank) const { return windows_.slots(rank); }
   // Launch-time failures of the runtime are kept until the operation reports them.
   void Check(gpuError_t err, const char* what);
@@ -171,6 +181,7 @@ class P2pTransport final : public Transport, public NetLanding {
   std::vector<std::unique_ptr<Connection>> connections_;  // null for this rank
   gpuStream_t stream_ = nullptr;                          // the operation's
   std::string launch_error_;
+  bool kernel_copies_ = false;  // ranks share this rank's device (copy_kernel.h)
 
   // Across nodes (empty, null where every rank is on this node).
   std::vector<int> remote_index_;  // [rank] -> its index among the remote peers, -1 on this node
@@ -186,6 +197,7 @@ class P2pTransport final : public Transport, public NetLanding {
   std::unique_ptr<Proxy> proxy_;  // stops before the staging and the feed are freed
   mutable std::mutex net_failure_mutex_;
   PlatformFailure net_failure_;  // the first link failure (LinkFailed)
+  std::atomic<bool> net_state_logged_{false};
 };
 
 }  // namespace xccl

@@ -124,13 +124,14 @@ void ShmConnection::Put(uint32_t epoch, void* /*dst: published per operation*/, 
   });
 }
 
-void ShmConnection::InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) {
-  const int rank = transport_->topology_.rank, nranks = transport_->topology_.nranks;
-  memcpy(transport_->InboxOf(peer(), epoch, rank), src, bytes);
+void ShmConnection::InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
+                             int signal_slot) {
+  const int nranks = transport_->topology_.nranks;
+  memcpy(transport_->InboxOf(peer(), epoch, inbox_of), src, bytes);
   // Before the signal, which orders it for the peer (blocks are at most XCCL_EAGER_BYTES,
   // 16 MiB: one slot holds the size).
   __atomic_store_n(
-      &transport_->windows_.slots(peer())[ControlLayout::InboxBytes(epoch & 1, rank, nranks)],
+      &transport_->windows_.slots(peer())[ControlLayout::InboxBytes(epoch & 1, inbox_of, nranks)],
       static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
   Signal(signal_slot, epoch);
 }

@@ -17,6 +17,7 @@
 #include "core/failure.h"
 #include "core/params.h"
 #include "core/topology.h"
+#include "platform/runtime.h"
 #include "proxy/proxy.h"
 #include "transport/connection.h"
 #include "transport/shm/dma_queue.h"
@@ -44,7 +45,8 @@ class ShmConnection final : public Connection {
            int signal_slot) override;
   // Calling thread: `bytes` into the peer's inbox for this rank (by epoch parity), the block's
   // size beside it, then the peer's `signal_slot` <- epoch.
-  void InboxPut(uint32_t epoch, const void* src, size_t bytes, int signal_slot) override;
+  void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
+                int signal_slot) override;
   // The peer's slot `slot` <- epoch (release, and a wake of its sleepers).
   void Signal(int slot, uint32_t epoch) override;
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
@@ -88,8 +90,11 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
                             const std::function<void(int peer)>& on_arrival,
                             PlatformFailure* failure) override;
 
+  xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override {
+    return CopyAsync(dst, src, bytes, stream);
+  }
   size_t inbox_limit() const override { return eager_limit_; }
-  const void* Inbox(uint32_t epoch, int src) const override {
+  const void* Inbox(uint32_t epoch, int src, int /*carrier: one window*/) const override {
     return InboxOf(topology_.rank, epoch, src);
   }
   bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const override;

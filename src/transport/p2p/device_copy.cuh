@@ -1,5 +1,6 @@
-// Device-side building blocks of the collectives' kernels: the block-wide copy (the signal
-// waits are the transport's, transport/p2p/device_wait.cuh). Included by .cu files only.
+// The device-side copy of the collectives' kernels and of the transport's copy kernel: by the
+// threads of a block or grid, 16 bytes at a time where the pointers allow. Included by .cu
+// files only.
 #pragma once
 
 #include <cstdint>
