@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
@@ -222,6 +223,35 @@ xcclResult_t Proxy::Flush(int peer, const Deadline& deadline, PlatformFailure* f
   }
 }
 
+void Proxy::NoteLanded(Link& link) {
+  link.landed.fetch_add(1, std::memory_order_relaxed);
+  link.last_landed.store(static_cast<int64_t>(link.incoming.slot) << 32 | link.incoming.epoch,
+                         std::memory_order_relaxed);
+}
+
+std::string Proxy::Describe() const {
+  std::string text;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& link : links_) {
+    const int64_t last = link->last_landed.load(std::memory_order_relaxed);
+    static const char* const kInNames[] = {"idle", "header", "destination", "data"};
+    char line[300];
+    snprintf(line, sizeof(line),
+             "%srank %d: %llu ops queued, %llu sent%s, %llu landed (last: slot %d epoch %u), "
+             "receive %s (%llu bytes), %llu bytes arrived%s",
+             text.empty() ? "" : "; ", link->peer, static_cast<unsigned long long>(link->queued),
+             static_cast<unsigned long long>(link->sent),
+             link->sending_shown.load() ? " (one sending)" : "",
+             static_cast<unsigned long long>(link->landed.load(std::memory_order_relaxed)),
+             last < 0 ? -1 : static_cast<int>(last >> 32), static_cast<uint32_t>(last),
+             kInNames[static_cast<int>(link->in.load())],
+             static_cast<unsigned long long>(link->incoming_shown.load()),
+             static_cast<unsigned long long>(link->arrived), link->failed ? " failed" : "");
+    text += line;
+  }
+  return text;
+}
+
 bool Proxy::PeerFailed(int peer, PlatformFailure* failure) const {
   const Link* link = LinkOf(peer);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -328,6 +358,7 @@ bool Proxy::ProgressSend(Link& link) {
     link.current = link.queue.front();
     link.queue.pop_front();
     link.sending = true;
+    link.sending_shown.store(true);
     link.header_request = link.data_request = nullptr;
     link.header_sent = false;
     link.data_sent = link.current.op.bytes == 0;
@@ -359,6 +390,7 @@ bool Proxy::ProgressSend(Link& link) {
   }
   if (link.header_sent && link.data_sent) {
     link.sending = false;
+    link.sending_shown.store(false);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++link.sent;
@@ -372,7 +404,7 @@ bool Proxy::ProgressSend(Link& link) {
 bool Proxy::ProgressRecv(Link& link) {
   bool done = false;
   size_t bytes = 0;
-  switch (link.in) {
+  switch (link.in.load()) {
     case Link::In::kIdle:
       if (link.recv->Irecv(&link.incoming, sizeof(NetOp), kTagHeader, nullptr, &link.in_request) !=
           xcclSuccess) {
@@ -393,6 +425,7 @@ bool Proxy::ProgressRecv(Link& link) {
         return true;
       }
       link.in = Link::In::kDestination;
+      link.incoming_shown.store(link.incoming.bytes, std::memory_order_relaxed);
       return true;
     case Link::In::kDestination: {
       if (link.incoming.kind == NetOp::kAbort) {
@@ -422,6 +455,7 @@ bool Proxy::ProgressRecv(Link& link) {
         return true;
       }
       if (link.incoming.bytes == 0) {
+        NoteLanded(link);
         landing_->Landed(link.peer, link.incoming);
         link.in = Link::In::kIdle;
         return true;
@@ -447,6 +481,7 @@ bool Proxy::ProgressRecv(Link& link) {
         return true;
       }
       if (!done) return false;
+      NoteLanded(link);
       landing_->Landed(link.peer, link.incoming);
       link.in = Link::In::kIdle;
       return true;

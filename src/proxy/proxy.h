@@ -106,6 +106,9 @@ class Proxy {
   xcclResult_t Flush(int peer, const Deadline& deadline, PlatformFailure* failure);
   // The failure of `peer`'s connections (or of the proxy), for waiters: false while healthy.
   bool PeerFailed(int peer, PlatformFailure* failure) const;
+  // For a diagnosis after a device-side timeout: per link, ops queued and sent, ops landed and
+  // the last one's slot and epoch.
+  std::string Describe() const;
   // Stops the thread, tells every peer that this rank failed because of `failed_peer` (best
   // effort, within 100 ms), closes every connection and fails queued ops.
   void Abort(int failed_peer);
@@ -136,7 +139,8 @@ class Proxy {
     std::chrono::steady_clock::time_point send_broken_at;
     std::string send_error;
     // Receive side (proxy thread only).
-    enum class In { kIdle, kHeader, kDestination, kData } in = In::kIdle;
+    enum class In { kIdle, kHeader, kDestination, kData };
+    std::atomic<In> in{In::kIdle};  // atomic for Describe only
     NetOp incoming{};
     NetRequest* in_request = nullptr;
     // Liveness (proxy thread only): the heartbeat comms, the beat in flight each way, when the
@@ -149,6 +153,11 @@ class Proxy {
     bool beats_closed = false;  // the peer closed its heartbeats (done, or dead: the data says)
     std::chrono::steady_clock::time_point last_beat, last_heard;
     uint64_t arrived = 0;
+    // What landed (written by the proxy thread, read by Describe).
+    std::atomic<uint64_t> landed{0};
+    std::atomic<int64_t> last_landed{-1};     // slot << 32 | epoch
+    std::atomic<uint64_t> incoming_shown{0};  // the op waiting in kDestination/kData: bytes
+    std::atomic<bool> sending_shown{false};
     // The first failure (under mutex_).
     bool failed = false;
     PlatformFailure failure;
@@ -169,6 +178,7 @@ class Proxy {
   void SendLastWords(const NetOp& last, std::vector<bool> healthy);
   // The op whose bytes are landing will not finish (proxy thread, or after it stopped).
   void AbandonIncoming(Link& link);
+  void NoteLanded(Link& link);
   Link* LinkOf(int peer);
   const Link* LinkOf(int peer) const;
 

@@ -105,66 +105,68 @@ TEST_P(GpuNodesTest, BarrierHoldsEveryRank) {
 // in; every output checked at the end. This hung while the triggers were runtime host functions
 // (one worker for every stream of the process, stalled by a rank ahead on the host).
 TEST_P(GpuNodesTest, BackToBackWithRankHeldOnDevice) {
-  Run([](RankContext& ctx) {
-    constexpr int kCalls = 40;
-    constexpr uint64_t kHoldNs = 2000000;  // 2 ms
-    std::mt19937_64 rng(ctx.seed);
-    std::vector<size_t> counts(kCalls), offsets(kCalls + 1, 0);
-    for (int i = 0; i < kCalls; ++i) {
-      counts[i] = i % 8 == 7 ? 1 + rng() % (6 << 20) : 1 + rng() % (64 << 10);  // bytes, uint8
-      offsets[i + 1] = offsets[i] + (counts[i] * ctx.nranks + 255) / 256 * 256;
-    }
-    const size_t recv_bytes = offsets[kCalls];
-    size_t send_bytes = 0;
-    for (size_t c : counts) send_bytes += c;
-    Stream stream;
-    DeviceBuffer recv_all, send_all;
-    if (!stream.Create(ctx) || !recv_all.Allocate(ctx, recv_bytes) ||
-        !send_all.Allocate(ctx, send_bytes))
-      return;
-    HostBytes host_send(send_bytes);
-    size_t at = 0;
-    for (int i = 0; i < kCalls; ++i) {
-      FillBlock(host_send.data() + at, counts[i], ctx.seed, ctx.rank, i);
-      at += counts[i];
-    }
-    if (!GPU_OK(ctx, gpu::MemsetAsync(recv_all.get(), kPoisonByte, recv_bytes, stream.get())) ||
-        !GPU_OK(ctx,
-                gpu::MemcpyAsync(send_all.get(), host_send.data(), send_bytes, stream.get())) ||
-        !GPU_OK(ctx, gpu::LaunchDelay(stream.get(), 0)) ||
-        !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
-      return;
-    at = 0;
-    for (int i = 0; i < kCalls; ++i) {
-      if (i % ctx.nranks == ctx.rank && !GPU_OK(ctx, gpu::LaunchDelay(stream.get(), kHoldNs)))
-        break;
-      if (!XCCL_OK(ctx, xcclAllGather(send_all.get() + at, recv_all.get() + offsets[i], counts[i],
-                                      xcclUint8, ctx.comm, stream.xccl()))) {
-        ctx.Fail("enqueue of call " + std::to_string(i) + " failed; later calls not made");
-        break;
-      }
-      at += counts[i];
-      if (i % 5 == 4 && !XCCL_OK(ctx, xcclBarrier(ctx.comm, stream.xccl()))) break;
-    }
-    if (!GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) return;
-    ExpectNoAsyncError(ctx, "after the calls");
-    if (!ctx.failures.empty()) return;
-    HostBytes host_recv(recv_bytes);
-    if (!GPU_OK(ctx,
-                gpu::MemcpyAsync(host_recv.data(), recv_all.get(), recv_bytes, stream.get())) ||
-        !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
-      return;
-    for (int i = 0; i < kCalls; ++i) {
-      std::string wrong =
-          CheckGathered(host_recv.data() + offsets[i], counts[i], ctx.nranks, ctx.seed, i, 1);
-      RANK_EXPECT(ctx, wrong.empty(), "call " << i << " (" << counts[i] << " B): " << wrong);
-      const size_t used = counts[i] * ctx.nranks;
-      std::string pad =
-          CheckPoisoned(host_recv.data() + offsets[i] + used, offsets[i + 1] - offsets[i] - used);
-      RANK_EXPECT(ctx, pad.empty(), "call " << i << ": past its output: " << pad);
-      if (ctx.failures.size() > 8) return;
-    }
-  });
+  Run(
+      [](RankContext& ctx) {
+        constexpr int kCalls = 40;
+        constexpr uint64_t kHoldNs = 2000000;  // 2 ms
+        std::mt19937_64 rng(ctx.seed);
+        std::vector<size_t> counts(kCalls), offsets(kCalls + 1, 0);
+        for (int i = 0; i < kCalls; ++i) {
+          counts[i] = i % 8 == 7 ? 1 + rng() % (6 << 20) : 1 + rng() % (64 << 10);  // bytes, uint8
+          offsets[i + 1] = offsets[i] + (counts[i] * ctx.nranks + 255) / 256 * 256;
+        }
+        const size_t recv_bytes = offsets[kCalls];
+        size_t send_bytes = 0;
+        for (size_t c : counts) send_bytes += c;
+        Stream stream;
+        DeviceBuffer recv_all, send_all;
+        if (!stream.Create(ctx) || !recv_all.Allocate(ctx, recv_bytes) ||
+            !send_all.Allocate(ctx, send_bytes))
+          return;
+        HostBytes host_send(send_bytes);
+        size_t at = 0;
+        for (int i = 0; i < kCalls; ++i) {
+          FillBlock(host_send.data() + at, counts[i], ctx.seed, ctx.rank, i);
+          at += counts[i];
+        }
+        if (!GPU_OK(ctx, gpu::MemsetAsync(recv_all.get(), kPoisonByte, recv_bytes, stream.get())) ||
+            !GPU_OK(ctx,
+                    gpu::MemcpyAsync(send_all.get(), host_send.data(), send_bytes, stream.get())) ||
+            !GPU_OK(ctx, gpu::LaunchDelay(stream.get(), 0)) ||
+            !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
+          return;
+        at = 0;
+        for (int i = 0; i < kCalls; ++i) {
+          if (i % ctx.nranks == ctx.rank && !GPU_OK(ctx, gpu::LaunchDelay(stream.get(), kHoldNs)))
+            break;
+          if (!XCCL_OK(ctx, xcclAllGather(send_all.get() + at, recv_all.get() + offsets[i],
+                                          counts[i], xcclUint8, ctx.comm, stream.xccl()))) {
+            ctx.Fail("enqueue of call " + std::to_string(i) + " failed; later calls not made");
+            break;
+          }
+          at += counts[i];
+          if (i % 5 == 4 && !XCCL_OK(ctx, xcclBarrier(ctx.comm, stream.xccl()))) break;
+        }
+        if (!GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) return;
+        ExpectNoAsyncError(ctx, "after the calls");
+        if (!ctx.failures.empty()) return;
+        HostBytes host_recv(recv_bytes);
+        if (!GPU_OK(ctx,
+                    gpu::MemcpyAsync(host_recv.data(), recv_all.get(), recv_bytes, stream.get())) ||
+            !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
+          return;
+        for (int i = 0; i < kCalls; ++i) {
+          std::string wrong =
+              CheckGathered(host_recv.data() + offsets[i], counts[i], ctx.nranks, ctx.seed, i, 1);
+          RANK_EXPECT(ctx, wrong.empty(), "call " << i << " (" << counts[i] << " B): " << wrong);
+          const size_t used = counts[i] * ctx.nranks;
+          std::string pad = CheckPoisoned(host_recv.data() + offsets[i] + used,
+                                          offsets[i + 1] - offsets[i] - used);
+          RANK_EXPECT(ctx, pad.empty(), "call " << i << ": past its output: " << pad);
+          if (ctx.failures.size() > 8) return;
+        }
+      },
+      20000);
 }
 
 // The last rank aborts instead of joining an all_gather. The ranks of the other node hear it

@@ -1,6 +1,7 @@
 #include "transport/p2p/net_trigger_feed.h"
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "core/error.h"
@@ -80,6 +81,19 @@ bool NetTriggerFeed::Drain(Proxy& proxy) {
     any = true;
   }
   return any;
+}
+
+std::string NetTriggerFeed::Describe() const {
+  const uint32_t taken = taken_total_.load(std::memory_order_acquire);
+  const uint32_t next_seq =
+      __atomic_load_n(&entries_[taken % NetTriggerRing::kEntries].seq, __ATOMIC_ACQUIRE);
+  char text[200];
+  snprintf(text, sizeof(text),
+           "net triggers taken %u (launched outside captures %llu, taken of those %llu), next "
+           "entry's seq %u (complete at %u)",
+           taken, static_cast<unsigned long long>(counted_launched_.load()),
+           static_cast<unsigned long long>(counted_taken_.load()), next_seq, taken + 1);
+  return text;
 }
 
 int NetTriggerFeed::MaxNapUs() const {

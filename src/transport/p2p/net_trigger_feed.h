@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/deadline.h"
@@ -44,6 +45,9 @@ class NetTriggerFeed final : public TriggerFeed {
            counted_launched_.load(std::memory_order_relaxed);
   }
   int MaxNapUs() const override;
+  // For a diagnosis: positions taken, host-counted launches and how many of them were taken, and
+  // the next entry's sequence number.
+  std::string Describe() const;
 
  private:
   std::vector<const char*> send_staging_;

@@ -208,7 +208,13 @@ xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
       return failure->result;
     }
   }
-  return windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
+  const xcclResult_t result = windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
+  // A device wait across nodes that timed out: where the net path stood, once, for a diagnosis.
+  if (result != xcclSuccess && proxy_ && !net_state_logged_.exchange(true))
+    XCCL_WARN(kLogPlatform, "rank %d, at its device timeout (%s): %s; %s", topology_.rank,
+              failure->message.c_str(), trigger_feed_.Describe().c_str(),
+              proxy_->Describe().c_str());
+  return result;
 }
 
 void P2pTransport::Abort(int failed_peer) {

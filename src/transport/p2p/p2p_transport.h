@@ -18,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -186,6 +187,7 @@ class P2pTransport final : public Transport, public NetLanding {
   std::unique_ptr<Proxy> proxy_;  // stops before the staging and the feed are freed
   mutable std::mutex net_failure_mutex_;
   PlatformFailure net_failure_;  // the first link failure (LinkFailed)
+  std::atomic<bool> net_state_logged_{false};
 };
 
 }  // namespace xccl
