@@ -58,7 +58,7 @@ class KernelEngines final : public DeviceEngine {
   // copy of the device epoch for a rank of this node, a net op through the proxy for another),
   // all on `stream` after what the operation enqueued before (a closing barrier so follows the
   // copies out of the inboxes), then a device wait per peer. Signals before waits: a net signal
-  // is a host function behind them on the stream, which a waiting kernel ahead would hold back.
+  // is a trigger kernel behind them on the stream, which a waiting kernel ahead would hold back.
   xcclResult_t BarrierAcrossNodes(Transport& transport, bool advance_epoch, xcclStream_t stream,
                                   PlatformFailure* failure) {
     const DeviceView& view = *transport.device_view();

@@ -463,6 +463,16 @@ void ExpectNoAsyncError(RankContext& ctx, const char* when) {
                    << xcclGetLastError(ctx.comm));
 }
 
+bool DrainAndCopyBack(RankContext& ctx, const Stream& stream, const unsigned char* device,
+                      size_t bytes, const char* when, HostBytes* host) {
+  if (!GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) return false;
+  ExpectNoAsyncError(ctx, when);
+  if (!ctx.failures.empty()) return false;
+  host->assign(bytes, 0);
+  return GPU_OK(ctx, gpu::MemcpyAsync(host->data(), device, bytes, stream.get())) &&
+         GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
+}
+
 bool HostBarrier(RankContext& ctx, int slot, uint64_t round, double timeout_s) {
   uint64_t* counter = const_cast<uint64_t*>(ctx.shared + slot);
   __atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST);

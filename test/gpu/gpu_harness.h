@@ -175,6 +175,11 @@ void CheckedAllGather(RankContext& ctx, const Stream& stream, size_t count, int 
 // After a stream drained: the communicator must have recorded no asynchronous failure.
 void ExpectNoAsyncError(RankContext& ctx, const char* when);
 
+// After a run of calls on `stream`: drains it, expects no asynchronous failure (`when`), then
+// copies `bytes` of `device` into *host. False (the failure recorded) if anything went wrong.
+bool DrainAndCopyBack(RankContext& ctx, const Stream& stream, const unsigned char* device,
+                      size_t bytes, const char* when, HostBytes* host);
+
 // A host-side meeting point of every rank of the run (threads or processes), through
 // ctx.shared[slot]; `round` counts the meetings on that slot from 0. Fails after `timeout_s`.
 bool HostBarrier(RankContext& ctx, int slot, uint64_t round, double timeout_s = 60);

@@ -147,13 +147,9 @@ TEST_P(GpuNodesTest, BackToBackWithRankHeldOnDevice) {
           at += counts[i];
           if (i % 5 == 4 && !XCCL_OK(ctx, xcclBarrier(ctx.comm, stream.xccl()))) break;
         }
-        if (!GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) return;
-        ExpectNoAsyncError(ctx, "after the calls");
-        if (!ctx.failures.empty()) return;
-        HostBytes host_recv(recv_bytes);
-        if (!GPU_OK(ctx,
-                    gpu::MemcpyAsync(host_recv.data(), recv_all.get(), recv_bytes, stream.get())) ||
-            !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
+        HostBytes host_recv;
+        if (!DrainAndCopyBack(ctx, stream, recv_all.get(), recv_bytes, "after the calls",
+                              &host_recv))
           return;
         for (int i = 0; i < kCalls; ++i) {
           std::string wrong =

@@ -63,28 +63,27 @@ IbComm::~IbComm() {
 }
 
 xcclResult_t IbComm::Failed(xcclResult_t result, const char* format, ...) {
-  if (failure_ == xcclSuccess) {
-    va_list args;
-    va_start(args, format);
-    failure_message_ = FormatV(format, args);
-    va_end(args);
-    failure_ = result;
+  va_list args;
+  va_start(args, format);
+  const bool first = failure_.Record(result, format, args);
+  va_end(args);
+  if (first) {
     // The peer's comm watches this socket: our failure, then the close, fail the peer at once
     // whatever it waits for (a failed QP may never deliver anything again). Best effort: a
     // short message fits an empty socket buffer.
     if (socket_.valid()) {
       size_t sent = 0;
-      socket_.SendSome(failure_message_.data(), std::min<size_t>(failure_message_.size(), 900),
-                       &sent);
+      const std::string& message = failure_.message();
+      socket_.SendSome(message.data(), std::min<size_t>(message.size(), 900), &sent);
     }
     socket_.Close();
   }
   // Quiet, as the socket backend: a peer closing at its destroy is no failure by itself;
   // whoever waits on the comm reports it.
-  return FailQuietly(failure_, "%s", failure_message_.c_str());
+  return failure_.ReportQuietly();
 }
 
-xcclResult_t IbComm::Kept() const { return Fail(failure_, "%s", failure_message_.c_str()); }
+xcclResult_t IbComm::Kept() const { return failure_.Report(); }
 
 void IbComm::WatchPeer() {
   if (peer_closed_ || !socket_.valid()) return;
@@ -275,7 +274,7 @@ xcclResult_t IbSendComm::Handshake() {
 }
 
 xcclResult_t IbSendComm::Ready(bool* ready) {
-  if (failure_ != xcclSuccess) return Kept();
+  if (failure_.failed()) return Kept();
   XCCL_TRY(Handshake());
   *ready = setup_ == Setup::kReady;
   return xcclSuccess;
@@ -286,7 +285,7 @@ xcclResult_t IbSendComm::Isend(const void* data, size_t bytes, uint32_t tag,
   if (request == nullptr || (data == nullptr && bytes > 0))
     return Fail(xcclInvalidArgument, "net ib: Isend of %zu bytes from %p", bytes, data);
   *request = nullptr;
-  if (failure_ != xcclSuccess) return Kept();
+  if (failure_.failed()) return Kept();
   if (setup_ != Setup::kReady)
     return Fail(xcclInvalidUsage, "net ib: Isend before the connection is ready");
   if (peer_closed_)
@@ -386,7 +385,7 @@ xcclResult_t IbSendComm::ConsumeCts() {
 }
 
 xcclResult_t IbSendComm::Progress() {
-  if (failure_ != xcclSuccess) return Kept();
+  if (failure_.failed()) return Kept();
   WatchPeer();  // before the completions: what landed before the close still counts
   ibv_wc wcs[kPollBatch];
   int n;
@@ -457,7 +456,7 @@ xcclResult_t IbRecvComm::Irecv(void* data, size_t capacity, uint32_t tag,
   if (request == nullptr || (data == nullptr && capacity > 0))
     return Fail(xcclInvalidArgument, "net ib: Irecv of %zu bytes into %p", capacity, data);
   *request = nullptr;
-  if (failure_ != xcclSuccess) return Kept();
+  if (failure_.failed()) return Kept();
   ibv_mr* mr = nullptr;
   if (registration != nullptr) XCCL_TRY(KeysOf(registration, data, capacity, &mr));
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -533,7 +532,7 @@ xcclResult_t IbRecvComm::Advertise(int index) {
 }
 
 xcclResult_t IbRecvComm::Progress() {
-  if (failure_ != xcclSuccess) return Kept();
+  if (failure_.failed()) return Kept();
   WatchPeer();
   ibv_wc wcs[kPollBatch];
   int n;

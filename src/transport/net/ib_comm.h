@@ -26,6 +26,7 @@
 #include "transport/bootstrap/socket.h"
 #include "transport/net/ib_queue_pair.h"
 #include "transport/net/net.h"
+#include "transport/net/sticky_failure.h"
 
 namespace xccl {
 
@@ -92,8 +93,7 @@ class IbComm {
   std::string peer_;  // the setup socket's address at the other end
   bool peer_closed_ = false;
   std::string peer_said_;  // a failing peer's last words on the setup socket (its failure)
-  xcclResult_t failure_ = xcclSuccess;
-  std::string failure_message_;
+  StickyFailure failure_;
   std::array<Staging, kIbMaxRequests> staging_{};
   std::chrono::steady_clock::time_point port_checked_;
 };

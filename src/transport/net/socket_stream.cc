@@ -64,15 +64,12 @@ bool SocketStream::Done(const Slot& slot) const {
 }
 
 xcclResult_t SocketStream::Failed(xcclResult_t result, const char* format, ...) {
-  if (failure_ == xcclSuccess) {
-    va_list args;
-    va_start(args, format);
-    failure_message_ = FormatV(format, args);
-    va_end(args);
-    failure_ = result;
-  }
+  va_list args;
+  va_start(args, format);
+  failure_.Record(result, format, args);
+  va_end(args);
   // Quiet: a peer closing at its destroy is no failure; whoever waits on the comm reports it.
-  return FailQuietly(failure_, "%s", failure_message_.c_str());
+  return failure_.ReportQuietly();
 }
 
 SocketStream::Slot* SocketStream::SlotOf(NetRequest* request) {
@@ -105,7 +102,7 @@ SocketSendComm::SocketSendComm(std::vector<Socket> sockets, std::string peer,
       hello_sent_(sockets_.size(), 0) {}
 
 xcclResult_t SocketSendComm::Ready(bool* ready) {
-  if (failure_ != xcclSuccess) return Fail(failure_, "%s", failure_message_.c_str());
+  if (failure_.failed()) return failure_.Report();
   for (size_t i = 0; i < sockets_.size() && !ready_; ++i) {
     if (!connected_[i]) {
       bool done = false;
@@ -146,7 +143,7 @@ xcclResult_t SocketSendComm::Register(void*, size_t, NetMemory type, NetRegistra
 xcclResult_t SocketSendComm::Isend(const void* data, size_t bytes, uint32_t tag,
                                    NetRegistration* /*registration*/, NetRequest** request) {
   *request = nullptr;
-  if (failure_ != xcclSuccess) return Fail(failure_, "%s", failure_message_.c_str());
+  if (failure_.failed()) return failure_.Report();
   bool ready = false;
   XCCL_TRY(Ready(&ready));
   if (!ready) return xcclSuccess;
@@ -163,7 +160,7 @@ xcclResult_t SocketSendComm::Isend(const void* data, size_t bytes, uint32_t tag,
 }
 
 xcclResult_t SocketSendComm::Progress() {
-  if (failure_ != xcclSuccess) return Fail(failure_, "%s", failure_message_.c_str());
+  if (failure_.failed()) return failure_.Report();
   // Headers in post order on the control socket.
   for (int index : order_) {
     Slot& slot = slots_[index];
@@ -217,7 +214,7 @@ xcclResult_t SocketRecvComm::Register(void*, size_t, NetMemory type, NetRegistra
 xcclResult_t SocketRecvComm::Irecv(void* data, size_t capacity, uint32_t tag,
                                    NetRegistration* /*registration*/, NetRequest** request) {
   *request = nullptr;
-  if (failure_ != xcclSuccess) return Fail(failure_, "%s", failure_message_.c_str());
+  if (failure_.failed()) return failure_.Report();
   Slot* slot = FreeSlot();
   if (slot == nullptr) return xcclSuccess;
   slot->data = static_cast<char*>(data);
@@ -228,7 +225,7 @@ xcclResult_t SocketRecvComm::Irecv(void* data, size_t capacity, uint32_t tag,
 }
 
 xcclResult_t SocketRecvComm::Progress() {
-  if (failure_ != xcclSuccess) return Fail(failure_, "%s", failure_message_.c_str());
+  if (failure_.failed()) return failure_.Report();
   // Headers, in post order: the i-th message belongs to the i-th receive.
   for (int index : order_) {
     Slot& slot = slots_[index];

@@ -13,6 +13,7 @@
 
 #include "transport/bootstrap/socket.h"
 #include "transport/net/net.h"
+#include "transport/net/sticky_failure.h"
 
 namespace xccl {
 
@@ -58,8 +59,7 @@ class SocketStream {
   std::string peer_;             // the other end, for messages
   std::array<Slot, kMaxRequests> slots_;
   std::deque<int> order_;  // used slots, oldest first
-  xcclResult_t failure_ = xcclSuccess;
-  std::string failure_message_;
+  StickyFailure failure_;
 };
 
 class SocketSendComm final : public NetSendComm, private SocketStream {
