@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "collectives/barrier_kernel.h"
 #include "collectives/device_engine.h"
@@ -57,8 +58,9 @@ class KernelEngines final : public DeviceEngine {
   // here the epoch advances first, then every peer gets a signal on its connection (a 4-byte
   // copy of the device epoch for a rank of this node, a net op through the proxy for another),
   // all on `stream` after what the operation enqueued before (a closing barrier so follows the
-  // copies out of the inboxes), then a device wait per peer. Signals before waits: a net signal
-  // is a trigger kernel behind them on the stream, which a waiting kernel ahead would hold back.
+  // copies out of the inboxes), then one device wait for every peer. Signals before waits: a net
+  // signal is a trigger kernel behind them on the stream, which a waiting kernel ahead would hold
+  // back.
   xcclResult_t BarrierAcrossNodes(Transport& transport, bool advance_epoch, xcclStream_t stream,
                                   PlatformFailure* failure) {
     const DeviceView& view = *transport.device_view();
@@ -71,11 +73,10 @@ class KernelEngines final : public DeviceEngine {
       transport.connection((rank + step) % nranks)
           .Signal(ControlLayout::BarrierFrom(rank, nranks), /*epoch: the device's*/ 0);
     const Deadline unused(0);  // device waits carry their own deadline
-    for (int step = 1; step < nranks; ++step) {
-      const int peer = (rank - step + nranks) % nranks;
-      XCCL_TRY(transport.WaitSlot(ControlLayout::BarrierFrom(peer, nranks), 0, peer, "barrier",
-                                  unused, stream, failure));
-    }
+    std::vector<int> raiser(nranks);
+    for (int peer = 0; peer < nranks; ++peer) raiser[peer] = peer;
+    XCCL_TRY(transport.WaitSlotsRaisedBy(ControlLayout::BarrierFrom(0, nranks), 0, raiser,
+                                         "barrier", unused, stream, failure));
     // Launch failures of the signals.
     return transport.Flush(unused, failure);
   }

@@ -1,6 +1,7 @@
 #include "collectives/hierarchical_all_gather.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "collectives/queued_operation.h"
 #include "collectives/rail_plan.h"
@@ -110,15 +111,19 @@ xcclResult_t RunPieceThroughInboxes(Communicator* comm, const RailPlan& plan, co
         transport->connection(peer).InboxPut(epoch, source, at, piece,
                                              ControlLayout::Arrival(source));
   }
+  // Every other block in one wait: the forwarded ones again (their slots are reached already),
+  // the rest as their carriers raise them; then the copies out.
+  std::vector<int> raiser(plan.deliverer);
+  for (int source : plan.forwarded_sources) raiser[source] = source;
+  if (result == xcclSuccess)
+    result = transport->WaitSlotsRaisedBy(ControlLayout::Arrival(0), epoch, raiser, "its data",
+                                          deadline, stream, failure);
   for (int source = 0; source < topology.nranks && result == xcclSuccess; ++source) {
     const std::vector<int>& forwarded = plan.forwarded_sources;
     if (source == me || std::find(forwarded.begin(), forwarded.end(), source) != forwarded.end())
       continue;
     const int carrier = plan.deliverer[source];
-    result = transport->WaitSlot(ControlLayout::Arrival(source), epoch, carrier, "its data",
-                                 deadline, stream, failure);
-    if (result == xcclSuccess)
-      result = copy(out + source * bytes + offset, transport->Inbox(epoch, source, carrier));
+    result = copy(out + source * bytes + offset, transport->Inbox(epoch, source, carrier));
   }
   // The closing step runs even after a failure: the peers wait for it.
   PlatformFailure closing;

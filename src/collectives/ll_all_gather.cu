@@ -1,5 +1,5 @@
-#include "transport/p2p/device_copy.cuh"
 #include "collectives/ll_all_gather.h"
+#include "transport/p2p/device_copy.cuh"
 
 namespace xccl {
 

@@ -1,7 +1,7 @@
 #include <algorithm>
 
-#include "transport/p2p/device_copy.cuh"
 #include "collectives/pipelined_all_gather.h"
+#include "transport/p2p/device_copy.cuh"
 
 namespace xccl {
 

@@ -92,6 +92,13 @@ class Transport {
   virtual xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
                                 const Deadline& deadline, xcclStream_t stream,
                                 PlatformFailure* failure) = 0;
+  // Until slot `first_slot + r` reaches `epoch` for every rank r but this one, raised by
+  // `raiser[r]` (r itself, or the rank of this node that forwards r's block). Device: one wait
+  // kernel for all of them, so that a call launches few kernels.
+  virtual xcclResult_t WaitSlotsRaisedBy(int first_slot, uint32_t epoch,
+                                         const std::vector<int>& raiser, const char* what,
+                                         const Deadline& deadline, xcclStream_t stream,
+                                         PlatformFailure* failure) = 0;
   // Until every peer's arrival slot reaches `epoch`, calling `on_arrival` for each peer once its
   // data is there (host: as each arrives; device: stream-ordered after one wait for all).
   virtual xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,

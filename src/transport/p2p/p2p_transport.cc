@@ -178,6 +178,22 @@ xcclResult_t P2pTransport::WaitSlot(int slot, uint32_t /*epoch: the device's*/, 
   return xcclSuccess;
 }
 
+xcclResult_t P2pTransport::WaitSlotsRaisedBy(int first_slot, uint32_t /*epoch: the device's*/,
+                                             const std::vector<int>& raiser, const char* /*what*/,
+                                             const Deadline& /*deadline*/, xcclStream_t stream,
+                                             PlatformFailure* failure) {
+  const int rank = topology_.rank, nranks = topology_.nranks;
+  uint32_t remote = 0;
+  for (int r = 0; r < nranks; ++r)
+    if (r != rank && raiser[r] >= 0 && IsRemote(raiser[r])) remote |= 1u << r;
+  if (proxy_ && remote != 0) proxy_->Kick();
+  Check(LaunchWaitSlots(view_.own_slots, remote_slots_device_, remote, first_slot, nranks, rank,
+                        view_.device_epoch, view_.timeout_ns, view_.record,
+                        static_cast<gpuStream_t>(stream)),
+        "wait kernel");
+  return TakeLaunchFailure(failure);
+}
+
 xcclResult_t P2pTransport::WaitArrivals(uint32_t /*epoch*/, const Deadline& /*deadline*/,
                                         const std::function<void(int)>& on_arrival,
                                         PlatformFailure* failure) {

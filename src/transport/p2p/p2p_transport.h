@@ -110,6 +110,11 @@ class P2pTransport final : public Transport, public NetLanding {
   xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
                         const Deadline& deadline, xcclStream_t stream,
                         PlatformFailure* failure) override;
+  // One multi-slot wait kernel: a slot raised by a rank of another node is read in the remote
+  // slots, the others in this rank's window.
+  xcclResult_t WaitSlotsRaisedBy(int first_slot, uint32_t epoch, const std::vector<int>& raiser,
+                                 const char* what, const Deadline& deadline, xcclStream_t stream,
+                                 PlatformFailure* failure) override;
   xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
                             const std::function<void(int peer)>& on_arrival,
                             PlatformFailure* failure) override;

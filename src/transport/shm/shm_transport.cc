@@ -300,6 +300,16 @@ xcclResult_t ShmTransport::Flush(const Deadline& deadline, PlatformFailure* fail
   return first;
 }
 
+xcclResult_t ShmTransport::WaitSlotsRaisedBy(int first_slot, uint32_t epoch,
+                                             const std::vector<int>& raiser, const char* what,
+                                             const Deadline& deadline, xcclStream_t stream,
+                                             PlatformFailure* failure) {
+  for (int r = 0; r < topology_.nranks; ++r)
+    if (r != topology_.rank)
+      XCCL_TRY(WaitSlot(first_slot + r, epoch, raiser[r], what, deadline, stream, failure));
+  return xcclSuccess;
+}
+
 xcclResult_t ShmTransport::WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
                                     const Deadline& deadline, xcclStream_t /*stream*/,
                                     PlatformFailure* failure) {

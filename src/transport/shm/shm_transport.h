@@ -82,6 +82,10 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
 
   // Gives up at the deadline, at an abort, an announced failure or a dead peer.
+  // One slot after the other (the calling thread waits).
+  xcclResult_t WaitSlotsRaisedBy(int first_slot, uint32_t epoch, const std::vector<int>& raiser,
+                                 const char* what, const Deadline& deadline, xcclStream_t stream,
+                                 PlatformFailure* failure) override;
   xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
                         const Deadline& deadline, xcclStream_t /*stream*/,
                         PlatformFailure* failure) override;
