@@ -103,7 +103,8 @@ int NetTriggerFeed::MaxNapUs() const {
 xcclResult_t NetTriggerFeed::AwaitDrained(const Deadline& deadline) {
   uint32_t claimed = 0;
   XCCL_GPU_TRY(gpuMemcpy(&claimed, ring_.claimed, sizeof(claimed), gpuMemcpyDeviceToHost));
-  while (taken_total_.load(std::memory_order_acquire) != claimed) {
+  // After a failure, positions claimed by kernels that gave up are never written.
+  while (taken_total_.load(std::memory_order_acquire) != claimed && !given_up_.load()) {
     if (deadline.Expired())
       return Fail(xcclTimeout, "the proxy took %u of %u net triggers before the deadline",
                   taken_total_.load(), claimed);

@@ -41,9 +41,13 @@ class NetTriggerFeed final : public TriggerFeed {
 
   bool Drain(Proxy& proxy) override;
   bool Expecting() const override {
-    return counted_taken_.load(std::memory_order_relaxed) <
-           counted_launched_.load(std::memory_order_relaxed);
+    return !given_up_.load(std::memory_order_relaxed) &&
+           counted_taken_.load(std::memory_order_relaxed) <
+               counted_launched_.load(std::memory_order_relaxed);
   }
+  // After a failure of the rank: trigger kernels that gave up never write their entries, so the
+  // proxy stops polling for them (it naps as when idle).
+  void GiveUp() { given_up_.store(true, std::memory_order_relaxed); }
   int MaxNapUs() const override;
   // For a diagnosis: positions taken, host-counted launches and how many of them were taken, and
   // the next entry's sequence number.
@@ -58,6 +62,7 @@ class NetTriggerFeed final : public TriggerFeed {
   std::atomic<uint32_t> taken_total_{0};
   std::atomic<uint64_t> counted_launched_{0}, counted_taken_{0};
   std::atomic<bool> captured_any_{false};
+  std::atomic<bool> given_up_{false};
 };
 
 }  // namespace xccl

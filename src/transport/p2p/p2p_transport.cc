@@ -235,6 +235,7 @@ xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
     }
   }
   const xcclResult_t result = windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
+  if (result != xcclSuccess) trigger_feed_.GiveUp();
   // A device wait across nodes that timed out: where the net path stood, once, for a diagnosis.
   if (result != xcclSuccess && proxy_ && !net_state_logged_.exchange(true))
     XCCL_WARN(kLogPlatform, "rank %d, at its device timeout (%s): %s; %s", topology_.rank,
@@ -245,6 +246,7 @@ xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
 
 void P2pTransport::Abort(int failed_peer) {
   windows_.Abort();
+  trigger_feed_.GiveUp();
   if (proxy_) proxy_->Abort(failed_peer);
 }
 
@@ -288,6 +290,7 @@ void P2pTransport::LinkFailed(int peer, const PlatformFailure& failure) {
   // Every device wait of this rank gives up at its next check, whatever it waits for: a wait on
   // a rank of this node may wait for data that rank can only send after hearing from `peer`.
   windows_.RecordHostFailure(failure.peer >= 0 ? failure.peer : peer, failure.result);
+  trigger_feed_.GiveUp();
 }
 
 void P2pTransport::QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* src, size_t bytes) {
@@ -444,6 +447,9 @@ void P2pTransport::Release() {
     // before the proxy goes; the destroy waits for the device anyway (the frees below).
     (void)gpuDeviceSynchronize();
     const Deadline deadline(timeout_ms_);
+    PlatformFailure seen;
+    if (windows_.PollAsyncFailure(topology_, timeout_ms_, &seen) != xcclSuccess)
+      trigger_feed_.GiveUp();  // waits gave up: some claimed entries will never come
     proxy_->Kick();
     (void)trigger_feed_.AwaitDrained(deadline);
     PlatformFailure ignored;
