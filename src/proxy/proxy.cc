@@ -246,7 +246,7 @@ std::string Proxy::Describe() const {
              last < 0 ? -1 : static_cast<int>(last >> 32), static_cast<uint32_t>(last),
              kInNames[static_cast<int>(link->in.load())],
              static_cast<unsigned long long>(link->incoming_shown.load()),
-             static_cast<unsigned long long>(link->arrived), link->failed ? " failed" : "");
+             static_cast<unsigned long long>(link->arrived.load()), link->failed ? " failed" : "");
     text += line;
   }
   return text;

@@ -152,7 +152,7 @@ class Proxy {
     uint64_t beat_word = 0;
     bool beats_closed = false;  // the peer closed its heartbeats (done, or dead: the data says)
     std::chrono::steady_clock::time_point last_beat, last_heard;
-    uint64_t arrived = 0;
+    std::atomic<uint64_t> arrived{0};  // atomic for Describe only
     // What landed (written by the proxy thread, read by Describe).
     std::atomic<uint64_t> landed{0};
     std::atomic<int64_t> last_landed{-1};     // slot << 32 | epoch
