@@ -81,7 +81,7 @@ using gpuPointerAttributes_t = hipPointerAttribute_t;
 #define gpuGraphDestroy hipGraphDestroy
 #define gpuGraphExecDestroy hipGraphExecDestroy
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return hipHostMalloc(ptr, bytes, 0); }
-// Whether a stream is capturing (the net connections' triggers count only launches outside one).
+// Whether a stream is capturing.
 using gpuStreamCaptureStatus = hipStreamCaptureStatus;
 constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = hipStreamCaptureStatusNone;
 #define gpuStreamIsCapturing hipStreamIsCapturing
@@ -165,7 +165,7 @@ using gpuPointerAttributes_t = cudaPointerAttributes;
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuGraphUpload cudaGraphUpload
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
-// Whether a stream is capturing (the net connections' triggers count only launches outside one).
+// Whether a stream is capturing.
 using gpuStreamCaptureStatus = cudaStreamCaptureStatus;
 constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = cudaStreamCaptureStatusNone;
 #define gpuStreamIsCapturing cudaStreamIsCapturing

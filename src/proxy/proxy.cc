@@ -241,7 +241,7 @@ std::string Proxy::Describe() const {
              "receive %s (%llu bytes), %llu bytes arrived%s",
              text.empty() ? "" : "; ", link->peer, static_cast<unsigned long long>(link->queued),
              static_cast<unsigned long long>(link->sent),
-             link->sending_shown.load() ? " (one sending)" : "",
+             link->sending.load() ? " (one sending)" : "",
              static_cast<unsigned long long>(link->landed.load(std::memory_order_relaxed)),
              last < 0 ? -1 : static_cast<int>(last >> 32), static_cast<uint32_t>(last),
              kInNames[static_cast<int>(link->in.load())],
@@ -358,7 +358,6 @@ bool Proxy::ProgressSend(Link& link) {
     link.current = link.queue.front();
     link.queue.pop_front();
     link.sending = true;
-    link.sending_shown.store(true);
     link.header_request = link.data_request = nullptr;
     link.header_sent = false;
     link.data_sent = link.current.op.bytes == 0;
@@ -390,7 +389,6 @@ bool Proxy::ProgressSend(Link& link) {
   }
   if (link.header_sent && link.data_sent) {
     link.sending = false;
-    link.sending_shown.store(false);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++link.sent;

@@ -128,7 +128,7 @@ class Proxy {
     // Send side: the queue (under mutex_), the op in flight (proxy thread only).
     std::deque<Outgoing> queue;
     uint64_t queued = 0, sent = 0;
-    bool sending = false;
+    std::atomic<bool> sending{false};  // atomic for Describe only
     Outgoing current{};
     NetRequest* header_request = nullptr;
     NetRequest* data_request = nullptr;
@@ -157,7 +157,6 @@ class Proxy {
     std::atomic<uint64_t> landed{0};
     std::atomic<int64_t> last_landed{-1};     // slot << 32 | epoch
     std::atomic<uint64_t> incoming_shown{0};  // the op waiting in kDestination/kData: bytes
-    std::atomic<bool> sending_shown{false};
     // The first failure (under mutex_).
     bool failed = false;
     PlatformFailure failure;

@@ -77,14 +77,13 @@ bool NetTriggerFeed::Drain(Proxy& proxy) {
     ++taken_;
     // The kernel that claims position taken_ + kEntries - 1 may write this entry now.
     __atomic_store_n(consumed_, taken_, __ATOMIC_RELEASE);
-    taken_total_.store(taken_, std::memory_order_release);
     any = true;
   }
   return any;
 }
 
 std::string NetTriggerFeed::Describe() const {
-  const uint32_t taken = taken_total_.load(std::memory_order_acquire);
+  const uint32_t taken = __atomic_load_n(consumed_, __ATOMIC_ACQUIRE);
   const uint32_t next_seq =
       __atomic_load_n(&entries_[taken % NetTriggerRing::kEntries].seq, __ATOMIC_ACQUIRE);
   char text[200];
@@ -104,10 +103,10 @@ xcclResult_t NetTriggerFeed::AwaitDrained(const Deadline& deadline) {
   uint32_t claimed = 0;
   XCCL_GPU_TRY(gpuMemcpy(&claimed, ring_.claimed, sizeof(claimed), gpuMemcpyDeviceToHost));
   // After a failure, positions claimed by kernels that gave up are never written.
-  while (taken_total_.load(std::memory_order_acquire) != claimed && !given_up_.load()) {
+  while (__atomic_load_n(consumed_, __ATOMIC_ACQUIRE) != claimed && !given_up_.load()) {
     if (deadline.Expired())
       return Fail(xcclTimeout, "the proxy took %u of %u net triggers before the deadline",
-                  taken_total_.load(), claimed);
+                  __atomic_load_n(consumed_, __ATOMIC_ACQUIRE), claimed);
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return xcclSuccess;

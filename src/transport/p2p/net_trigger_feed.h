@@ -56,10 +56,9 @@ class NetTriggerFeed final : public TriggerFeed {
  private:
   std::vector<const char*> send_staging_;
   NetTriggerEntry* entries_ = nullptr;  // host view of the pinned allocation
-  uint32_t* consumed_ = nullptr;        // after the entries in it
+  uint32_t* consumed_ = nullptr;        // after the entries in it: taken_, published
   NetTriggerRing ring_;                 // the device's view
   uint32_t taken_ = 0;                  // proxy thread only: the next position to read
-  std::atomic<uint32_t> taken_total_{0};
   std::atomic<uint64_t> counted_launched_{0}, counted_taken_{0};
   std::atomic<bool> captured_any_{false};
   std::atomic<bool> given_up_{false};

@@ -148,6 +148,8 @@ class P2pTransport final : public Transport, public NetLanding {
   friend class P2pNetConnection;
 
   bool IsRemote(int peer) const { return remote_index_[peer] >= 0; }
+  // This rank's pinned piece for `peer` (a rank of another node).
+  char* SendStaging(int peer) const { return send_staging_ + remote_index_[peer] * net_piece_; }
   // On the operation's stream: `bytes` from `src` (device) into the send staging for `peer`,
   // then the trigger that hands the op to the proxy.
   void QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* src, size_t bytes);
