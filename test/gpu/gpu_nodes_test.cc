@@ -135,6 +135,10 @@ TEST_P(GpuNodesTest, BackToBackWithRankHeldOnDevice) {
             !GPU_OK(ctx, gpu::LaunchDelay(stream.get(), 0)) ||
             !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
           return;
+        // Every rank set up before any enqueues. Without it (seen on one H200): ranks ahead
+        // filled their launch queues and blocked in launches while three ranks sat in their
+        // stream creation and allocations until the device deadline.
+        if (!HostBarrier(ctx, 0, 0)) return;
         at = 0;
         for (int i = 0; i < kCalls; ++i) {
           if (i % ctx.nranks == ctx.rank && !GPU_OK(ctx, gpu::LaunchDelay(stream.get(), kHoldNs)))
