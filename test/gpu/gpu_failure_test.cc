@@ -185,6 +185,7 @@ TEST(GpuStalledRank, OthersTimeOutNamingIt) {
 // naming the parameter, within seconds and leaving nothing in /dev/shm.
 TEST(GpuCommLifecycle, DisagreeingSettingsAreRefusedAtInit) {
   XCCL_SKIP_WITHOUT_GPU(true);
+  if (RanWholeTestInFreshProcess(/*timeout_s=*/300)) return;
   struct Disagreement {
     const char* parameter;
     std::function<void(xccl::Params*)> change;

@@ -271,6 +271,12 @@ std::vector<std::string> RunGpuRanks(RankMode mode, const std::vector<int>& devi
   return failures;
 }
 
+bool RanWholeTestInFreshProcess(int timeout_s) {
+  if (!GpuRuntimeTouchedHere()) return false;
+  ExpectNoFailures(RerunCurrentTestInFreshProcess(timeout_s));
+  return true;
+}
+
 void ExpectNoFailures(const std::vector<std::string>& failures) {
   for (const auto& failure : failures) ADD_FAILURE() << failure;
 }

@@ -61,6 +61,11 @@ std::vector<std::string> RunGpuRanks(RankMode mode, const std::vector<int>& devi
 // Reports each failure of a run to GoogleTest.
 void ExpectNoFailures(const std::vector<std::string>& failures);
 
+// For a test that makes several process-mode runs: where this process already touched the
+// runtime, runs the whole test once in a fresh process, reports its verdict and returns true
+// (the caller returns), instead of each run re-running the whole test and finding nothing.
+bool RanWholeTestInFreshProcess(int timeout_s);
+
 // ---- where ranks go: the parameter of the per-world suites ----
 
 enum class Placement {
