@@ -173,6 +173,36 @@ const char* xcclGetLastError(xcclComm_t comm);
 xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream);
 
+/* ---- Memory and registration (zero-copy all_gather, DESIGN.md 5) ----
+ * xcclMemAlloc: `size` bytes (> 0) that peers of this node can map: device memory of the
+ * calling thread's current device on GPU platforms (IPC-exportable), page-aligned heap memory on
+ * the host platform. Not zero-filled. xcclMemFree takes only pointers xcclMemAlloc returned
+ * (NULL: nothing to do) and refuses one that still lies in a registered window
+ * (xcclInvalidUsage: deregister it first). */
+xcclResult_t xcclMemAlloc(void** ptr, size_t size);
+xcclResult_t xcclMemFree(void* ptr);
+
+/* A symmetric window (NCCL 2.27 semantics): collective over the communicator's ranks, each
+ * passing a buffer of its own inside one xcclMemAlloc allocation (sizes may differ); every rank
+ * maps every peer's buffer on its node once, here. An all_gather whose receive buffer lies wholly
+ * in a window of this communicator takes the zero-copy engine from peers of other processes too
+ * (ranks of one process reach each other's buffers without one). winFlags: XCCL_WIN_DEFAULT.
+ * Where one rank's check or mapping fails, every rank's register fails (nothing stays mapped).
+ * Deregister is collective too, once no call on the stream still uses the window; afterwards
+ * the buffer is an ordinary one (calls on it take the path through the inboxes). */
+typedef struct xcclWindow* xcclWindow_t;
+#define XCCL_WIN_DEFAULT 0x00
+xcclResult_t xcclCommWindowRegister(xcclComm_t comm, void* buff, size_t size, xcclWindow_t* win,
+                                    int winFlags);
+xcclResult_t xcclCommWindowDeregister(xcclComm_t comm, xcclWindow_t win);
+
+/* A local registration (not collective, NCCL semantics): `buff` (size > 0 bytes of device memory
+ * on GPU platforms) is exported once and the export kept with *handle. Zero-copy between ranks
+ * of one process needs no registration; between processes it needs a window. Deregister takes a
+ * handle of this communicator, once. */
+xcclResult_t xcclCommRegister(const xcclComm_t comm, void* buff, size_t size, void** handle);
+xcclResult_t xcclCommDeregister(const xcclComm_t comm, void* handle);
+
 /* Returns (host) or completes on the stream (GPU) once every rank has entered it. */
 xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t stream);
 

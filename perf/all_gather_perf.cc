@@ -62,6 +62,11 @@ class AllGatherRank {
   ~AllGatherRank() {
     vendor_.reset();  // before the buffers it may still be using
     if (comm_ != nullptr) xcclCommAbort(comm_);
+    // The communicator's end released its window and registrations.
+    if (recv_from_mem_alloc_) {
+      (void)xcclMemFree(recv_);
+      recv_ = nullptr;
+    }
     if (buffers_) {
       if (send_ != nullptr) buffers_->Release(send_);
       if (recv_ != nullptr) buffers_->Release(recv_);
@@ -102,10 +107,16 @@ class AllGatherRank {
     send_capacity_ = options_.max_bytes / ctx_.nranks;
     // One at a time: after a refused receive buffer, allocating (and filling) the send buffer
     // would only hold the failure up.
-    recv_ = buffers_->Allocate(recv_capacity_);
+    if (options_.local_register == 2) {
+      XCCL_PERF_CHECK(xcclMemAlloc(&recv_, recv_capacity_), ctx_.rank, nullptr, return Fail());
+      recv_from_mem_alloc_ = true;
+    } else {
+      recv_ = buffers_->Allocate(recv_capacity_);
+    }
     if (recv_ == nullptr) return Fail();
     send_ = buffers_->Allocate(send_capacity_);
     if (send_ == nullptr) return Fail();
+    if (!RegisterBuffers()) return Fail();
     if (!buffers_->HostAccessible()) {
       recv_host_.resize(recv_capacity_);
       send_host_.resize(send_capacity_);
@@ -117,13 +128,39 @@ class AllGatherRank {
     if (options_.compare_vendor && !SetupVendor(&vendor_line)) return Fail();
     if (ctx_.rank == 0) {
       PrintDevices(sync_);
+      printf("# buffers: %s\n", BuffersName());
       if (options_.compare_vendor) printf("%s\n", vendor_line.c_str());
       PrintTableHeader(options_.compare_vendor);
       if (!options_.json_path.empty()) {
         report_ = std::make_unique<RunReport>("all_gather_perf", options_, sync_);
         report_->header().String("op", "all_gather").String("engine", AllGatherEngine());
+        report_->header().String("buffers", BuffersName());
         report_->header().Object("vendor", vendor_json_);
       }
+    }
+    return true;
+  }
+
+  const char* BuffersName() const {
+    return options_.local_register == 2   ? "window (xcclMemAlloc, xcclCommWindowRegister)"
+           : options_.local_register == 1 ? "registered (xcclCommRegister)"
+                                          : "plain";
+  }
+
+  // -R 1: both buffers registered locally; -R 2: the receive buffer a window (collective).
+  bool RegisterBuffers() {
+    if (options_.local_register == 1) {
+      void* handle = nullptr;
+      XCCL_PERF_CHECK(xcclCommRegister(comm_, recv_, recv_capacity_, &handle), ctx_.rank, comm_,
+                      return false);
+      XCCL_PERF_CHECK(xcclCommRegister(comm_, send_, send_capacity_, &handle), ctx_.rank, comm_,
+                      return false);
+    }
+    if (options_.local_register == 2) {
+      xcclWindow_t window = nullptr;
+      XCCL_PERF_CHECK(
+          xcclCommWindowRegister(comm_, recv_, recv_capacity_, &window, XCCL_WIN_DEFAULT),
+          ctx_.rank, comm_, return false);
     }
     return true;
   }
@@ -350,6 +387,7 @@ class AllGatherRank {
   std::unique_ptr<RunReport> report_;   // rank 0 with -J only
   void* send_ = nullptr;
   void* recv_ = nullptr;
+  bool recv_from_mem_alloc_ = false;  // -R 2: xcclMemAlloc memory, freed after the communicator
   size_t send_capacity_ = 0;
   size_t recv_capacity_ = 0;
   std::vector<char> send_host_;  // staging, only when the device memory is not host-visible
@@ -365,7 +403,7 @@ class AllGatherRank {
 
 int main(int argc, char** argv) {
   using namespace xccl_perf;
-  setlinebuf(stdout);  // progress shows row by row, also through a pipe
+  setlinebuf(stdout);                      // progress shows row by row, also through a pipe
   xccl_test::RequestGpuRuntimeSettings();  // before the first runtime call
   Options options;
   int code = ParseOptions(argc, argv, FlagSet{}, &options);

@@ -22,6 +22,9 @@
 #           1 GiB: over all GPUs against NCCL where there are several, and 2 ranks sharing GPU 0
 #   single  ranks sharing GPU 0: all_gather_perf and barrier_perf at 2, 4, 8 ranks, and a
 #           device-to-device memcpy of the same sizes in the same run (the roofline)
+#   zerocopy the zero-copy all_gather on GPU 0: 2, 4, 8 threads at 64 MiB - 1 GiB with
+#           XCCL_ZERO_COPY=1 and 0 beside a same-run memcpy; 2 processes under MPS with a window
+#           (-R 2) and plain buffers; 8 B - 64 KiB with and without; world 1 against NCCL
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);
 #           GPU_CHECK_TEST_REGEX narrows it (ctest -R), GPU_CHECK_TEST_EXCLUDE leaves tests out
 #           (ctest -E), GPU_CHECK_TEST_REPEAT=N runs each up to N times until it fails (for
@@ -38,7 +41,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1  # never NVLink mul
 build=${1:-build-gpu}
 out=${OUT:-/tmp/xccl-gpu-check}
 logs=/tmp/xccl-gpu-logs
-stages=${GPU_CHECK_STAGES:-multi plugin agemm torch small lanes single tests}
+stages=${GPU_CHECK_STAGES:-multi plugin agemm torch small lanes single zerocopy tests}
 test_budget=${GPU_CHECK_TEST_SECONDS:-300}
 mkdir -p "$out" "$logs"
 pack() { tar -C "$logs" -czf "$out/logs.tgz" . 2>/dev/null; }
@@ -192,6 +195,34 @@ if has_stage single; then
   pack
 fi
 
+# ---- zerocopy: one copy per byte, on GPU 0 ----
+if has_stage zerocopy; then
+  export CUDA_VISIBLE_DEVICES=0
+  timeout 60 "$build/perf/copy_roofline" -b 64M -e 1G -f 2 >"$logs/copy_roofline.txt" 2>&1
+  for n in 2 4 8; do
+    for zc in 1 0; do
+      XCCL_ZERO_COPY=$zc timeout 100 "$agp" -t "$n" -b 64M -e 1G -f 2 -n 20 -w 5 --repeats 3 \
+        >"$logs/zc_t${n}_z$zc.txt" 2>&1
+    done
+  done
+  for zc in 1 0; do
+    XCCL_ZERO_COPY=$zc timeout 60 "$agp" -t 2 -b 8 -e 64K -f 4 -n 200 -w 20 --repeats 3 \
+      >"$logs/zc_small_z$zc.txt" 2>&1
+  done
+  timeout 100 "$agp" -t 1 -b 8 -e 512M -f 8 -n 50 -w 10 --repeats 3 --compare vendor \
+    >"$logs/zc_world1.txt" 2>&1
+  # Processes time-slice one GPU without MPS (DESIGN.md 12); the daemon is stopped after.
+  if nvidia-cuda-mps-control -d >>"$logs/zc_mps.txt" 2>&1; then
+    for reg in 2 0; do
+      timeout 100 "$agp" --np 2 -R "$reg" -b 64M -e 1G -f 2 -n 20 -w 5 --repeats 3 \
+        >"$logs/zc_np2_R$reg.txt" 2>&1
+    done
+    echo quit | nvidia-cuda-mps-control >>"$logs/zc_mps.txt" 2>&1
+  fi
+  unset CUDA_VISIBLE_DEVICES
+  pack
+fi
+
 # ---- tests ----
 tests_rc=0
 if has_stage tests; then
@@ -278,6 +309,34 @@ fi
       printf "  ranks %d: busbw %s (%s)  8B %s us  wrong %s  barrier %s / graph %s us  copy rate %s\n" \
         "$n" "$(col "$f" 1073741824 8)" "$(col "$f" 1073741824 12)" "$(col "$f" $((8 * n)) 6)" \
         "$(wrong "$f")" "${bar:--}" "${barg:--}" "${rate:--}"
+    done
+  fi
+  if [ -f "$logs/zc_t2_z1.txt" ]; then
+    echo "# zero-copy on GPU 0, out-of-place us: zero-copy / two-copy (XCCL_ZERO_COPY=0), and"
+    echo "# zero-copy against the one-copy roofline (n x total bytes at this run's memcpy rate):"
+    for n in 2 4 8; do
+      line=$(awk -v n="$n" 'FILENAME ~ /copy_roofline/ && $1 ~ /^[0-9]+$/ {rate[$1] = $3; next}
+          FILENAME ~ /_z1/ && $1 ~ /^[0-9]+$/ {zc[$1] = $6; order[++k] = $1; next}
+          $1 ~ /^[0-9]+$/ {two[$1] = $6}
+          END {for (i = 1; i <= k; i++) {b = order[i]; r = rate[b] > 0 ? rate[b] : 0;
+               roof = r > 0 ? n * b / r / 1e3 : 0;
+               printf "  %dM: %s/%s (%.2f)", b / 1048576, zc[b], two[b], (zc[b] > 0 ? roof / zc[b] : 0)}}' \
+        "$logs/copy_roofline.txt" "$logs/zc_t${n}_z1.txt" "$logs/zc_t${n}_z0.txt")
+      echo "  ranks $n:$line  wrong $(wrong "$logs/zc_t${n}_z1.txt")/$(wrong "$logs/zc_t${n}_z0.txt")"
+    done
+    echo "# 2 ranks, 8 B - 64 KiB out-of-place us, zero-copy / two-copy:"
+    awk 'FILENAME ~ /_z1/ && $1 ~ /^[0-9]+$/ {zc[$1] = $6; order[++k] = $1; next}
+         $1 ~ /^[0-9]+$/ {two[$1] = $6}
+         END {for (i = 1; i <= k; i++) printf "  %s: %s/%s", order[i], zc[order[i]], two[order[i]]; print ""}' \
+      "$logs/zc_small_z1.txt" "$logs/zc_small_z0.txt"
+    echo "# world 1 (size: out-of-place algbw GB/s xccl / NCCL, in-place us xccl / NCCL):"
+    awk '$1 ~ /^[0-9]+$/ {printf "  %s: %s/%.1f %s/%s\n", $1, $7, ($14 > 0 ? $1 / $14 / 1e3 : 0),
+         $10, $17}' "$logs/zc_world1.txt"
+    for reg in 2 0; do
+      [ -f "$logs/zc_np2_R$reg.txt" ] || continue
+      echo "# 2 processes under MPS, -R $reg, out-of-place us by size:" \
+        "$(awk '$1 ~ /^[0-9]+$/ {printf " %dM: %s", $1 / 1048576, $6}' "$logs/zc_np2_R$reg.txt")" \
+        " wrong $(wrong "$logs/zc_np2_R$reg.txt")"
     done
   fi
   if [ -f "$logs/gpu_tests.txt" ]; then

@@ -183,18 +183,6 @@ XCCL_SHIM_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) 
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm));
 
-XCCL_SHIM_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size,
-                                                     ncclWindow_t* win, int winFlags) {
-  XCCL_SHIM_FORWARD(ncclCommWindowRegister, comm, vc, buff, size, win, winFlags);
-}
-XCCL_SHIM_PNCCL(ncclResult_t, ncclCommWindowRegister,
-                (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags));
-
-XCCL_SHIM_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  XCCL_SHIM_FORWARD(ncclCommWindowDeregister, comm, vc, win);
-}
-XCCL_SHIM_PNCCL(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win));
-
 // Revoke stops in-flight work after a failure: creating a vendor communicator then (a
 // collective) would be wrong, so only an existing one is revoked.
 XCCL_SHIM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {

@@ -354,30 +354,29 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank)
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int* rank));
 
+// ncclMemAlloc is xcclMemAlloc: memory the node's peers can map, so that windows on it (and the
+// all_gathers into them) run zero-copy across processes; ncclMemFree takes only such pointers.
 XCCL_SHIM_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
-  if (!ptr) return Fail(ncclInvalidArgument, "ncclMemAlloc", "ptr is NULL");
-  std::string error;
-  int e = device::Alloc(ptr, size, &error);
-  return e ? Fail(static_cast<ncclResult_t>(e), "ncclMemAlloc", error) : ncclSuccess;
+  return CheckXccl(xcclMemAlloc(ptr, size), "ncclMemAlloc", nullptr);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclMemAlloc, (void** ptr, size_t size));
 
 XCCL_SHIM_EXPORT ncclResult_t ncclMemFree(void* ptr) {
-  if (!ptr) return ncclSuccess;
-  std::string error;
-  int e = device::Free(ptr, &error);
-  return e ? Fail(static_cast<ncclResult_t>(e), "ncclMemFree", error) : ncclSuccess;
+  return CheckXccl(xcclMemFree(ptr), "ncclMemFree", nullptr);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclMemFree, (void* ptr));
 
-// Registration only speeds NCCL up; xccl needs none, so handles are tracked (to refuse bogus
-// ones at deregistration) and nothing else happens.
+// Registrations of a communicator with an xccl side are xccl's (xcclCommRegister); one made
+// only on the vendor (a split's result) tracks its handles to refuse bogus ones at
+// deregistration, and nothing else happens.
 XCCL_SHIM_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size,
                                                void** handle) {
   XCCL_SHIM_PASS_VENDOR_HANDLE(ncclCommRegister, comm, comm, buff, size, handle);
   const char* fn = "ncclCommRegister";
   ncclResult_t r = CheckComm(comm, fn);
   if (r != ncclSuccess) return r;
+  if (comm->xccl)
+    return CheckXccl(xcclCommRegister(comm->xccl, buff, size, handle), fn, comm->xccl);
   if (!handle || (!buff && size > 0))
     return Fail(ncclInvalidArgument, fn, "handle is NULL, or buff is NULL with size > 0");
   void* h = new char(0);
@@ -394,6 +393,7 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* ha
   const char* fn = "ncclCommDeregister";
   ncclResult_t r = CheckComm(comm, fn);
   if (r != ncclSuccess) return r;
+  if (comm->xccl) return CheckXccl(xcclCommDeregister(comm->xccl, handle), fn, comm->xccl);
   std::lock_guard<std::mutex> lock(comm->reg_mu);
   if (comm->registrations.erase(handle) == 0)
     return Fail(ncclInvalidArgument, fn, "handle was not registered on this communicator");
@@ -401,6 +401,32 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* ha
   return ncclSuccess;
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommDeregister, (const ncclComm_t comm, void* handle));
+
+// Windows of a communicator with an xccl side are xccl's windows (the zero-copy all_gather's);
+// a vendor-only communicator's go to the vendor.
+XCCL_SHIM_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size,
+                                                     ncclWindow_t* win, int winFlags) {
+  if (IsLiveComm(comm) && comm->xccl) {
+    // NCCL_WIN_COLL_SYMMETRIC (1) is the only flag NCCL 2.28 defines; xccl's windows are
+    // symmetric in that sense already.
+    return CheckXccl(
+        xcclCommWindowRegister(comm->xccl, buff, size, reinterpret_cast<xcclWindow_t*>(win),
+                               winFlags & ~1 ? winFlags : XCCL_WIN_DEFAULT),
+        "ncclCommWindowRegister", comm->xccl);
+  }
+  XCCL_SHIM_FORWARD(ncclCommWindowRegister, comm, vc, buff, size, win, winFlags);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclCommWindowRegister,
+                (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags));
+
+XCCL_SHIM_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  if (IsLiveComm(comm) && comm->xccl) {
+    return CheckXccl(xcclCommWindowDeregister(comm->xccl, reinterpret_cast<xcclWindow_t>(win)),
+                     "ncclCommWindowDeregister", comm->xccl);
+  }
+  XCCL_SHIM_FORWARD(ncclCommWindowDeregister, comm, vc, win);
+}
+XCCL_SHIM_PNCCL(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win));
 
 // Groups: a depth counter per thread. Native calls inside a group run at once (xccl has no
 // deferred launch yet), so one thread cannot drive several ranks of one native collective in

@@ -21,7 +21,7 @@ extern "C" {
 /* ncclComm_t points at the shim's own struct (defined in shim_internal.h), never at a vendor
  * communicator: a vendor one, when needed, hangs off it. */
 typedef struct ncclComm* ncclComm_t;
-typedef struct ncclWindow_vidmem* ncclWindow_t; /* only ever a vendor window, passed through */
+typedef struct ncclWindow_vidmem* ncclWindow_t; /* an xccl window, or a vendor one passed through */
 typedef void* cudaStream_t;                     /* cudaStream_t / hipStream_t are pointers */
 
 #define NCCL_UNIQUE_ID_BYTES 128

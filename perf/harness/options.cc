@@ -66,7 +66,9 @@ constexpr Flag kFlags[] = {
     {'r', "root", Group::kNcclTests, true, "<root> taken for nccl-tests scripts: no root here"},
     {'p', "parallel_init", Group::kNcclTests, true, "<0/1> ranks always initialise in parallel"},
     {'N', "run_cycles", Group::kNcclTests, true, "<1> one pass over the sizes (only 1)"},
-    {'R', "local_register", Group::kNcclTests, true, "<0> no buffer registration yet (only 0)"},
+    {'R', "local_register", Group::kNcclTests, true,
+     "<0/1/2> buffers: 0 plain, 1 registered (xcclCommRegister), 2 a window on xcclMemAlloc "
+     "memory (zero-copy across processes)"},
     {'C', "report_cputime", Group::kNcclTests, true, "<0> the device's time (only 0)"},
     {'h', "help", Group::kAlways, false, ""},
 };
@@ -174,7 +176,7 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
       {"check", 0, INT_MAX},      {"blocking", 0, 1},       {"average", 0, 3},
       {"cudagraph", 0, INT_MAX},  {"repeats", 1, 1000},     {"agg_iters", 1, 1 << 20},
       {"timeout", 1, 86400},      {"root", 0, INT_MAX},     {"parallel_init", 0, 1},
-      {"run_cycles", 1, 1},       {"local_register", 0, 0}, {"report_cputime", 0, 0},
+      {"run_cycles", 1, 1},       {"local_register", 0, 2}, {"report_cputime", 0, 0},
   };
   for (const IntFlag& spec : kInts) {
     if (name != spec.name) continue;
@@ -202,6 +204,7 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     if (name == "repeats") o->repeats = v;
     if (name == "agg_iters") o->agg_iters = v;
     if (name == "timeout") o->timeout_s = v;
+    if (name == "local_register") o->local_register = v;
     return true;
   }
   return bad("unhandled flag");

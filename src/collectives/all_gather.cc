@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "collectives/device_engine.h"
 #include "collectives/hierarchical_all_gather.h"
 #include "collectives/queued_operation.h"
+#include "collectives/zero_copy_targets.h"
 #include "core/error.h"
 #include "core/failure.h"
 #include "platform/runtime.h"
@@ -125,17 +127,33 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
   return xcclSuccess;
 }
 
+// World 1: the block is the whole result, so out of place one stream-ordered copy and in place
+// nothing (as NCCL does).
+xcclResult_t AllGatherAlone(Communicator* comm, const void* send, void* recv, size_t bytes,
+                            xcclStream_t stream) {
+  if (send == recv) return xcclSuccess;
+  const xcclResult_t copied = CopyAsync(recv, send, bytes, stream);
+  if (copied == xcclSuccess) return xcclSuccess;
+  PlatformFailure failure;
+  SetFailure(&failure, copied, comm->rank(), "copy: %s", ThreadLastError().c_str());
+  return comm->RecordFailure("xcclAllGather", failure);
+}
+
 }  // namespace
 
 xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes,
                        xcclStream_t stream) {
   // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
   if (bytes == 0) return xcclSuccess;
+  if (comm->nranks() == 1) return AllGatherAlone(comm, send, recv, bytes, stream);
   Transport* transport = comm->transport();
   DeviceEngine* engine = comm->device_engine();
   if (engine != nullptr && engine->kernel_all_gather()) {
+    std::vector<char*> direct_at;
+    ZeroCopyTargets(comm, recv, bytes * comm->nranks(), &direct_at);
     PlatformFailure failure;
-    xcclResult_t result = engine->AllGather(*transport, send, recv, bytes, stream, &failure);
+    xcclResult_t result =
+        engine->AllGather(*transport, send, recv, bytes, direct_at.data(), stream, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
     return xcclSuccess;
   }

@@ -16,11 +16,14 @@ namespace xccl {
 
 namespace {
 
-// Control slots: ControlLayout's, then the pipelined all_gather's ring counters and the LL
-// call counters.
-constexpr size_t kControlBytes = 32768;
+// Control slots: ControlLayout's, then the pipelined all_gather's ring counters, the LL call
+// counters and the zero-copy offers.
+constexpr size_t kControlBytes = 65536;
 static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kControlBytes, "ring counters fit");
 static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kControlBytes, "LL call counters fit");
+static_assert(LlLayout::kEndCounter <= DirectSlots::kFirst,
+              "the LL counters end before the offers");
+static_assert(DirectSlots::kEnd * sizeof(uint32_t) <= kControlBytes, "the zero-copy words fit");
 
 xcclResult_t LaunchFailure(gpuError_t err, int rank, const char* what, PlatformFailure* failure) {
   if (err == gpuSuccess) return xcclSuccess;
@@ -36,12 +39,13 @@ class KernelEngines final : public DeviceEngine {
   bool kernel_all_gather() const override { return kernel_all_gather_; }
 
   xcclResult_t AllGather(Transport& transport, const void* send, void* recv, size_t bytes,
-                         xcclStream_t stream, PlatformFailure* failure) override {
+                         char* const* direct_at, xcclStream_t stream,
+                         PlatformFailure* failure) override {
     XCCL_TRY(transport.BeginOperation(stream, /*queued=*/false, failure));
     const DeviceView& view = *transport.device_view();
-    return LaunchFailure(
-        LaunchKernelAllGather(tuning_, view, send, recv, bytes, static_cast<gpuStream_t>(stream)),
-        view.rank, "all_gather kernel", failure);
+    return LaunchFailure(LaunchKernelAllGather(tuning_, view, send, recv, bytes, direct_at,
+                                               static_cast<gpuStream_t>(stream)),
+                         view.rank, "all_gather kernel", failure);
   }
 
   xcclResult_t Barrier(Transport& transport, bool advance_epoch, xcclStream_t stream,

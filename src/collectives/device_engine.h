@@ -24,8 +24,10 @@ class DeviceEngine {
   virtual bool kernel_all_gather() const = 0;
   // Enqueues the all_gather of `bytes` per rank on `stream` as one kernel; failures of the
   // device side are reported later through Transport::PollAsyncFailure, launch failures here.
+  // `direct_at` [nranks]: where each source may write straight (collectives/zero_copy_targets.h).
   virtual xcclResult_t AllGather(Transport& transport, const void* send, void* recv, size_t bytes,
-                                 xcclStream_t stream, PlatformFailure* failure) = 0;
+                                 char* const* direct_at, xcclStream_t stream,
+                                 PlatformFailure* failure) = 0;
   // The barrier as one kernel on `stream`. `advance_epoch`: an operation of its own (the kernel
   // advances the device epoch); else the closing step of a queued operation, whose
   // BeginOperation advanced it. Across nodes: stream-ordered signals on every connection (the

@@ -42,7 +42,8 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, size_t inbox_
 }
 
 gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const DeviceView& view,
-                                 const void* send, void* recv, size_t bytes, gpuStream_t stream) {
+                                 const void* send, void* recv, size_t bytes, char* const* direct_at,
+                                 gpuStream_t stream) {
   if (bytes <= tuning.ll_bytes) {
     LlAllGatherArgs ll;
     ll.send = static_cast<const char*>(send);
@@ -76,6 +77,8 @@ gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const Devi
   args.own_slots = view.own_slots;
   args.timeout_ns = view.timeout_ns;
   args.record = view.record;
+  for (int src = 0; src < PipelineSlots::kMaxRanks; ++src)
+    args.direct_at[src] = src < view.nranks && src != view.rank ? direct_at[src] : nullptr;
   return LaunchPipelinedAllGather(args, stream);
 }
 

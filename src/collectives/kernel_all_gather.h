@@ -30,8 +30,11 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, size_t inbox_
 
 // Launches the all_gather of `bytes` per rank on `stream`.
 // `view`: this rank's window and the device tables of every peer's (the LL buffers in the
-// staging area, the rings in the inboxes).
+// staging area, the rings in the inboxes). `direct_at` [nranks]: the receive buffer as each
+// source addresses it, where that source may write straight, else nullptr (the LL path ignores
+// it: its flags travel in the data).
 gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const DeviceView& view,
-                                 const void* send, void* recv, size_t bytes, gpuStream_t stream);
+                                 const void* send, void* recv, size_t bytes, char* const* direct_at,
+                                 gpuStream_t stream);
 
 }  // namespace xccl

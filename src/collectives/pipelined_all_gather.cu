@@ -26,8 +26,48 @@ __device__ inline bool BlockWait(const uint32_t* slot, uint32_t target, int peer
   return result;
 }
 
+// Reads peer's offer for this rank's next call on `lane` (every thread gets it); nullptr and
+// *ok false when the wait gave up.
+__device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int lane, bool* ok) {
+  __shared__ char* offered;
+  uint32_t* own_read = a.own_slots + DirectSlots::OffersRead(peer, lane);
+  const uint32_t* offer = a.peer_slots[peer] + DirectSlots::Offer(a.rank, lane);
+  const uint32_t call = *own_read + 1;  // only this block writes it, at the end of its calls
+  *ok = BlockWait(offer, call, peer, a);
+  if (!*ok) return nullptr;
+  if (threadIdx.x == 0) {
+    const volatile uint32_t* words = offer;
+    offered = reinterpret_cast<char*>((static_cast<uintptr_t>(words[2]) << 32) | words[1]);
+    *own_read = call;
+  }
+  __syncthreads();
+  char* result = offered;
+  __syncthreads();  // `offered` is reused by the next read
+  return result;
+}
+
+// Writes this rank's chunks of `lane` straight into peer's receive buffer at `at`, then the
+// call's delivery count.
+__device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane, size_t chunks,
+                             char* at) {
+  const uint32_t call = a.own_slots[DirectSlots::OffersRead(peer, lane)];
+  char* dst = at + static_cast<size_t>(a.rank) * a.bytes;
+  const uint32_t count = LaneChunks(chunks, lane, a.lanes);
+  for (uint32_t i = 0; i < count; ++i) {
+    const size_t offset = (static_cast<size_t>(lane) + static_cast<size_t>(i) * a.lanes) * a.chunk;
+    const size_t n = a.bytes - offset < a.chunk ? a.bytes - offset : a.chunk;
+    CopyBytes<false>(dst + offset, a.send + offset, n, threadIdx.x, blockDim.x);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();  // the whole block's stores before the count
+    GpuStoreReleaseSystem(a.peer_slots[peer] + DirectSlots::Delivered(a.rank, lane), call);
+  }
+}
+
 // Pushes this rank's chunks of `lane` into peer's ring, each followed by its `ready` count.
-__device__ void Push(const PipelinedAllGatherArgs& a, int peer, int lane, size_t chunks) {
+__device__ void PushThroughRing(const PipelinedAllGatherArgs& a, int peer, int lane,
+                                size_t chunks) {
   uint32_t* own_sent = a.own_slots + PipelineSlots::Sent(peer, lane);
   const uint32_t* credit = a.own_slots + PipelineSlots::Credit(peer, lane);
   uint32_t* ready = a.peer_slots[peer] + PipelineSlots::Ready(a.rank, lane);
@@ -51,9 +91,21 @@ __device__ void Push(const PipelinedAllGatherArgs& a, int peer, int lane, size_t
   if (threadIdx.x == 0) *own_sent = base + count;
 }
 
+// Either way to peer: as its offer for this call says.
+__device__ void Push(const PipelinedAllGatherArgs& a, int peer, int lane, size_t chunks) {
+  bool ok = false;
+  char* at = ReadOffer(a, peer, lane, &ok);
+  if (!ok) return;
+  if (at != nullptr) {
+    PushStraight(a, peer, lane, chunks, at);
+  } else {
+    PushThroughRing(a, peer, lane, chunks);
+  }
+}
+
 // Copies the chunks of `lane` from src's ring in this rank's inbox into the receive buffer,
 // returning each slot to src with a `credit` count.
-__device__ void Drain(const PipelinedAllGatherArgs& a, int src, int lane, size_t chunks) {
+__device__ void DrainRing(const PipelinedAllGatherArgs& a, int src, int lane, size_t chunks) {
   uint32_t* own_consumed = a.own_slots + PipelineSlots::Consumed(src, lane);
   const uint32_t* ready = a.own_slots + PipelineSlots::Ready(src, lane);
   uint32_t* credit = a.peer_slots[src] + PipelineSlots::Credit(a.rank, lane);
@@ -77,6 +129,26 @@ __device__ void Drain(const PipelinedAllGatherArgs& a, int src, int lane, size_t
   if (threadIdx.x == 0) *own_consumed = base + count;
 }
 
+// Offers src this call's way in on `lane`, then receives it: the delivery count when src
+// writes straight into the receive buffer, else its chunks through the ring.
+__device__ void Receive(const PipelinedAllGatherArgs& a, int src, int lane, size_t chunks) {
+  uint32_t* offer = a.own_slots + DirectSlots::Offer(src, lane);
+  const uint32_t call = *offer + 1;  // only this block writes it
+  char* at = a.direct_at[src];
+  if (threadIdx.x == 0) {
+    volatile uint32_t* words = offer;
+    words[1] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(at));
+    words[2] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(at) >> 32);
+    __threadfence_system();  // the address before its count
+    GpuStoreReleaseSystem(offer, call);
+  }
+  if (at == nullptr) {
+    DrainRing(a, src, lane, chunks);
+    return;
+  }
+  (void)BlockWait(a.own_slots + DirectSlots::Delivered(src, lane), call, src, a);
+}
+
 __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAllGatherArgs a) {
   const size_t chunks = (a.bytes + a.chunk - 1) / a.chunk;
   const int peers = a.nranks - 1;
@@ -85,7 +157,7 @@ __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAl
   if (role < peers) {
     Push(a, (a.rank + 1 + role) % a.nranks, lane, chunks);
   } else if (role < 2 * peers) {
-    Drain(a, (a.rank - 1 - (role - peers) + a.nranks) % a.nranks, lane, chunks);
+    Receive(a, (a.rank - 1 - (role - peers) + a.nranks) % a.nranks, lane, chunks);
   } else {
     char* own = a.recv + static_cast<size_t>(a.rank) * a.bytes;
     if (own != a.send) {

@@ -8,6 +8,12 @@
 // kernel reads its position from device memory at start and writes it back at the end, so a
 // call captured in a graph is correct on every replay; no epoch, no closing barrier, and a rank
 // may run calls ahead of its peers as far as the ring lets it.
+//
+// Zero-copy: per call and per (source, lane) the receiver offers where the source may write its
+// block straight (its receive buffer as the source addresses it) or nullptr (through the ring).
+// The offer is published by the receiver's kernel, so the source writes only once the receiver's
+// stream has reached the call; the source then reports its lane's delivery with one count. Both
+// sides count the calls of each (pair, lane) alike, so offers need no epoch either.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +49,26 @@ struct PipelineSlots {
   static constexpr int kEnd = kFirst + 4 * kArray;
 };
 
+// The zero-copy handshake's words in a rank's control slots (after the LL counters).
+struct DirectSlots {
+  static constexpr int kFirst = 6144;
+  static constexpr int kArray = PipelineSlots::kArray;
+  // Written by this rank for `src`: the calls offered on `lane` (the count, then the address's
+  // low and high words, published by the count).
+  XCCL_HOST_DEVICE static constexpr int Offer(int src, int lane) {
+    return kFirst + 4 * (src * PipelineSlots::kMaxLanes + lane);
+  }
+  // Written by `src`: the last call of `lane` it delivered straight into this rank's buffer.
+  XCCL_HOST_DEVICE static constexpr int Delivered(int src, int lane) {
+    return kFirst + 4 * kArray + src * PipelineSlots::kMaxLanes + lane;
+  }
+  // This rank's own position: the offers of `dst` it has read on `lane`.
+  XCCL_HOST_DEVICE static constexpr int OffersRead(int dst, int lane) {
+    return kFirst + 5 * kArray + dst * PipelineSlots::kMaxLanes + lane;
+  }
+  static constexpr int kEnd = kFirst + 6 * kArray;
+};
+
 struct PipelinedAllGatherArgs {
   const char* send;
   char* recv;
@@ -60,6 +86,9 @@ struct PipelinedAllGatherArgs {
   uint32_t* own_slots;
   uint64_t timeout_ns;
   DeviceFailureRecord* record;
+  // [src]: where src may write its block of this call (this rank's recv as src addresses it), or
+  // nullptr (src goes through the ring in this rank's inbox).
+  char* direct_at[PipelineSlots::kMaxRanks];
 };
 
 // Lanes per peer for a world: about 16 pushing blocks in all, as many copying out.

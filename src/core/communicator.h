@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/comm_windows.h"
 #include "core/config.h"
+#include "core/local_registrations.h"
 #include "core/topology.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/transport.h"
@@ -36,6 +38,9 @@ class Communicator {
   // The collectives' kernels (GPU builds); nullptr on the host platform.
   DeviceEngine* device_engine() const { return device_engine_.get(); }
   Bootstrap* bootstrap() const { return bootstrap_.get(); }
+  // Registered windows (xcclCommWindowRegister) and local registrations (xcclCommRegister).
+  CommWindows& windows() { return windows_; }
+  LocalRegistrations& registrations() { return registrations_; }
 
   // The epoch of the next operation. Every rank calls the same sequence of operations, so
   // every rank agrees on each operation's epoch without exchanging it.
@@ -100,6 +105,9 @@ class Communicator {
   Topology topology_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<DeviceEngine> device_engine_;
+  // After the transport: released before it (the peers' imported segments first).
+  CommWindows windows_;
+  LocalRegistrations registrations_;
   uint32_t epoch_ = 0;
   size_t net_chunk_bytes_ = size_t(1) << 20;
   std::atomic<bool> busy_{false};                // an operation is running (OperationGuard)

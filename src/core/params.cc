@@ -76,6 +76,12 @@ const std::vector<ParamSpec>& Specs() {
          return true;
        },
        [](const Params& p) { return p.allgather_algo; }},
+      {"XCCL_ZERO_COPY",
+       "GPU platforms: 1 lets an all_gather write straight into the receive buffers its peers "
+       "can reach (ranks of one process, registered windows); 0 sends every block through the "
+       "inboxes",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 1, &p->zero_copy); },
+       [](const Params& p) { return std::to_string(p.zero_copy); }},
       {"XCCL_EPOCH_BASE", "first value of every signal and epoch (tests preset 0xFFFFFFFE)",
        [](const char* t, Params* p) {
          int64_t v;

@@ -29,6 +29,7 @@ struct Params {
   int64_t window_bytes = int64_t(512) << 20;  // XCCL_WINDOW_BYTES: GPU inboxes per rank
   int64_t gpu_queues = 0;       // XCCL_GPU_QUEUES: copy-engine streams per rank (0: auto)
   int64_t eager_bytes = 65536;  // XCCL_EAGER_BYTES: blocks up to this go through the window
+  int64_t zero_copy = 1;        // XCCL_ZERO_COPY: 0 sends every GPU all_gather through inboxes
   int64_t ll_bytes = 8192;      // XCCL_ALLGATHER_LL_BYTES: GPU all_gather with flags in the data
   int64_t allgather_lanes = 0;  // XCCL_ALLGATHER_LANES: GPU kernel engine lanes per peer (0: auto)
   int64_t allgather_chunk_bytes = int64_t(512) << 10;  // XCCL_ALLGATHER_CHUNK_BYTES: ring slot

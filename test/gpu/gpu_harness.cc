@@ -424,19 +424,29 @@ constexpr size_t kGuardBytes = 64;
 
 void CheckedAllGather(RankContext& ctx, const Stream& stream, size_t count, int dtype,
                       bool in_place, size_t offset, uint64_t call) {
+  DeviceBuffer recv_mem;
+  if (!recv_mem.Allocate(ctx, CheckedAreaBytes(ctx, count, dtype, offset))) return;
+  CheckedAllGatherInto(ctx, stream, recv_mem.get(), count, dtype, in_place, offset, call);
+}
+
+size_t CheckedAreaBytes(const RankContext& ctx, size_t count, int dtype, size_t offset) {
+  return offset + count * xccl::DataTypeSize(dtype) * ctx.nranks + kGuardBytes;
+}
+
+void CheckedAllGatherInto(RankContext& ctx, const Stream& stream, unsigned char* area, size_t count,
+                          int dtype, bool in_place, size_t offset, uint64_t call) {
   const size_t elem = xccl::DataTypeSize(dtype);
   const size_t block = count * elem;
   const size_t total = block * ctx.nranks;
-  DeviceBuffer recv_mem, send_mem;
-  if (!recv_mem.Allocate(ctx, offset + total + kGuardBytes)) return;
+  const size_t area_bytes = CheckedAreaBytes(ctx, count, dtype, offset);
+  DeviceBuffer send_mem;
   if (!in_place && !send_mem.Allocate(ctx, offset + block)) return;
-  unsigned char* recv = recv_mem.get() + offset;
+  unsigned char* recv = area + offset;
   unsigned char* send = in_place ? recv + ctx.rank * block : send_mem.get() + offset;
   HostBytes host_send(block);
-  HostBytes host_recv(recv_mem.bytes());
+  HostBytes host_recv(area_bytes);
   FillBlock(host_send.data(), block, ctx.seed, ctx.rank, call);
-  if (!GPU_OK(ctx, gpu::MemsetAsync(recv_mem.get(), kPoisonByte, recv_mem.bytes(), stream.get())))
-    return;
+  if (!GPU_OK(ctx, gpu::MemsetAsync(area, kPoisonByte, area_bytes, stream.get()))) return;
   if (!GPU_OK(ctx, gpu::MemcpyAsync(send, host_send.data(), block, stream.get()))) return;
   const std::string what = "call " + std::to_string(call) + " (" + xccl::DataTypeName(dtype) +
                            ", count " + std::to_string(count) +
@@ -447,9 +457,7 @@ void CheckedAllGather(RankContext& ctx, const Stream& stream, size_t count, int 
   RANK_EXPECT(ctx, result == xcclSuccess,
               what << ": " << xcclGetErrorString(result) << ": " << xcclGetLastError(ctx.comm));
   if (result != xcclSuccess) return;
-  if (!GPU_OK(ctx,
-              gpu::MemcpyAsync(host_recv.data(), recv_mem.get(), host_recv.size(), stream.get())))
-    return;
+  if (!GPU_OK(ctx, gpu::MemcpyAsync(host_recv.data(), area, area_bytes, stream.get()))) return;
   if (!GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) return;
   ExpectNoAsyncError(ctx, what.c_str());
   std::string before = CheckPoisoned(host_recv.data(), offset);

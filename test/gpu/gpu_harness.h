@@ -176,6 +176,10 @@ std::string CheckPoisoned(const unsigned char* data, size_t bytes);
 // of place; every byte of the output and the guards compared on the host.
 void CheckedAllGather(RankContext& ctx, const Stream& stream, size_t count, int dtype,
                       bool in_place, size_t offset, uint64_t call);
+// The same into `area` (a window, xcclMemAlloc memory), which must hold CheckedAreaBytes.
+size_t CheckedAreaBytes(const RankContext& ctx, size_t count, int dtype, size_t offset);
+void CheckedAllGatherInto(RankContext& ctx, const Stream& stream, unsigned char* area, size_t count,
+                          int dtype, bool in_place, size_t offset, uint64_t call);
 
 // After a stream drained: the communicator must have recorded no asynchronous failure.
 void ExpectNoAsyncError(RankContext& ctx, const char* when);

@@ -106,6 +106,43 @@ static void CheckAllGatherFloat(ncclComm_t comm, int nranks, int rank, int salt)
   free(recv);
 }
 
+#ifndef NCCL_WIN_COLL_SYMMETRIC
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#endif
+
+/* Windows map onto xccl's: ncclMemAlloc memory registered, an all_gather into it, the checks. */
+static void CheckWindow(ncclComm_t comm, int nranks, int rank, int salt) {
+  size_t count = g_count + 5;
+  size_t bytes = count * nranks + 4096;
+  uint8_t* mem = NULL;
+  CHECK(ncclMemAlloc((void**)&mem, bytes));
+  uint8_t* recv = mem + 4096; /* a window inside the allocation, not at its start */
+  ncclWindow_t win = NULL;
+  CHECK(ncclCommWindowRegister(comm, recv, count * nranks, &win, NCCL_WIN_COLL_SYMMETRIC));
+  if (!win) FAIL("ncclCommWindowRegister gave no window");
+  uint8_t* send = malloc(count);
+  for (size_t i = 0; i < count; ++i) send[i] = (uint8_t)Value(salt, rank, i);
+  memset(recv, 0xA5, count * nranks);
+  CHECK(ncclAllGather(send, recv, count, ncclUint8, comm, NULL));
+  for (int r = 0; r < nranks; ++r)
+    for (size_t i = 0; i < count; ++i)
+      if (recv[r * count + i] != (uint8_t)Value(salt, r, i))
+        FAIL("all_gather into a window: block %d byte %zu is %u", r, i, recv[r * count + i]);
+  free(send);
+  EXPECT_RESULT(ncclMemFree(mem), ncclInvalidUsage); /* still registered */
+  CHECK(ncclCommWindowDeregister(comm, win));
+  EXPECT_RESULT(ncclCommWindowDeregister(comm, win), ncclInvalidArgument);
+  CHECK(ncclMemFree(mem));
+  EXPECT_RESULT(ncclMemFree(mem), ncclInvalidArgument);
+  /* Every rank passes memory ncclMemAlloc did not give: every rank is refused. */
+  uint8_t heap[64];
+  win = NULL;
+  EXPECT_RESULT(ncclCommWindowRegister(comm, heap, sizeof heap, &win, 0), ncclInvalidArgument);
+  if (strstr(ncclGetLastError(comm), "xcclMemAlloc") == NULL)
+    FAIL("window refusal says: %s", ncclGetLastError(comm));
+  if (win) FAIL("a refused window was handed out");
+}
+
 /* In place (sendbuff == recvbuff + rank * count), bytes, through ncclMemAlloc memory. */
 static void CheckAllGatherInPlace(ncclComm_t comm, int nranks, int rank, int salt) {
   size_t count = g_count + 3; /* not a multiple of anything */
@@ -238,6 +275,7 @@ static void NativeRank(int nranks, int rank) {
   CheckQueries(comm, nranks, rank);
   CheckAllGatherFloat(comm, nranks, rank, 1);
   CheckAllGatherInPlace(comm, nranks, rank, 2);
+  CheckWindow(comm, nranks, rank, 9);
 
   /* A group around native calls. */
   CHECK(ncclGroupStart());
