@@ -169,7 +169,10 @@ const char* xcclGetLastError(xcclComm_t comm);
  * returns when this rank's recvbuff is complete. Every rank passes the same count: on the host
  * platform ranks that pass different counts all fail at once (xcclInvalidUsage, "different
  * counts"), except that a rank passing 0 takes no part and returns at once, its peers failing at
- * their deadline (xcclTimeout, naming it); on a GPU a mismatch is not detected. */
+ * their deadline (xcclTimeout, naming it); on a GPU a mismatch is not detected. On a GPU the
+ * blocks go straight into the peers' receive buffers where they can reach them (ranks of one
+ * process; other processes when recvbuff lies in a window, xcclCommWindowRegister), else through
+ * inboxes. With one rank: a copy out of place, nothing in place. */
 xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream);
 

@@ -110,6 +110,7 @@ class AllGatherRank {
     if (options_.local_register == 2) {
       XCCL_PERF_CHECK(xcclMemAlloc(&recv_, recv_capacity_), ctx_.rank, nullptr, return Fail());
       recv_from_mem_alloc_ = true;
+      if (!buffers_->ReserveHostCopies(recv_capacity_)) return Fail();
     } else {
       recv_ = buffers_->Allocate(recv_capacity_);
     }

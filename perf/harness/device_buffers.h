@@ -33,6 +33,8 @@ class DeviceBuffers {
   // first-touch faults do not land inside a timed loop.
   virtual void* Allocate(size_t bytes) = 0;
   virtual void Release(void* buffer) = 0;
+  // Makes host copies of up to `bytes` possible for memory allocated elsewhere (xcclMemAlloc).
+  virtual bool ReserveHostCopies(size_t bytes) = 0;
 
   // True when the CPU can read and write buffers directly: the checks then work in place
   // instead of through staging copies.

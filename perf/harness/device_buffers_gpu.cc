@@ -56,14 +56,9 @@ class GpuBuffers final : public DeviceBuffers {
     void* buffer = nullptr;
     // gpuMalloc of 0 bytes returns NULL, which the callers read as failure.
     if (!GPU_OK(gpuMalloc(&buffer, bytes > 0 ? bytes : 1))) return nullptr;
-    // The bounce buffer for host copies grows here, before the ranks start collectives:
-    // gpuFreeHost may wait for the whole device.
-    if (bytes > bounce_bytes_) {
-      if (bounce_ != nullptr) (void)gpuFreeHost(bounce_);
-      bounce_ = nullptr;
-      bounce_bytes_ = 0;
-      if (!GPU_OK(gpuMallocHost(&bounce_, bytes))) return nullptr;
-      bounce_bytes_ = bytes;
+    if (!ReserveHostCopies(bytes)) {
+      (void)gpuFree(buffer);
+      return nullptr;
     }
     // Writing it once maps the pages now rather than inside the first timed call.
     if (!GPU_OK(gpuMemsetAsync(buffer, 0, bytes, stream_)) || !Synchronize()) {
@@ -74,6 +69,18 @@ class GpuBuffers final : public DeviceBuffers {
   }
 
   void Release(void* buffer) override { GPU_OK(gpuFree(buffer)); }
+
+  // The bounce buffer for host copies grows here, before the ranks start collectives:
+  // gpuFreeHost may wait for the whole device.
+  bool ReserveHostCopies(size_t bytes) override {
+    if (bytes <= bounce_bytes_) return true;
+    if (bounce_ != nullptr) (void)gpuFreeHost(bounce_);
+    bounce_ = nullptr;
+    bounce_bytes_ = 0;
+    if (!GPU_OK(gpuMallocHost(&bounce_, bytes))) return false;
+    bounce_bytes_ = bytes;
+    return true;
+  }
 
   bool HostAccessible() const override { return false; }
 

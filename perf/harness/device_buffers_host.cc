@@ -30,6 +30,7 @@ class HostBuffers final : public DeviceBuffers {
     return buffer;
   }
   void Release(void* buffer) override { free(buffer); }
+  bool ReserveHostCopies(size_t) override { return true; }
   bool HostAccessible() const override { return true; }
   bool CopyToDevice(void* dst, const void* src, size_t bytes) override {
     memcpy(dst, src, bytes);

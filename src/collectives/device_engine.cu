@@ -98,7 +98,9 @@ gpuError_t PreloadCollectiveKernels() {
 
 }  // namespace
 
-xcclResult_t PlanDeviceWindow(const Params& params, int nranks, WindowGeometry* geometry) {
+xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology,
+                              WindowGeometry* geometry) {
+  const int nranks = topology.nranks;
   const int max_ranks = std::min(kMaxWatchedRanks, PipelineSlots::kMaxRanks);
   if (nranks > max_ranks)
     return Fail(xcclInvalidUsage, "the GPU platforms support at most %d ranks, not %d", max_ranks,
@@ -110,7 +112,8 @@ xcclResult_t PlanDeviceWindow(const Params& params, int nranks, WindowGeometry* 
   g.staging_bytes = LlLayout::RegionBytes(nranks);
   g.inbox_bytes = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
   KernelAllGatherTuning tuning;  // fails here, before any allocation, where the inbox is too small
-  XCCL_TRY(TuneKernelAllGather(params, nranks, g.inbox_bytes, &tuning));
+  XCCL_TRY(TuneKernelAllGather(params, nranks, topology.MostRanksOnOneDevice(), g.inbox_bytes,
+                               &tuning));
   *geometry = g;
   return xcclSuccess;
 }
@@ -123,7 +126,8 @@ xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
                                 std::unique_ptr<DeviceEngine>* out) {
   XCCL_GPU_TRY(PreloadCollectiveKernels());
   KernelAllGatherTuning tuning;
-  XCCL_TRY(TuneKernelAllGather(params, topology.nranks, geometry.inbox_bytes, &tuning));
+  XCCL_TRY(TuneKernelAllGather(params, topology.nranks, topology.MostRanksOnOneDevice(),
+                               geometry.inbox_bytes, &tuning));
   const bool asked_dma = params.allgather_algo == "dma";
   const bool dma = asked_dma && !topology.AnyDeviceShared() && transport.queue_count() > 0;
   // Across nodes the kernels cannot reach the ranks of other nodes: all_gather goes through the

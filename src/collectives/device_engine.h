@@ -39,7 +39,8 @@ class DeviceEngine {
 // The window the device engines carve for `nranks` ranks: control slots with the rings'
 // counters, the LL buffers as the staging area, then an inbox per source from XCCL_WINDOW_BYTES;
 // xcclInvalidUsage beyond the engines' rank limits or for a window too small to tune.
-xcclResult_t PlanDeviceWindow(const Params& params, int nranks, WindowGeometry* geometry);
+xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology,
+                              WindowGeometry* geometry);
 
 // After the transport: loads the kernels, tunes the kernel engine for `geometry` and chooses the
 // all_gather engine, the same on every rank (core/shared_settings.h).

@@ -6,7 +6,8 @@
 
 namespace xccl {
 
-xcclResult_t PlanDeviceWindow(const Params& /*params*/, int /*nranks*/, WindowGeometry* geometry) {
+xcclResult_t PlanDeviceWindow(const Params& /*params*/, const Topology& /*topology*/,
+                              WindowGeometry* geometry) {
   *geometry = WindowGeometry{};
   return xcclSuccess;
 }

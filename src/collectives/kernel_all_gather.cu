@@ -16,14 +16,14 @@ constexpr size_t kSmallCallBytes = 16 * 1024;
 
 }  // namespace
 
-xcclResult_t TuneKernelAllGather(const Params& params, int nranks, size_t inbox_bytes,
-                                 KernelAllGatherTuning* out) {
+xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per_device,
+                                 size_t inbox_bytes, KernelAllGatherTuning* out) {
   KernelAllGatherTuning t;
   // XCCL_ALLGATHER_LANES overrides the automatic count (for measuring the lanes stage).
   t.lanes =
       params.allgather_lanes > 0
           ? static_cast<int>(std::min<int64_t>(params.allgather_lanes, PipelineSlots::kMaxLanes))
-          : PipelineLanes(nranks);
+          : PipelineLanes(nranks, ranks_per_device);
   // The default slot, 512 KiB, makes a chunk's push (about 20 us over NVLink) long against its
   // flag traffic (1-2 us). Halved chunks stay multiples of 256 bytes (16-byte stores, aligned
   // slots) for any multiple of 256 the parameter takes.

@@ -25,8 +25,8 @@ struct KernelAllGatherTuning {
 // lanes (automatic unless XCCL_ALLGATHER_LANES), ring slots of at most XCCL_ALLGATHER_CHUNK_BYTES
 // with at least two per lane where the inbox allows. xcclInvalidUsage where one slot per lane
 // does not fit the inbox.
-xcclResult_t TuneKernelAllGather(const Params& params, int nranks, size_t inbox_bytes,
-                                 KernelAllGatherTuning* out);
+xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per_device,
+                                 size_t inbox_bytes, KernelAllGatherTuning* out);
 
 // Launches the all_gather of `bytes` per rank on `stream`.
 // `view`: this rank's window and the device tables of every peer's (the LL buffers in the

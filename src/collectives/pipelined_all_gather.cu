@@ -175,9 +175,11 @@ gpuError_t PreloadPipelinedAllGather() {
                               reinterpret_cast<const void*>(&PipelinedAllGatherKernel));
 }
 
-int PipelineLanes(int nranks) {
+int PipelineLanes(int nranks, int ranks_per_device) {
   const int peers = std::max(1, nranks - 1);
-  return std::max(1, std::min(16, 16 / peers));
+  if (ranks_per_device <= 1) return std::max(1, std::min(16, 16 / peers));
+  const int resident = 264 / (ranks_per_device * (2 * peers + 1));
+  return std::max(1, std::min({16, 32 / std::max(1, nranks), resident}));
 }
 
 size_t PipelineChunk(size_t bytes, int lanes, size_t chunk_max) {

@@ -91,8 +91,11 @@ struct PipelinedAllGatherArgs {
   char* direct_at[PipelineSlots::kMaxRanks];
 };
 
-// Lanes per peer for a world: about 16 pushing blocks in all, as many copying out.
-int PipelineLanes(int nranks);
+// Lanes per peer for a world: about 16 pushing blocks in all, as many copying out. Where ranks
+// share a device (`ranks_per_device`, the most on one), every rank's blocks must be resident at
+// once (the rings wait across kernels): at most half an H200's 528 blocks of 512 threads go to
+// the device's all_gathers, and within that 32 / nranks lanes (docs/PERF.md, zero-copy).
+int PipelineLanes(int nranks, int ranks_per_device);
 // The chunk size of a call of `bytes` per rank with chunks of at most `chunk_max`.
 size_t PipelineChunk(size_t bytes, int lanes, size_t chunk_max);
 

@@ -26,7 +26,7 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   // The collectives say what they carve of a device window, the transport maps it, and the device
   // engine (GPU builds) runs its kernels over it.
   WindowGeometry geometry;
-  XCCL_TRY(PlanDeviceWindow(params, nranks, &geometry));
+  XCCL_TRY(PlanDeviceWindow(params, comm->topology_, &geometry));
   XCCL_TRY(CreateNodeTransport(comm->bootstrap_.get(), comm->topology_, params, geometry,
                                config.timeout_ms, &comm->transport_));
   XCCL_TRY(CreateDeviceEngine(params, comm->topology_, geometry, *comm->transport_,

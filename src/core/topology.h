@@ -48,6 +48,16 @@ struct Topology {
     for (int r : local_ranks) count += ranks[r].device == ranks[rank].device;
     return count;
   }
+  // The most ranks of this node on one device (the same answer on every rank).
+  int MostRanksOnOneDevice() const {
+    int most = 0;
+    for (int r : local_ranks) {
+      int count = 0;
+      for (int q : local_ranks) count += ranks[q].device == ranks[r].device;
+      most = count > most ? count : most;
+    }
+    return most;
+  }
   // Whether any two ranks of this node share a device (the same answer on every rank).
   bool AnyDeviceShared() const {
     for (int r : local_ranks)
