@@ -171,7 +171,7 @@ const char* xcclGetLastError(xcclComm_t comm);
  * counts"), except that a rank passing 0 takes no part and returns at once, its peers failing at
  * their deadline (xcclTimeout, naming it); on a GPU a mismatch is not detected. On a GPU the
  * blocks go straight into the peers' receive buffers where they can reach them (ranks of one
- * process; other processes when recvbuff lies in a window, xcclCommWindowRegister), else through
+ * process; other processes when recvbuff lies in xcclMemAlloc memory or a window), else through
  * inboxes. With one rank: a copy out of place, nothing in place. */
 xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream);
@@ -179,9 +179,11 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
 /* ---- Memory and registration (zero-copy all_gather, DESIGN.md 5) ----
  * xcclMemAlloc: `size` bytes (> 0) that peers of this node can map: device memory of the
  * calling thread's current device on GPU platforms (IPC-exportable), page-aligned heap memory on
- * the host platform. Not zero-filled. xcclMemFree takes only pointers xcclMemAlloc returned
- * (NULL: nothing to do) and refuses one that still lies in a registered window
- * (xcclInvalidUsage: deregister it first). */
+ * the host platform. Not zero-filled. A peer process maps it when a zero-copy all_gather first
+ * writes into it. xcclMemFree takes only pointers xcclMemAlloc returned (NULL: nothing to do),
+ * refuses one that still lies in a registered window (xcclInvalidUsage: deregister it first),
+ * and has every peer process drop its map before the memory goes (free it only once no call
+ * uses it; on GPUs it waits for the device as cudaFree does). */
 xcclResult_t xcclMemAlloc(void** ptr, size_t size);
 xcclResult_t xcclMemFree(void* ptr);
 
@@ -191,8 +193,8 @@ xcclResult_t xcclMemFree(void* ptr);
  * in a window of this communicator takes the zero-copy engine from peers of other processes too
  * (ranks of one process reach each other's buffers without one). winFlags: XCCL_WIN_DEFAULT.
  * Where one rank's check or mapping fails, every rank's register fails (nothing stays mapped).
- * Deregister is collective too, once no call on the stream still uses the window; afterwards
- * the buffer is an ordinary one (calls on it take the path through the inboxes). */
+ * Every rank deregisters its own window once no call on the stream still uses it (the call does
+ * not wait for the other ranks); afterwards the buffer is ordinary xcclMemAlloc memory. */
 typedef struct xcclWindow* xcclWindow_t;
 #define XCCL_WIN_DEFAULT 0x00
 xcclResult_t xcclCommWindowRegister(xcclComm_t comm, void* buff, size_t size, xcclWindow_t* win,
@@ -200,9 +202,9 @@ xcclResult_t xcclCommWindowRegister(xcclComm_t comm, void* buff, size_t size, xc
 xcclResult_t xcclCommWindowDeregister(xcclComm_t comm, xcclWindow_t win);
 
 /* A local registration (not collective, NCCL semantics): `buff` (size > 0 bytes of device memory
- * on GPU platforms) is exported once and the export kept with *handle. Zero-copy between ranks
- * of one process needs no registration; between processes it needs a window. Deregister takes a
- * handle of this communicator, once. */
+ * on GPU platforms) is exported once and the export kept with *handle. Zero-copy needs none:
+ * ranks of one process reach each other's buffers, and peer processes map xcclMemAlloc memory
+ * on first use. Deregister takes a handle of this communicator, once. */
 xcclResult_t xcclCommRegister(const xcclComm_t comm, void* buff, size_t size, void** handle);
 xcclResult_t xcclCommDeregister(const xcclComm_t comm, void* handle);
 

@@ -107,7 +107,7 @@ class AllGatherRank {
     send_capacity_ = options_.max_bytes / ctx_.nranks;
     // One at a time: after a refused receive buffer, allocating (and filling) the send buffer
     // would only hold the failure up.
-    if (options_.local_register == 2) {
+    if (options_.local_register > 0) {
       XCCL_PERF_CHECK(xcclMemAlloc(&recv_, recv_capacity_), ctx_.rank, nullptr, return Fail());
       recv_from_mem_alloc_ = true;
       if (!buffers_->ReserveHostCopies(recv_capacity_)) return Fail();
@@ -144,11 +144,12 @@ class AllGatherRank {
 
   const char* BuffersName() const {
     return options_.local_register == 2   ? "window (xcclMemAlloc, xcclCommWindowRegister)"
-           : options_.local_register == 1 ? "registered (xcclCommRegister)"
+           : options_.local_register == 1 ? "xcclMemAlloc, registered (xcclCommRegister)"
                                           : "plain";
   }
 
-  // -R 1: both buffers registered locally; -R 2: the receive buffer a window (collective).
+  // -R 1: the receive buffer from xcclMemAlloc and both registered locally (PyTorch's NCCL memory
+  // pool does this); -R 2: the receive buffer from xcclMemAlloc, a window (collective).
   bool RegisterBuffers() {
     if (options_.local_register == 1) {
       void* handle = nullptr;
@@ -388,7 +389,7 @@ class AllGatherRank {
   std::unique_ptr<RunReport> report_;   // rank 0 with -J only
   void* send_ = nullptr;
   void* recv_ = nullptr;
-  bool recv_from_mem_alloc_ = false;  // -R 2: xcclMemAlloc memory, freed after the communicator
+  bool recv_from_mem_alloc_ = false;  // -R 1, 2: xcclMemAlloc memory, freed after the comm
   size_t send_capacity_ = 0;
   size_t recv_capacity_ = 0;
   std::vector<char> send_host_;  // staging, only when the device memory is not host-visible

@@ -213,7 +213,7 @@ if has_stage zerocopy; then
     >"$logs/zc_world1.txt" 2>&1
   # Processes time-slice one GPU without MPS (DESIGN.md 12); the daemon is stopped after.
   if nvidia-cuda-mps-control -d >>"$logs/zc_mps.txt" 2>&1; then
-    for reg in 2 0; do
+    for reg in 2 1 0; do
       timeout 100 "$agp" --np 2 -R "$reg" -b 64M -e 1G -f 2 -n 20 -w 5 --repeats 3 \
         >"$logs/zc_np2_R$reg.txt" 2>&1
     done
@@ -332,7 +332,7 @@ fi
     echo "# world 1 (size: out-of-place algbw GB/s xccl / NCCL, in-place us xccl / NCCL):"
     awk '$1 ~ /^[0-9]+$/ {printf "  %s: %s/%.1f %s/%s\n", $1, $7, ($14 > 0 ? $1 / $14 / 1e3 : 0),
          $10, $17}' "$logs/zc_world1.txt"
-    for reg in 2 0; do
+    for reg in 2 1 0; do
       [ -f "$logs/zc_np2_R$reg.txt" ] || continue
       echo "# 2 processes under MPS, -R $reg, out-of-place us by size:" \
         "$(awk '$1 ~ /^[0-9]+$/ {printf " %dM: %s", $1 / 1048576, $6}' "$logs/zc_np2_R$reg.txt")" \

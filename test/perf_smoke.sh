@@ -36,7 +36,13 @@ refused() {  # expected-status command...: the command must exit with that statu
 }
 # (200000G: beyond a process's address space, refused whatever the overcommit policy)
 refused 1 "$perf/all_gather_perf" -t 2 -b 200000G -e 200000G
-refused 2 "$perf/all_gather_perf" -t 2 -b 1K -e 1K -R 1
+refused 2 "$perf/all_gather_perf" -t 2 -b 1K -e 1K -R 3
+# -R 1 and 2 (xcclMemAlloc memory, registered or a window) run and check their data.
+for reg in 1 2; do
+  out=$("$perf/all_gather_perf" -np 2 -b 1K -e 1M -f 32 -n 2 -w 1 -R $reg 2>&1) ||
+    fail "all_gather_perf -R $reg exited $?: $(tail -3 <<<"$out")"
+  grep -q "Out of bounds values : 0 OK" <<<"$out" || fail "all_gather_perf -R $reg: $out"
+done
 refused 2 "$perf/all_gather_perf" -t 2 -b 1K -e 1K -J /nonexistent-dir/x.json
 # nccl-tests' own flags are taken, -m (calls per timed iteration) shown in the header.
 out=$("$perf/all_gather_perf" -t 2 -b 1K -e 4K -f 2 -o sum -r 0 -p 1 -N 1 -R 0 -C 0 -T 20 -m 4 \

@@ -67,8 +67,8 @@ constexpr Flag kFlags[] = {
     {'p', "parallel_init", Group::kNcclTests, true, "<0/1> ranks always initialise in parallel"},
     {'N', "run_cycles", Group::kNcclTests, true, "<1> one pass over the sizes (only 1)"},
     {'R', "local_register", Group::kNcclTests, true,
-     "<0/1/2> buffers: 0 plain, 1 registered (xcclCommRegister), 2 a window on xcclMemAlloc "
-     "memory (zero-copy across processes)"},
+     "<0/1/2> buffers: 0 plain, 1 the receive buffer from xcclMemAlloc and both registered "
+     "(xcclCommRegister), 2 the receive buffer a window in xcclMemAlloc memory"},
     {'C', "report_cputime", Group::kNcclTests, true, "<0> the device's time (only 0)"},
     {'h', "help", Group::kAlways, false, ""},
 };

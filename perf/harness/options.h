@@ -39,8 +39,8 @@ struct Options {
   int agg_iters = 1;
   // nccl-tests' -T: every wait's deadline in seconds (sets XCCL_TIMEOUT_MS); 0 leaves it be.
   int timeout_s = 0;
-  // nccl-tests' -R: 0 plain buffers, 1 each registered (xcclCommRegister), 2 the receive buffer a
-  // window in xcclMemAlloc memory (xcclCommWindowRegister).
+  // nccl-tests' -R: 0 plain buffers, 1 the receive buffer from xcclMemAlloc and both registered
+  // (xcclCommRegister), 2 the receive buffer a window in xcclMemAlloc memory.
   int local_register = 0;
   // -J: where to write every row as JSON; empty for none.
   std::string json_path;

@@ -6,6 +6,7 @@
 #include "core/params.h"
 #include "core/shared_settings.h"
 #include "platform/runtime.h"
+#include "transport/peer_imports.h"
 
 namespace xccl {
 
@@ -23,6 +24,10 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   // The shared settings first: the grouping into nodes depends on one of them.
   XCCL_TRY(RequireSharedSettings(comm->bootstrap_.get(), params));
   XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, params, &comm->topology_));
+  // Peers of other processes on this node may ask this process to map their xcclMemAlloc
+  // memory (zero-copy all_gather); GPU builds only, where such a map can exist.
+  if (comm->topology_.AnyPeerInOtherProcess() && std::string(PlatformName()) != "host")
+    XCCL_TRY(StartImportService());
   // The collectives say what they carve of a device window, the transport maps it, and the device
   // engine (GPU builds) runs its kernels over it.
   WindowGeometry geometry;

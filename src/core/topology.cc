@@ -20,8 +20,6 @@
 
 namespace xccl {
 
-namespace {
-
 // One random token per process, so that ranks in one process recognise each other. A child
 // forked after the parent made communicators must not inherit the parent's token (it would
 // take its peers for threads of its own process), so the token is drawn again when the pid
@@ -39,7 +37,7 @@ uint64_t ProcessToken() {
   return token;
 }
 
-}  // namespace
+namespace {}  // namespace
 
 RankInfo DescribeThisRank(int device, const std::string& hostid) {
   RankInfo info;

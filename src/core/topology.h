@@ -24,6 +24,9 @@ struct RankInfo {
                            // processes that reuse a pid in another namespace
 };
 
+// This process's token (RankInfo::process_token), drawn again after a fork.
+uint64_t ProcessToken();
+
 struct Topology {
   int rank = 0;
   int nranks = 0;
@@ -47,6 +50,12 @@ struct Topology {
     int count = 0;
     for (int r : local_ranks) count += ranks[r].device == ranks[rank].device;
     return count;
+  }
+  // Whether a rank of this node runs in another process.
+  bool AnyPeerInOtherProcess() const {
+    for (int r : local_ranks)
+      if (!SameProcess(r)) return true;
+    return false;
   }
   // The most ranks of this node on one device (the same answer on every rank).
   int MostRanksOnOneDevice() const {

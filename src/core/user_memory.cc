@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "platform/shareable_memory.h"
+#include "transport/peer_imports.h"
 
 namespace xccl {
 
@@ -70,6 +71,7 @@ xcclResult_t FreeUserMemory(void* ptr) {
     a = it->second.allocation;
     r.by_base.erase(it);
   }
+  ReleasePeerImports(a.serial);  // before the memory goes: no peer keeps a map of it
   FreeShareable(a.device, a.base);
   return xcclSuccess;
 }

@@ -105,6 +105,35 @@ TEST_P(GpuZeroCopyTest, FreedAndReallocatedWindowsAndDeregisteredBuffers) {
   });
 }
 
+// xcclMemAlloc memory without a window: peer processes map it on first use and drop the map when
+// it is freed; a new allocation (often at the freed one's address) must be mapped anew. Some
+// ranks use such memory, others plain buffers, differently each round.
+TEST_P(GpuZeroCopyTest, MemAllocBuffersWithoutAWindowFreedAndReallocated) {
+  Run([](RankContext& ctx) {
+    constexpr size_t kTotal = size_t(6) << 20;
+    Stream stream;
+    if (!stream.Create(ctx)) return;
+    std::mt19937_64 rng(ctx.seed);
+    uint64_t call = 0;
+    for (int round = 0; round < 6 && ctx.failures.empty(); ++round) {
+      const bool mine = ((rng() >> ctx.rank) & 1) != 0 || round == 0;
+      void* mem = nullptr;
+      if (mine && !XCCL_OK(ctx, xcclMemAlloc(&mem, kTotal + 4096))) return;
+      DeviceBuffer plain;
+      if (!mine && !plain.Allocate(ctx, kTotal + 4096)) return;
+      unsigned char* area = mine ? static_cast<unsigned char*>(mem) : plain.get();
+      for (int i = 0; i < 4; ++i, ++call) {
+        const int dtype = static_cast<int>(rng() % xcclNumTypes);
+        CheckedAllGatherInto(ctx, stream, area, RandomCount(rng, dtype, kTotal, ctx.nranks), dtype,
+                             i % 2 == 1, (i * 16) % 64, call);
+      }
+      GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
+      if (!HostBarrier(ctx, 0, round)) return;
+      if (mine) XCCL_OK(ctx, xcclMemFree(mem));
+    }
+  });
+}
+
 TEST_P(GpuZeroCopyTest, ThousandBackToBackCallsInAWindowWithHeldRank) {
   Run([](RankContext& ctx) {
     constexpr int kCalls = 1000;

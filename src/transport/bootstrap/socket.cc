@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -116,6 +117,7 @@ std::string FormatAddress(const sockaddr_storage& addr) {
 socklen_t AddressLength(const sockaddr_storage& addr) {
   if (addr.ss_family == AF_INET) return sizeof(sockaddr_in);
   if (addr.ss_family == AF_INET6) return sizeof(sockaddr_in6);
+  if (addr.ss_family == AF_UNIX) return sizeof(sockaddr_un);
   return sizeof(sockaddr_storage);
 }
 

@@ -207,10 +207,24 @@ void ShmTransport::CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) {
   uint32_t* mine = windows_.slots(topology_.rank);
   __atomic_store_n(&mine[ControlLayout::kRecvClosed], epoch, __ATOMIC_SEQ_CST);
   // Copies already running end within one piece (they also stop at the failure this rank
-  // announced); a writer that died mid-copy never leaves, hence the deadline.
+  // announced). A writer that died mid-copy never leaves: once a peer process of this node is
+  // seen dead, the live writers get a grace of kDeadWriterGraceMs, and its count is left behind.
+  constexpr int64_t kDeadWriterGraceMs = 100, kLookIntervalMs = 2;
+  Deadline grace = Deadline::Never(), next_look(kLookIntervalMs);
   while (__atomic_load_n(&mine[ControlLayout::kRecvWriters], __ATOMIC_SEQ_CST) != 0 &&
-         !deadline.Expired())
+         !deadline.Expired() && !grace.Expired()) {
+    if (grace.end() == Deadline::Never().end() && next_look.Expired()) {
+      if (AnyPeerProcessDied()) grace = Deadline(kDeadWriterGraceMs);
+      next_look = Deadline(kLookIntervalMs);
+    }
     sched_yield();
+  }
+}
+
+bool ShmTransport::AnyPeerProcessDied() const {
+  for (int r : topology_.local_ranks)
+    if (!topology_.SameProcess(r) && !ProcessAlive(topology_.ranks[r].pid)) return true;
+  return false;
 }
 
 xcclResult_t ShmTransport::PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset,

@@ -138,6 +138,8 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   std::function<xcclResult_t(PlatformFailure*)> StopCheck(int peer);
   bool AbortedOrAnnounced(int peer, const char* doing, PlatformFailure* failure) const;
   bool AnnouncedFailure(PlatformFailure* failure) const;
+  // Whether a rank of this node in another process is gone (dead or a zombie).
+  bool AnyPeerProcessDied() const;
   xcclResult_t ProbePeers(Bootstrap* bootstrap);
   static void InitSlots(uint32_t* slots, size_t count, void* self);
 
