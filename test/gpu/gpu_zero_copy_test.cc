@@ -130,6 +130,9 @@ TEST_P(GpuZeroCopyTest, MemAllocBuffersWithoutAWindowFreedAndReallocated) {
       GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
       if (!HostBarrier(ctx, 0, round)) return;
       if (mine) XCCL_OK(ctx, xcclMemFree(mem));
+      // Freeing waits for the whole device: no rank enqueues the next round's calls before
+      // every rank's free has returned.
+      if (!HostBarrier(ctx, 1, round)) return;
     }
   });
 }
