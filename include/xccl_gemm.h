@@ -1,10 +1,11 @@
 /*
- * xccl GEMM plugin ABI (version 1).
+ * xccl GEMM plugin ABI (versions 1 and 2).
  *
  * ag_gemm does not own a GEMM: it calls a plugin, once per band of rows (or, through the
  * optional tile-wait entry, run() for its own rows and one tile-wait launch per peer source). A
- * plugin is a shared library libxccl-gemm-<name>.so that exports one symbol,
- * XCCL_GEMM_PLUGIN_SYMBOL_V1, of type xcclGemmPlugin_v1_t; a caller may also hand xccl such a
+ * plugin is a shared library libxccl-gemm-<name>.so that exports XCCL_GEMM_PLUGIN_SYMBOL_V2 (or,
+ * built for version 1, XCCL_GEMM_PLUGIN_SYMBOL_V1), of type xcclGemmPlugin_v2_t (the same
+ * layout as xcclGemmPlugin_v1_t); a caller may also hand xccl such a
  * struct directly. Like NCCL's net and tuner plugins the struct is versioned: its first two fields
  * (abi_version, struct_size) never move in any version, so a loader reads them first and refuses an
  * older or newer plugin with a message instead of calling through a pointer it misreads.
@@ -19,6 +20,21 @@
  * Input types: xcclBfloat16 or xcclFloat16 (a_type == b_type), or xcclFloat8e4m3 (OCP e4m3:
  * bias 7, no infinities, S.1111.111 is NaN, largest finite 448) with per-token A scales and
  * per-channel B scales in fp32 (xcclGemmScalePtpc). Output: xcclBfloat16 or xcclFloat16.
+ *
+ * Block scales (xcclGemmScaleBlock128, ABI version 2; DeepSeek-V3's format, as vLLM's
+ * column-major per_token_group_quant_fp8 and DeepGEMM hand it over): e4m3 A and B; K is cut
+ * into KB = ceil(k / 128) blocks of 128 (the last one may be shorter); A's scales are fp32
+ * [KB][a_scale_ld], row i's scale for K block kb at a_scale[kb * a_scale_ld + i] (m contiguous,
+ * a_scale_ld >= m); B's are fp32 [ceil(n / 128)][KB] row-major (DeepSeek's weight_scale_inv),
+ * column j's for K block kb at b_scale[(j / 128) * KB + kb]. Then
+ *   C[i][j] = sum over kb of (P(i, j, kb) * a_scale[kb * a_scale_ld + i]) * b_scale[(j / 128) *
+ *             KB + kb],  P(i, j, kb) = sum over l in [128 kb, min(k, 128 kb + 128)) of
+ *             A[i][l] * B[j][l],
+ * every partial sum P in fp32 in l order, each product by a scale and each sum over kb in fp32.
+ * For example with k = 300 (KB = 3) and a_scale_ld = 512, row 7's scale for K elements 256-299
+ * is a_scale[2 * 512 + 7] and column 130's is b_scale[1 * 3 + 2]. A band [row_begin, row_end)
+ * reads its rows' scales at a_scale[kb * a_scale_ld + i] for i in the band (never at
+ * a_scale + row_begin, the ptpc arithmetic).
  *
  * Device-synchronising calls. Where ranks share a GPU in one process, a call that waits for the
  * whole device (cudaFree/hipFree, cudaFreeHost, cudaMalloc, pinned allocation or registration,
@@ -45,14 +61,20 @@ extern "C" {
 #endif
 
 #define XCCL_GEMM_PLUGIN_ABI_V1 1u
-/* The symbol a plugin library exports, and the library name the loader builds from a name. */
+/* Version 2: the same entries, and problems may carry xcclGemmScaleBlock128 and a_scale_ld. A
+ * version 1 plugin still loads and serves the other modes; xccl refuses it for block scales. */
+#define XCCL_GEMM_PLUGIN_ABI_V2 2u
+/* The symbols a plugin library exports (the loader takes the newest it finds; a plugin may
+ * export both, for older xccl builds), and the library name the loader builds from a name. */
 #define XCCL_GEMM_PLUGIN_SYMBOL_V1 "xcclGemmPlugin_v1"
+#define XCCL_GEMM_PLUGIN_SYMBOL_V2 "xcclGemmPlugin_v2"
 #define XCCL_GEMM_PLUGIN_LIB_PREFIX "libxccl-gemm-"
 #define XCCL_GEMM_PLUGIN_LIB_SUFFIX ".so"
 
 typedef enum {
   xcclGemmScaleNone = 0, /* C = A @ B^T; a_scale and b_scale are ignored (may be NULL) */
   xcclGemmScalePtpc = 1, /* per-token a_scale[m] and per-channel b_scale[n], fp32 */
+  xcclGemmScaleBlock128 = 2, /* ABI version 2: 1x128 A and 128x128 B block scales (above) */
   /* Not a mode. Makes every int a value of the enum in C++, so that a plugin may check a bad
    * value (xcclDataTypeMaxEnum in xccl.h says why). */
   xcclGemmScaleModeMaxEnum = 0x7fffffff
@@ -69,8 +91,10 @@ typedef struct {
   const void* a;         /* [m][lda] */
   const void* b;         /* [n][ldb] */
   void* c;               /* [m][ldc] */
-  const float* a_scale;  /* [m], ptpc only */
-  const float* b_scale;  /* [n], ptpc only */
+  const float* a_scale;  /* ptpc: [m]; blockscale: [ceil(k/128)][a_scale_ld] */
+  const float* b_scale;  /* ptpc: [n]; blockscale: [ceil(n/128)][ceil(k/128)] */
+  /* Version 2 (after every version 1 field, so a version 1 plugin reads the same struct): */
+  int64_t a_scale_ld; /* blockscale: elements between K blocks of a_scale, >= m; else 0 */
 } xcclGemmProblem;
 
 /* The rows of C one run() call computes: [row_begin, row_end), 0 <= row_begin <= row_end <= m,
@@ -108,7 +132,7 @@ typedef struct {
  * ctx unless the plugin says otherwise. */
 typedef struct xcclGemmPlugin_v1 {
   /* Never move, in any version: the loader reads these two before anything else. */
-  uint32_t abi_version; /* XCCL_GEMM_PLUGIN_ABI_V1 */
+  uint32_t abi_version; /* XCCL_GEMM_PLUGIN_ABI_V1, or _V2 under XCCL_GEMM_PLUGIN_SYMBOL_V2 */
   size_t struct_size;   /* sizeof(xcclGemmPlugin_v1_t) as the plugin was built */
 
   const char* name; /* short, e.g. "reference"; shown in logs and errors */
@@ -133,6 +157,9 @@ typedef struct xcclGemmPlugin_v1 {
   xcclResult_t (*run_tile_wait)(void* ctx, const xcclGemmProblem* problem,
                                 const xcclGemmTileWait* wait, void* stream);
 } xcclGemmPlugin_v1_t;
+
+/* Version 2 keeps version 1's entries (its problems may carry block scales). */
+typedef xcclGemmPlugin_v1_t xcclGemmPlugin_v2_t;
 
 #ifdef __cplusplus
 }

@@ -42,16 +42,16 @@ xcclResult_t ValidateGemmPlugin(const xcclGemmPlugin_v1_t* plugin, const char* w
   // Only the two fields that never move are read until the version is known to be ours.
   const uint32_t version = plugin->abi_version;
   const size_t size = plugin->struct_size;
-  if (version > XCCL_GEMM_PLUGIN_ABI_V1)
+  if (version > XCCL_GEMM_PLUGIN_ABI_V2)
     return Fail(xcclInvalidUsage,
                 "GEMM plugin (%s): ABI version %u is newer than this xccl supports (%u); use a "
                 "plugin built against this xccl's xccl_gemm.h, or a newer xccl",
-                where, version, XCCL_GEMM_PLUGIN_ABI_V1);
-  if (version != XCCL_GEMM_PLUGIN_ABI_V1)
+                where, version, XCCL_GEMM_PLUGIN_ABI_V2);
+  if (version != XCCL_GEMM_PLUGIN_ABI_V1 && version != XCCL_GEMM_PLUGIN_ABI_V2)
     return Fail(xcclInvalidUsage,
                 "GEMM plugin (%s): ABI version %u is not a known version (this xccl supports "
-                "%u); an uninitialised struct or a pre-release plugin",
-                where, version, XCCL_GEMM_PLUGIN_ABI_V1);
+                "1 and %u); an uninitialised struct or a pre-release plugin",
+                where, version, XCCL_GEMM_PLUGIN_ABI_V2);
   // A larger struct of the same version has trailing fields this xccl does not know: ignored.
   // A smaller one would have us read past its end.
   if (size < sizeof(xcclGemmPlugin_v1_t))
@@ -78,6 +78,16 @@ xcclResult_t ValidateGemmPlugin(const xcclGemmPlugin_v1_t* plugin, const char* w
   }
   *out = api;
   return xcclSuccess;
+}
+
+xcclResult_t GemmPlugin::CheckScaleMode(xcclGemmScaleMode_t mode) const {
+  if (mode != xcclGemmScaleBlock128 || api_.abi_version >= XCCL_GEMM_PLUGIN_ABI_V2)
+    return xcclSuccess;
+  return Fail(xcclInvalidUsage,
+              "GEMM plugin '%s' (%s) is built for ABI version %u, which has no block scales: "
+              "scale mode blockscale (xcclGemmScaleBlock128) needs a version %u plugin; its "
+              "ptpc and unscaled modes still serve",
+              api_.name, origin_.c_str(), api_.abi_version, XCCL_GEMM_PLUGIN_ABI_V2);
 }
 
 GemmPlugin::~GemmPlugin() {
@@ -150,23 +160,26 @@ xcclResult_t GemmPlugin::Load(const std::string& spec_in, std::unique_ptr<GemmPl
   p->origin_ = origin;
 
   dlerror();
-  void* sym = dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1);
+  // The newest version this xccl knows first: a plugin may export several.
+  void* sym = dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V2);
+  if (sym == nullptr) sym = dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1);
   if (sym == nullptr) {
     // Name the newer version it does export, so the message says "too new", not "broken".
-    for (int v = 9; v >= 2; --v) {
+    for (int v = 9; v >= 3; --v) {
       const std::string newer = "xcclGemmPlugin_v" + std::to_string(v);
       if (dlsym(handle, newer.c_str()) != nullptr)
         return Fail(xcclInvalidUsage,
                     "GEMM plugin %s exports only %s, newer than this xccl's ABI version %u (%s)",
-                    file.c_str(), newer.c_str(), XCCL_GEMM_PLUGIN_ABI_V1,
-                    XCCL_GEMM_PLUGIN_SYMBOL_V1);
+                    file.c_str(), newer.c_str(), XCCL_GEMM_PLUGIN_ABI_V2,
+                    XCCL_GEMM_PLUGIN_SYMBOL_V2);
     }
-    return Fail(xcclInvalidUsage, "%s is not an xccl GEMM plugin: it exports no %s symbol",
-                file.c_str(), XCCL_GEMM_PLUGIN_SYMBOL_V1);
+    return Fail(xcclInvalidUsage, "%s is not an xccl GEMM plugin: it exports no %s or %s symbol",
+                file.c_str(), XCCL_GEMM_PLUGIN_SYMBOL_V2, XCCL_GEMM_PLUGIN_SYMBOL_V1);
   }
   XCCL_TRY(
       ValidateGemmPlugin(static_cast<const xcclGemmPlugin_v1_t*>(sym), file.c_str(), &p->api_));
-  XCCL_INFO(kLogInit, "GEMM plugin '%s' loaded from %s (%s)%s", p->api_.name, file.c_str(), from,
+  XCCL_INFO(kLogInit, "GEMM plugin '%s' (ABI version %u) loaded from %s (%s)%s", p->api_.name,
+            p->api_.abi_version, file.c_str(), from,
             p->api_.run_tile_wait ? ", with tile-wait" : "");
   *out = std::move(p);
   return xcclSuccess;

@@ -19,11 +19,15 @@ class GemmPlugin {
   GemmPlugin(const GemmPlugin&) = delete;
   GemmPlugin& operator=(const GemmPlugin&) = delete;
 
-  // The version 1 entries, copied out of the plugin's struct.
+  // The entries (the same in versions 1 and 2), copied out of the plugin's struct; abi_version
+  // says which version it was built for.
   const xcclGemmPlugin_v1_t& api() const { return api_; }
   const char* name() const { return api_.name; }
   // Where it came from: the library path dlopen resolved, or "caller struct".
   const std::string& origin() const { return origin_; }
+  // xcclInvalidUsage naming the plugin and the mode where its ABI version cannot carry `mode`
+  // (block scales need version 2); xcclSuccess otherwise.
+  xcclResult_t CheckScaleMode(xcclGemmScaleMode_t mode) const;
 
   // Validates a struct the caller passes in (not copied into until it is valid).
   static xcclResult_t FromStruct(const xcclGemmPlugin_v1_t* plugin,

@@ -53,7 +53,7 @@ TEST(GemmPluginLoaderTest, RefusesWrongAbiVersion) {
   struct Case {
     uint32_t version;
     const char* says;
-  } cases[] = {{2, "newer"}, {0xFFFFFFFFu, "newer"}, {0, "not a known version"}};
+  } cases[] = {{3, "newer"}, {0xFFFFFFFFu, "newer"}, {0, "not a known version"}};
   for (const Case& c : cases) {
     xcclGemmPlugin_v1_t fake = ValidFake();
     fake.abi_version = c.version;
@@ -140,20 +140,50 @@ TEST(GemmPluginLoaderTest, RefusesLibraryWithoutPluginSymbol) {
   if (path.find('/') == std::string::npos) GTEST_SKIP() << "libc has no path: " << path;
   std::unique_ptr<GemmPlugin> plugin;
   ClearThreadLastError();
-  ExpectRefused(GemmPlugin::Load(path, &plugin), xcclInvalidUsage,
-                {"is not an xccl GEMM plugin", XCCL_GEMM_PLUGIN_SYMBOL_V1});
+  ExpectRefused(
+      GemmPlugin::Load(path, &plugin), xcclInvalidUsage,
+      {"is not an xccl GEMM plugin", XCCL_GEMM_PLUGIN_SYMBOL_V2, XCCL_GEMM_PLUGIN_SYMBOL_V1});
   EXPECT_EQ(plugin, nullptr);
 }
 
-// A library built for a newer ABI (it exports only xcclGemmPlugin_v2) is refused as too new,
+// A library built for a newer ABI (it exports only xcclGemmPlugin_v3) is refused as too new,
 // naming the symbol it has and the version this xccl speaks, without being called.
 TEST(GemmPluginLoaderTest, RefusesANewerAbiLibrary) {
   std::unique_ptr<GemmPlugin> plugin;
   ClearThreadLastError();
   ExpectRefused(
       GemmPlugin::Load(XCCL_TEST_FUTURE_PLUGIN_PATH, &plugin), xcclInvalidUsage,
-      {"exports only xcclGemmPlugin_v2", "newer than this xccl", XCCL_GEMM_PLUGIN_SYMBOL_V1});
+      {"exports only xcclGemmPlugin_v3", "newer than this xccl", XCCL_GEMM_PLUGIN_SYMBOL_V2});
   EXPECT_EQ(plugin, nullptr);
+}
+
+// Block scales need ABI version 2: a version 1 plugin still loads and serves ptpc and the
+// unscaled modes, and is refused for block scales naming the plugin and the mode.
+TEST(GemmPluginLoaderTest, VersionOnePluginIsRefusedForBlockScalesOnly) {
+  const xcclGemmPlugin_v1_t v1 = ValidFake();
+  std::unique_ptr<GemmPlugin> plugin;
+  ASSERT_EQ(GemmPlugin::FromStruct(&v1, &plugin), xcclSuccess) << ThreadLastError();
+  EXPECT_EQ(plugin->CheckScaleMode(xcclGemmScaleNone), xcclSuccess);
+  EXPECT_EQ(plugin->CheckScaleMode(xcclGemmScalePtpc), xcclSuccess);
+  ClearThreadLastError();
+  ExpectRefused(plugin->CheckScaleMode(xcclGemmScaleBlock128), xcclInvalidUsage,
+                {"'fake'", "ABI version 1", "blockscale", "xcclGemmScaleBlock128"});
+  xcclGemmPlugin_v2_t v2 = ValidFake();
+  v2.abi_version = XCCL_GEMM_PLUGIN_ABI_V2;
+  ASSERT_EQ(GemmPlugin::FromStruct(&v2, &plugin), xcclSuccess) << ThreadLastError();
+  EXPECT_EQ(plugin->CheckScaleMode(xcclGemmScaleBlock128), xcclSuccess) << ThreadLastError();
+}
+
+// The built reference plugin exports both versions; the loader takes version 2.
+TEST(GemmPluginLoaderTest, ReferenceLoadsAsVersionTwo) {
+#ifndef XCCL_GEMM_REFERENCE_PATH
+  GTEST_SKIP() << "the reference plugin is not built";
+#else
+  std::unique_ptr<GemmPlugin> plugin;
+  ASSERT_EQ(GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, &plugin), xcclSuccess) << ThreadLastError();
+  EXPECT_EQ(plugin->api().abi_version, XCCL_GEMM_PLUGIN_ABI_V2);
+  EXPECT_EQ(plugin->CheckScaleMode(xcclGemmScaleBlock128), xcclSuccess);
+#endif
 }
 
 // Restores the process's parameters however the test ends.

@@ -52,9 +52,14 @@ xcclResult_t Supports(void* ctx, const xcclGemmProblem* p) {
   if (ctx == nullptr || p == nullptr) return xcclInvalidArgument;
   if (!IsInput(p->a_type) || p->b_type != p->a_type) return xcclInvalidArgument;
   if (p->c_type != xcclBfloat16 && p->c_type != xcclFloat16) return xcclInvalidArgument;
-  if (p->scale_mode != xcclGemmScaleNone && p->scale_mode != xcclGemmScalePtpc)
+  if (p->scale_mode != xcclGemmScaleNone && p->scale_mode != xcclGemmScalePtpc &&
+      p->scale_mode != xcclGemmScaleBlock128)
     return xcclInvalidArgument;
   if (p->m < 0 || p->n < 0 || p->k < 0) return xcclInvalidArgument;
+  // Block scales come with fp8 operands, and A's scale tile must hold every row.
+  if (p->scale_mode == xcclGemmScaleBlock128 &&
+      (p->a_type != xcclFloat8e4m3 || p->a_scale_ld < p->m))
+    return xcclInvalidArgument;
   if (p->lda < p->k || p->ldb < p->k || p->ldc < p->n) return xcclInvalidArgument;
   return xcclSuccess;
 }
@@ -67,9 +72,9 @@ xcclResult_t Run(void* ctx, const xcclGemmProblem* p, const xcclGemmBand* band, 
   if (band->row_begin < 0 || band->row_begin > band->row_end || band->row_end > p->m)
     return xcclInvalidArgument;
   if (band->row_begin == band->row_end || p->n == 0) return xcclSuccess;
-  const bool ptpc = p->scale_mode == xcclGemmScalePtpc;
+  const bool scaled = p->scale_mode != xcclGemmScaleNone;
   if (p->c == nullptr || (p->k > 0 && (p->a == nullptr || p->b == nullptr)) ||
-      (ptpc && (p->a_scale == nullptr || p->b_scale == nullptr)))
+      (scaled && (p->a_scale == nullptr || p->b_scale == nullptr)))
     return xcclInvalidArgument;
 #if defined(XCCL_REFERENCE_GPU)
   if (ReferenceIsDeviceMemory(p->c)) return ReferenceRunOnDevice(p, band, stream);
@@ -98,17 +103,28 @@ xcclResult_t RunTileWait(void* ctx, const xcclGemmProblem* p, const xcclGemmTile
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const xcclGemmPlugin_v1_t xcclGemmPlugin_v1 = {
-    XCCL_GEMM_PLUGIN_ABI_V1,
-    sizeof(xcclGemmPlugin_v1_t),
-    "reference",
-    Init,
-    Finalize,
-    Supports,
-    Run,
 #if defined(XCCL_REFERENCE_GPU)
-    RunTileWait,
+#define XCCL_REFERENCE_TILE_WAIT RunTileWait
 #else
-    nullptr,  // run_tile_wait: the host build lets the op wait per band
+#define XCCL_REFERENCE_TILE_WAIT nullptr  // the host build lets the op wait per band
 #endif
-};
+
+// Version 2 (block scales) for this xccl, and version 1 for builds that know only that one.
+extern "C" __attribute__((visibility("default")))
+const xcclGemmPlugin_v2_t xcclGemmPlugin_v2 = {XCCL_GEMM_PLUGIN_ABI_V2,
+                                               sizeof(xcclGemmPlugin_v2_t),
+                                               "reference",
+                                               Init,
+                                               Finalize,
+                                               Supports,
+                                               Run,
+                                               XCCL_REFERENCE_TILE_WAIT};
+extern "C" __attribute__((visibility("default")))
+const xcclGemmPlugin_v1_t xcclGemmPlugin_v1 = {XCCL_GEMM_PLUGIN_ABI_V1,
+                                               sizeof(xcclGemmPlugin_v1_t),
+                                               "reference",
+                                               Init,
+                                               Finalize,
+                                               Supports,
+                                               Run,
+                                               XCCL_REFERENCE_TILE_WAIT};

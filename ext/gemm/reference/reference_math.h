@@ -130,14 +130,40 @@ XREF_HD inline float Load(const void* base, xcclDataType_t type, int64_t index) 
   }
 }
 
+// The fp32 sum of A[i][l] * B[j][l] over l in [begin, end), in l order.
+XREF_HD inline float DotRange(const xcclGemmProblem& p, int64_t i, int64_t j, int64_t begin,
+                              int64_t end) {
+  float acc = 0.0f;
+  for (int64_t l = begin; l < end; ++l)
+    acc = Add(acc, Mul(Load(p.a, p.a_type, i * p.lda + l), Load(p.b, p.b_type, j * p.ldb + l)));
+  return acc;
+}
+
+// Block scales (xccl_gemm.h): per 128-wide K block the partial sum times row i's and column
+// j's scales, summed over the blocks in order.
+XREF_HD inline float BlockScaledElement(const xcclGemmProblem& p, int64_t i, int64_t j) {
+  const int64_t blocks = (p.k + 127) / 128;
+  float acc = 0.0f;
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    const int64_t end = p.k < 128 * kb + 128 ? p.k : 128 * kb + 128;
+    const float part = DotRange(p, i, j, 128 * kb, end);
+    acc = Add(acc,
+              Mul(Mul(part, p.a_scale[kb * p.a_scale_ld + i]), p.b_scale[(j / 128) * blocks + kb]));
+  }
+  return acc;
+}
+
 // C[i][j] of the problem, as stored (bf16 or fp16 bits).
 XREF_HD inline uint16_t OutputElement(const xcclGemmProblem& p, int64_t i, int64_t j) {
   // fp32 accumulation in k order: the same sum whatever the band, so bands are byte-identical
   // to one full run.
-  float acc = 0.0f;
-  for (int64_t l = 0; l < p.k; ++l)
-    acc = Add(acc, Mul(Load(p.a, p.a_type, i * p.lda + l), Load(p.b, p.b_type, j * p.ldb + l)));
-  if (p.scale_mode == xcclGemmScalePtpc) acc = Mul(Mul(acc, p.a_scale[i]), p.b_scale[j]);
+  float acc;
+  if (p.scale_mode == xcclGemmScaleBlock128) {
+    acc = BlockScaledElement(p, i, j);
+  } else {
+    acc = DotRange(p, i, j, 0, p.k);
+    if (p.scale_mode == xcclGemmScalePtpc) acc = Mul(Mul(acc, p.a_scale[i]), p.b_scale[j]);
+  }
   return p.c_type == xcclBfloat16 ? EncodeBf16(acc) : EncodeFp16(acc);
 }
 
