@@ -15,6 +15,7 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/repeat_limiter.h"
 #include "core/topology.h"
 #include "platform/shareable_memory.h"
 #include "transport/bootstrap/socket.h"
@@ -143,11 +144,15 @@ char* PeerAddressOf(const UserAllocation& allocation, uint64_t peer_token, int p
       Ask(peer_token, request, Deadline(timeout_ms), &reply)) {
     base = reinterpret_cast<char*>(static_cast<uintptr_t>(reply.base));
   } else {
-    XCCL_WARN(kLogAll,
-              "zero-copy: a peer process (token %016llx) did not map allocation %llu: its blocks "
-              "go through the inboxes",
-              static_cast<unsigned long long>(peer_token),
-              static_cast<unsigned long long>(allocation.serial));
+    static RepeatLimiter refusals;
+    uint64_t dropped = 0;
+    if (refusals.Admit(&dropped))
+      XCCL_WARN(kLogAll,
+                "zero-copy: a peer process (token %016llx) did not map allocation %llu: its "
+                "blocks go through the inboxes (%llu more such since the last line)",
+                static_cast<unsigned long long>(peer_token),
+                static_cast<unsigned long long>(allocation.serial),
+                static_cast<unsigned long long>(dropped));
   }
   std::lock_guard<std::mutex> lock(c.mutex);
   c.at[key] = base;

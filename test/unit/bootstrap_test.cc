@@ -3,11 +3,15 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <random>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/params.h"
 #include "transport/bootstrap/bootstrap_wire.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/bootstrap/unique_id.h"
@@ -381,6 +386,65 @@ TEST(BootstrapRoot, SurvivesHostileClientsWhileRanksJoin) {
   EXPECT_EQ(xcclSuccess, late[0].init) << late[0].error;
   EXPECT_LT(ElapsedMs(late_start), 3000);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(xcclSuccess, early[r].init) << early[r].error;
+}
+
+// A 30,000-connection flood of garbage at the root while two ranks join (issue 22): init
+// succeeds and the log holds a few lines about it, not one per connection. In a child process,
+// whose log goes to a file of its own.
+TEST(BootstrapRoot, GarbageFloodLeavesAFewLinesAndInitSucceeds) {
+  const std::string pattern = "/tmp/xccl-flood-test-%p.log";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Params params = GetParams();
+    params.debug_file = pattern;
+    SetParamsForTesting(params);
+    xcclUniqueId id;
+    if (Bootstrap::CreateUniqueId(&id) != xcclSuccess) _exit(2);
+    const RootTarget root = Target(id);
+    std::atomic<int> sent{0};
+    std::vector<std::thread> flood;
+    for (int t = 0; t < 3; ++t) {
+      flood.emplace_back([&] {
+        const uint8_t garbage[16] = {'G', 'A', 'R', 'B', 'A', 'G', 'E'};
+        while (sent.fetch_add(1) < 30000) {
+          Socket s;
+          if (!Socket::Connect(root.addr, Deadline(2000), &s).ok()) continue;
+          (void)s.SendAll(garbage, sizeof(garbage), Deadline(1000));
+          // Reset on close: no TIME_WAIT, so 30,000 connections do not run out of ports.
+          const linger reset{1, 0};
+          setsockopt(s.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+        }
+      });
+    }
+    // Rank 0 joins during the flood and waits at the root; rank 1 once the flood is over, so
+    // that every connection meets a root still serving the rendezvous.
+    std::vector<RankOutcome> first;
+    std::thread early([&] { first = RunRanks(id, {{0, 2, 60000, 300}}); });
+    for (auto& t : flood) t.join();
+    const auto second = RunRanks(id, {{1, 2, 60000}});
+    early.join();
+    for (const RankOutcome& o : {first[0], second[0]})
+      if (o.init != xcclSuccess) fprintf(stderr, "flood test: init failed: %s\n", o.error.c_str());
+    _exit(first[0].init == xcclSuccess && second[0].init == xcclSuccess ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  const std::string log = "/tmp/xccl-flood-test-" + std::to_string(child) + ".log";
+  std::ifstream in(log);
+  int lines = 0, refusal_lines = 0;
+  std::string text;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    refusal_lines += line.find("refused") != std::string::npos;
+    if (lines <= 20) text += line + "\n";
+  }
+  unlink(log.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "init under the flood failed (status " << status << "); the log begins:\n"
+      << text;
+  EXPECT_GT(refusal_lines, 0) << "the flood reached nothing: the test has no teeth";
+  EXPECT_LT(lines, 100) << refusal_lines << " lines about refusals";
 }
 
 TEST(BootstrapRoot, DuplicateRankFailsEveryone) {

@@ -25,6 +25,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/repeat_limiter.h"
 #include "transport/bootstrap/bootstrap_wire.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/bootstrap/unique_id.h"
@@ -41,6 +42,9 @@ constexpr int64_t kConnDeadlineMs = 5000;
 // Past this many unauthenticated connections the oldest is dropped: a flood cannot grow the
 // root's memory or descriptors without bound.
 constexpr size_t kMaxPending = 1024;
+// ... once it has waited this long; younger, accepting pauses for kFullPauseMs instead.
+constexpr int64_t kEvictAfterMs = 1000;
+constexpr int64_t kFullPauseMs = 5;
 // Listener pause after accept() fails for lack of descriptors (the listener stays readable).
 constexpr int64_t kAcceptPauseMs = 100;
 
@@ -247,9 +251,28 @@ class Gate {
     if (accept_ready) AcceptAll();
   }
 
+  // A scan or a flood can refuse thousands of connections a second: the first few are logged,
+  // then one line a second with the count, and what is left when the gate goes.
   void Refuse(const std::string& peer, const std::string& why) {
-    XCCL_WARN(kLogBootstrap, "bootstrap %s: refused connection from %s: %s", owner_.c_str(),
-              peer.c_str(), why.c_str());
+    uint64_t dropped = 0;
+    if (!refusals_.Admit(&dropped)) return;
+    if (dropped == 0) {
+      XCCL_WARN(kLogBootstrap, "bootstrap %s: refused connection from %s: %s", owner_.c_str(),
+                peer.c_str(), why.c_str());
+    } else {
+      XCCL_WARN(kLogBootstrap,
+                "bootstrap %s: refused connection from %s: %s (and %llu more refused since the "
+                "last such line)",
+                owner_.c_str(), peer.c_str(), why.c_str(),
+                static_cast<unsigned long long>(dropped));
+    }
+  }
+
+  ~Gate() {
+    const uint64_t left = refusals_.Remaining();
+    if (left > 0)
+      XCCL_WARN(kLogBootstrap, "bootstrap %s: %llu more connections refused, not logged one by one",
+                owner_.c_str(), static_cast<unsigned long long>(left));
   }
 
  private:
@@ -262,6 +285,18 @@ class Gate {
 
   void AcceptAll() {
     for (;;) {
+      if (pending_.size() >= kMaxPending) {
+        // Full. The oldest goes only once it has had kEvictAfterMs to speak: a younger one may
+        // be a rank whose hello waits unread in its socket (a flood of garbage evicted ranks
+        // that way). Otherwise accepting pauses briefly, the backlog holds the rest, and the
+        // pending ones are read first.
+        if (pending_.front().deadline.RemainingMs() > kConnDeadlineMs - kEvictAfterMs) {
+          accept_paused_until_ = Deadline(kFullPauseMs);
+          return;
+        }
+        Refuse(pending_.front().peer, "dropped: too many connections waiting to identify");
+        pending_.erase(pending_.begin());
+      }
       Socket sock;
       sockaddr_storage peer{};
       IoStatus st = listener_->Accept(Deadline(), &sock, &peer);  // already passed: no wait
@@ -272,10 +307,6 @@ class Gate {
                   st.err == EMFILE || st.err == ENFILE ? " (raise the open-file limit)" : "");
         accept_paused_until_ = Deadline(kAcceptPauseMs);
         return;
-      }
-      if (pending_.size() >= kMaxPending) {
-        Refuse(pending_.front().peer, "dropped: too many connections waiting to identify");
-        pending_.erase(pending_.begin());
       }
       XCCL_TRACE(kLogBootstrap, "bootstrap %s: connection from %s", owner_.c_str(),
                  FormatAddress(peer).c_str());
@@ -291,6 +322,7 @@ class Gate {
   size_t start_ = 0;
   bool listener_polled_ = false;
   Deadline accept_paused_until_{};
+  RepeatLimiter refusals_;
 };
 
 xcclResult_t PollOnce(std::vector<pollfd>* fds, const Deadline& wake) {
