@@ -72,8 +72,8 @@ extern "C" {
 #define XCCL_GEMM_PLUGIN_LIB_SUFFIX ".so"
 
 typedef enum {
-  xcclGemmScaleNone = 0, /* C = A @ B^T; a_scale and b_scale are ignored (may be NULL) */
-  xcclGemmScalePtpc = 1, /* per-token a_scale[m] and per-channel b_scale[n], fp32 */
+  xcclGemmScaleNone = 0,     /* C = A @ B^T; a_scale and b_scale are ignored (may be NULL) */
+  xcclGemmScalePtpc = 1,     /* per-token a_scale[m] and per-channel b_scale[n], fp32 */
   xcclGemmScaleBlock128 = 2, /* ABI version 2: 1x128 A and 128x128 B block scales (above) */
   /* Not a mode. Makes every int a value of the enum in C++, so that a plugin may check a bad
    * value (xcclDataTypeMaxEnum in xccl.h says why). */

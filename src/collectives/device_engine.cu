@@ -112,8 +112,8 @@ xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology,
   g.staging_bytes = LlLayout::RegionBytes(nranks);
   g.inbox_bytes = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
   KernelAllGatherTuning tuning;  // fails here, before any allocation, where the inbox is too small
-  XCCL_TRY(TuneKernelAllGather(params, nranks, topology.MostRanksOnOneDevice(), g.inbox_bytes,
-                               &tuning));
+  XCCL_TRY(
+      TuneKernelAllGather(params, nranks, topology.MostRanksOnOneDevice(), g.inbox_bytes, &tuning));
   *geometry = g;
   return xcclSuccess;
 }

@@ -109,22 +109,14 @@ xcclResult_t RunTileWait(void* ctx, const xcclGemmProblem* p, const xcclGemmTile
 #define XCCL_REFERENCE_TILE_WAIT nullptr  // the host build lets the op wait per band
 #endif
 
+// The same entries under each version's symbol.
+static xcclGemmPlugin_v1_t ReferencePlugin(uint32_t abi_version) {
+  return {abi_version, sizeof(xcclGemmPlugin_v1_t), "reference", Init, Finalize, Supports,
+          Run,         XCCL_REFERENCE_TILE_WAIT};
+}
+
 // Version 2 (block scales) for this xccl, and version 1 for builds that know only that one.
-extern "C" __attribute__((visibility("default")))
-const xcclGemmPlugin_v2_t xcclGemmPlugin_v2 = {XCCL_GEMM_PLUGIN_ABI_V2,
-                                               sizeof(xcclGemmPlugin_v2_t),
-                                               "reference",
-                                               Init,
-                                               Finalize,
-                                               Supports,
-                                               Run,
-                                               XCCL_REFERENCE_TILE_WAIT};
-extern "C" __attribute__((visibility("default")))
-const xcclGemmPlugin_v1_t xcclGemmPlugin_v1 = {XCCL_GEMM_PLUGIN_ABI_V1,
-                                               sizeof(xcclGemmPlugin_v1_t),
-                                               "reference",
-                                               Init,
-                                               Finalize,
-                                               Supports,
-                                               Run,
-                                               XCCL_REFERENCE_TILE_WAIT};
+extern "C" __attribute__((visibility("default"))) const xcclGemmPlugin_v2_t xcclGemmPlugin_v2 =
+    ReferencePlugin(XCCL_GEMM_PLUGIN_ABI_V2);
+extern "C" __attribute__((visibility("default"))) const xcclGemmPlugin_v1_t xcclGemmPlugin_v1 =
+    ReferencePlugin(XCCL_GEMM_PLUGIN_ABI_V1);
