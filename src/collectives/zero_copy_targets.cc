@@ -13,11 +13,14 @@ void ZeroCopyTargets(Communicator* comm, void* recv, size_t total_bytes, std::ve
   const int rank = topology.rank;
   at->assign(topology.nranks, nullptr);
   if (GetParams().zero_copy == 0) return;
-  const xcclWindow* window = comm->windows().Find(recv, total_bytes);
+  // Ranks of this process reach recv itself: only a peer of another process needs the window or
+  // allocation holding it, whose lookups take locks on every call.
+  const bool other_process = topology.AnyPeerInOtherProcess();
+  const xcclWindow* window = other_process ? comm->windows().Find(recv, total_bytes) : nullptr;
   const size_t offset = window != nullptr ? static_cast<char*>(recv) - window->local : 0;
   UserAllocation allocation;
-  const bool allocated =
-      window == nullptr && FindUserAllocation(recv, total_bytes, /*pin=*/false, &allocation);
+  const bool allocated = other_process && window == nullptr &&
+                         FindUserAllocation(recv, total_bytes, /*pin=*/false, &allocation);
   // A peer that does not answer is not waited for long: its blocks then take the inboxes.
   const int64_t ask_ms = std::min<int64_t>(comm->timeout_ms(), 5000);
   for (int s = 0; s < topology.nranks; ++s) {
