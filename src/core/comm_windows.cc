@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/user_memory.h"
 #include "platform/shareable_memory.h"
+#include "transport/allocation_imports.h"
 #include "transport/bootstrap/verdicts.h"
 
 namespace xccl {

@@ -1,13 +1,10 @@
-// Memory that peers of this node can map (xcclMemAlloc) and the mapping of a peer process's
-// allocation into this one. GPU platforms: device memory exported by IPC handle, and imports
-// cached per (exporting process, allocation serial, device) with a reference count, because a
-// handle opens once per process and device (a second open fails "already mapped"). Host: page-
-// aligned heap memory, which other processes reach only through the shm transport's copies, so
-// an import gives nullptr.
+// Memory other processes of this node can map (xcclMemAlloc) and its export: GPU platforms,
+// device memory and its IPC handle; host, page-aligned heap memory (no export; other processes
+// reach it through the shm transport's copies). Mapping an export lives in the transport
+// (transport/allocation_imports.h).
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 
 #include "xccl.h"
 
@@ -23,11 +20,5 @@ xcclResult_t AllocateShareable(size_t bytes, void** ptr, int* device);
 void FreeShareable(int device, void* ptr);
 // The export of the allocation that starts at `base`.
 xcclResult_t ExportShareable(void* base, ShareableExport* out);
-// The allocation `serial` of process `process_token`, mapped on `device` (the caller's); the
-// same base for every import of one key until each is released. *base nullptr where the platform
-// maps no other process's memory (host).
-xcclResult_t ImportShareable(uint64_t process_token, uint64_t serial, const ShareableExport& from,
-                             int device, void** base);
-void ReleaseImported(uint64_t process_token, uint64_t serial, int device);
 
 }  // namespace xccl

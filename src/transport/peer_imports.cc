@@ -18,6 +18,7 @@
 #include "core/repeat_limiter.h"
 #include "core/topology.h"
 #include "platform/shareable_memory.h"
+#include "transport/allocation_imports.h"
 #include "transport/bootstrap/socket.h"
 
 namespace xccl {

@@ -1,5 +1,4 @@
-// The host platform's shareable memory: page-aligned heap memory. Another process's allocation
-// is never mapped here (the shm transport copies into it with process_vm_writev).
+// The host platform's shareable memory: page-aligned heap memory.
 #include "platform/shareable_memory.h"
 
 #include <unistd.h>
@@ -30,12 +29,5 @@ xcclResult_t ExportShareable(void*, ShareableExport* out) {
   memset(out, 0, sizeof(*out));
   return xcclSuccess;
 }
-
-xcclResult_t ImportShareable(uint64_t, uint64_t, const ShareableExport&, int, void** base) {
-  *base = nullptr;
-  return xcclSuccess;
-}
-
-void ReleaseImported(uint64_t, uint64_t, int) {}
 
 }  // namespace xccl
