@@ -15,6 +15,14 @@ __device__ inline uint32_t LaneChunks(size_t chunks, int lane, int lanes) {
                                             : 0u;
 }
 
+// `lanes` blocks copy `bytes` together, striding through them side by side rather than each
+// taking its own chunks: the stores of all lanes stay close (DRAM pages, TLB reach).
+__device__ inline void LanesTogetherCopy(char* dst, const char* src, size_t bytes, int lane,
+                                         int lanes) {
+  CopyBytes<false>(dst, src, bytes, static_cast<size_t>(lane) * blockDim.x + threadIdx.x,
+                   static_cast<size_t>(lanes) * blockDim.x);
+}
+
 // Thread 0 waits; every thread of the block learns whether the wait succeeded.
 __device__ inline bool BlockWait(const uint32_t* slot, uint32_t target, int peer,
                                  const PipelinedAllGatherArgs& a) {
@@ -46,18 +54,12 @@ __device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int
   return result;
 }
 
-// Writes this rank's chunks of `lane` straight into peer's receive buffer at `at`, then the
+// Writes this rank's share of the block straight into peer's receive buffer at `at`, then the
 // call's delivery count.
-__device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane, size_t chunks,
-                             char* at) {
+__device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane, char* at) {
   const uint32_t call = a.own_slots[DirectSlots::OffersRead(peer, lane)];
   char* dst = at + static_cast<size_t>(a.rank) * a.bytes;
-  const uint32_t count = LaneChunks(chunks, lane, a.lanes);
-  for (uint32_t i = 0; i < count; ++i) {
-    const size_t offset = (static_cast<size_t>(lane) + static_cast<size_t>(i) * a.lanes) * a.chunk;
-    const size_t n = a.bytes - offset < a.chunk ? a.bytes - offset : a.chunk;
-    CopyBytes<false>(dst + offset, a.send + offset, n, threadIdx.x, blockDim.x);
-  }
+  LanesTogetherCopy(dst, a.send, a.bytes, lane, a.lanes);
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();  // the whole block's stores before the count
@@ -97,7 +99,7 @@ __device__ void Push(const PipelinedAllGatherArgs& a, int peer, int lane, size_t
   char* at = ReadOffer(a, peer, lane, &ok);
   if (!ok) return;
   if (at != nullptr) {
-    PushStraight(a, peer, lane, chunks, at);
+    PushStraight(a, peer, lane, at);
   } else {
     PushThroughRing(a, peer, lane, chunks);
   }
@@ -161,8 +163,7 @@ __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAl
   } else {
     char* own = a.recv + static_cast<size_t>(a.rank) * a.bytes;
     if (own != a.send) {
-      CopyBytes<false>(own, a.send, a.bytes, static_cast<size_t>(lane) * blockDim.x + threadIdx.x,
-                       static_cast<size_t>(a.lanes) * blockDim.x);
+      LanesTogetherCopy(own, a.send, a.bytes, lane, a.lanes);
     }
   }
 }
