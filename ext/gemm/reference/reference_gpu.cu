@@ -1,6 +1,9 @@
 // The reference GEMM plugin's GPU path (CUDA and HIP from one source): one thread per output
 // element running reference_math.h's arithmetic, so a band computed here has the CPU path's
 // bits. Plainly correct, not fast: for tests and as the GEMM the ag_gemm tests trust on GPUs.
+// Every scale mode, block scales included, is OutputElement's: the kernels pass it the global
+// row i, so a band's rows read their block scales at a_scale[kb * a_scale_ld + i] as one full
+// run's do, and the problem (a_scale_ld too) travels to the device by value.
 #include "platform/gpu.h"  // the CUDA/HIP name mapping and the device's global timer
 #include "reference_math.h"
 
@@ -108,6 +111,12 @@ xcclResult_t ReferenceRunTileWaitOnDevice(const xcclGemmProblem* p, const xcclGe
   const int64_t rows = w->row_end - w->row_begin;
   if (rows <= 0 || p->n == 0) return xcclSuccess;
   if (w->num_bands < 1 || w->band_rows < 1 || w->flags == nullptr || w->epoch == nullptr)
+    return xcclInvalidArgument;
+  // The operands run() checks: a missing one would fault the kernel (and the context with it)
+  // instead of failing this call.
+  const bool scaled = p->scale_mode != xcclGemmScaleNone;
+  if ((p->k > 0 && (p->a == nullptr || p->b == nullptr)) ||
+      (scaled && (p->a_scale == nullptr || p->b_scale == nullptr)))
     return xcclInvalidArgument;
   xcclGemmTileWait wait = *w;
   if (wait.timeout_ns == 0) wait.timeout_ns = 300ull * 1000 * 1000 * 1000;  // 300 s
