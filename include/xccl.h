@@ -216,12 +216,24 @@ xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t stream);
  * row per output column) and receives C = concat_s(A_s) @ B_r^T, [nranks * padded_m][n],
  * row-major, where padded_m = xcclAgGemmPaddedM(m): source s's rows start at row
  * s * padded_m, and rows past its m (padding up to whole 256-row tiles) are zero.
- * Inputs: bf16 or fp16 (no scales), or fp8 e4m3 with per-token A scales [m] and per-channel
- * B scales [n] (fp32); output bf16 or fp16. The GEMM is a plugin (xccl_gemm.h). One op
- * serves any m up to m_max. Every call is collective over the communicator's ranks, with the
+ * Inputs: bf16 or fp16 (no scales), or fp8 e4m3 with fp32 scales, either per token and per
+ * channel (ptpc: A scales [m], B scales [n]) or in blocks (blockscale, DeepSeek-V3's format as
+ * vLLM's column-major per_token_group_quant_fp8 and DeepGEMM hand it over: KB = ceil(k / 128),
+ * A scales [KB][m] with m contiguous, row i's scale for K block kb at a_scale[kb * m + i]; B
+ * scales [ceil(n / 128)][KB] row-major, column j's at b_scale[(j / 128) * KB + kb]; the
+ * arithmetic is xccl_gemm.h's). Output bf16 or fp16. The GEMM is a plugin (xccl_gemm.h). One
+ * op serves any m up to m_max. Every call is collective over the communicator's ranks, with the
  * same m on every rank. */
 typedef struct xcclAgGemm* xcclAgGemm_t;
 struct xcclGemmPlugin_v1;
+
+/* The scales of an op's inputs (the values of xcclGemmScaleMode_t in xccl_gemm.h). */
+typedef enum {
+  xcclAgGemmScalesDefault = 0,         /* fp8: per token and channel; bf16/fp16: none */
+  xcclAgGemmScalesPtpc = 1,            /* fp8 only */
+  xcclAgGemmScalesBlock128 = 2,        /* fp8 only: 1x128 A blocks, 128x128 B blocks */
+  xcclAgGemmScalesMaxEnum = 0x7fffffff /* not a value: as xcclDataTypeMaxEnum */
+} xcclAgGemmScales_t;
 
 typedef enum {
   xcclAgGemmFused = 0, /* peers' rows pushed in bands, GEMM per band as they arrive (default) */
@@ -246,17 +258,38 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
                               xcclDataType_t in_type, xcclDataType_t out_type,
                               xcclAgGemmMode_t mode, int chunks, const char* plugin_name,
                               const struct xcclGemmPlugin_v1* plugin, xcclAgGemm_t* op);
+/* xcclAgGemmCreate with the inputs' scales named (xcclAgGemmCreate is this with
+ * xcclAgGemmScalesDefault). Block scales need fp8 inputs and a plugin of GEMM ABI version 2 or
+ * later (an older one is refused, naming it and the mode); ranks asking for different scales
+ * fail as for any other difference. */
+xcclResult_t xcclAgGemmCreateScaled(xcclComm_t comm, int64_t n, int64_t k, int64_t m_max,
+                                    xcclDataType_t in_type, xcclDataType_t out_type,
+                                    xcclAgGemmScales_t scales, xcclAgGemmMode_t mode, int chunks,
+                                    const char* plugin_name, const struct xcclGemmPlugin_v1* plugin,
+                                    xcclAgGemm_t* op);
 /* The row count every source's slot has for a call of m rows: m rounded up to 256. */
 xcclResult_t xcclAgGemmPaddedM(xcclAgGemm_t op, int64_t m, int64_t* padded_m);
 /* This rank's receive slot for a call of m rows ([padded_m][k] of in_type) and, for fp8, its
- * scales ([padded_m] fp32; NULL otherwise): a caller may write A there (quantise into it) and
- * pass these pointers to xcclAgGemmRun, which then skips the copy. */
+ * scales (ptpc: [padded_m] fp32; blockscale: the tiles below; NULL without scales): a caller may
+ * write A there (quantise into it) and pass these pointers to xcclAgGemmRun, which then skips
+ * the copy (the padding rows, m to padded_m, and their scales it still sets to zero). */
 xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float** scales);
+/* Blockscale ops: the slot's scales are kept as one packed tile per band of rows (the unit a
+ * peer receives in one put and a GEMM call reads, DESIGN.md section 7), so a caller quantising
+ * into local_rows writes tile by tile. For a call of m rows, *tiles (if not NULL) says how many
+ * there are; tile `tile` (0 <= tile < *tiles; pass 0 to learn the count) covers rows
+ * [*row_begin, *row_end) of the padded slot and lies at *scales, [KB][*row_end - *row_begin]
+ * fp32 with rows contiguous: row i's scale for K block kb at (*scales)[kb * (*row_end -
+ * *row_begin) + i - *row_begin]. The tiles follow each other: tile 0 is at local_rows' scales.
+ * Refused for ops without block scales. */
+xcclResult_t xcclAgGemmLocalScaleTile(xcclAgGemm_t op, int64_t m, int tile, int* tiles,
+                                      int64_t* row_begin, int64_t* row_end, float** scales);
 /* The bands per source a fused call of m rows uses (a split op answers what a fused op of its
  * shape would use; it runs one GEMM over all rows). */
 xcclResult_t xcclAgGemmChunks(xcclAgGemm_t op, int64_t m, int* chunks);
 /* C for this call: into `out` ([nranks * padded_m][n] of out_type) or, with out NULL, into
- * the op's own buffer; *result (if not NULL) says where C is. a_scale/b_scale: fp8 only.
+ * the op's own buffer; *result (if not NULL) says where C is. a_scale/b_scale: fp8 only, in the
+ * op's format (ptpc: [m] and [n]; blockscale: [KB][m] and [ceil(n / 128)][KB], see above).
  * Every rank must pass the same m (as every rank of an all_gather passes the same count): a
  * mismatch is not detected and gives a wrong C. Operands are dense (row strides
  * k and n). The op refuses pointers not aligned to their

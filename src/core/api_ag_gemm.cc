@@ -65,7 +65,14 @@ xcclResult_t ResolveOpExclusive(xcclAgGemm_t handle, const char* function,
 xcclResult_t xccl::CorruptAgGemmSlotForTesting(xcclAgGemm_t op, int source) {
   AgGemmOp* impl = nullptr;
   XCCL_TRY(ResolveOp(op, "CorruptAgGemmSlotForTesting", &impl));
-  impl->CorruptSlotForTesting(source);
+  impl->CorruptSlotForTesting(source, /*scales=*/false);
+  return xcclSuccess;
+}
+
+xcclResult_t xccl::CorruptAgGemmScalesForTesting(xcclAgGemm_t op, int source) {
+  AgGemmOp* impl = nullptr;
+  XCCL_TRY(ResolveOp(op, "CorruptAgGemmScalesForTesting", &impl));
+  impl->CorruptSlotForTesting(source, /*scales=*/true);
   return xcclSuccess;
 }
 
@@ -89,6 +96,15 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
                               xcclDataType_t in_type, xcclDataType_t out_type,
                               xcclAgGemmMode_t mode, int chunks, const char* plugin_name,
                               const struct xcclGemmPlugin_v1* plugin, xcclAgGemm_t* op) {
+  return xcclAgGemmCreateScaled(comm, n, k, m_max, in_type, out_type, xcclAgGemmScalesDefault, mode,
+                                chunks, plugin_name, plugin, op);
+}
+
+xcclResult_t xcclAgGemmCreateScaled(xcclComm_t comm, int64_t n, int64_t k, int64_t m_max,
+                                    xcclDataType_t in_type, xcclDataType_t out_type,
+                                    xcclAgGemmScales_t scales, xcclAgGemmMode_t mode, int chunks,
+                                    const char* plugin_name, const struct xcclGemmPlugin_v1* plugin,
+                                    xcclAgGemm_t* op) {
   return GuardedCall("xcclAgGemmCreate", comm, [&]() -> xcclResult_t {
     if (op != nullptr) *op = nullptr;
     Communicator* impl = nullptr;
@@ -120,6 +136,10 @@ xcclResult_t xcclAgGemmCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
     shape.out_type = out_type;
     shape.mode = mode;
     shape.pinned_chunks = chunks;
+    // Default: what the inputs imply. Other values pass as given, for the shape check to judge.
+    shape.scales = scales == xcclAgGemmScalesDefault
+                       ? (in_type == xcclFloat8e4m3 ? xcclGemmScalePtpc : xcclGemmScaleNone)
+                       : static_cast<xcclGemmScaleMode_t>(scales);
     auto handle = std::make_unique<xcclAgGemm>();
     handle->comm = comm;
     XCCL_TRY(AgGemmOp::Create(impl, shape, local, std::move(gemm), &handle->op));
@@ -146,6 +166,16 @@ xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float*
     XCCL_TRY(ResolveOpExclusive(op, "xcclAgGemmLocalRows", &exclusive, &impl));
     if (rows == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmLocalRows: rows is NULL");
     return impl->LocalRows(m, rows, scales);
+  });
+}
+
+xcclResult_t xcclAgGemmLocalScaleTile(xcclAgGemm_t op, int64_t m, int tile, int* tiles,
+                                      int64_t* row_begin, int64_t* row_end, float** scales) {
+  return GuardedCall("xcclAgGemmLocalScaleTile", CommOf(op), [&]() -> xcclResult_t {
+    std::optional<Communicator::OperationGuard> exclusive;
+    AgGemmOp* impl = nullptr;
+    XCCL_TRY(ResolveOpExclusive(op, "xcclAgGemmLocalScaleTile", &exclusive, &impl));
+    return impl->LocalScaleTile(m, tile, tiles, row_begin, row_end, scales);
   });
 }
 

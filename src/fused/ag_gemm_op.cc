@@ -78,6 +78,20 @@ xcclResult_t AgGemmOp::CheckShape(const Communicator* comm, const Shape& shape) 
                 "ag_gemm: inputs must be bf16, fp16 or fp8 e4m3 and the output bf16 or fp16, "
                 "not %s -> %s",
                 DataTypeName(shape.in_type), DataTypeName(shape.out_type));
+  if (shape.scales != xcclGemmScaleNone && shape.scales != xcclGemmScalePtpc &&
+      shape.scales != xcclGemmScaleBlock128)
+    return Fail(xcclInvalidArgument,
+                "ag_gemm: scales %d are none of default (0), ptpc (1) and "
+                "block128 (2)",
+                static_cast<int>(shape.scales));
+  if ((shape.scales != xcclGemmScaleNone) != (shape.in_type == xcclFloat8e4m3))
+    return Fail(xcclInvalidArgument,
+                "ag_gemm: %s scales with %s inputs; fp8 e4m3 takes ptpc or block scales, bf16 "
+                "and fp16 none",
+                shape.scales == xcclGemmScaleBlock128 ? "block"
+                : shape.scales == xcclGemmScalePtpc   ? "per-token/channel"
+                                                      : "no",
+                DataTypeName(shape.in_type));
   if (shape.mode != xcclAgGemmFused && shape.mode != xcclAgGemmSplit)
     return Fail(xcclInvalidArgument, "ag_gemm: mode %d is neither fused (0) nor split (1)",
                 static_cast<int>(shape.mode));
@@ -110,7 +124,10 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   const int world = comm->nranks();
   if (mine == xcclSuccess)
     mine = WindowLayout::Create(world, comm->rank(), shape.m_max, shape.k, op->in_size(),
-                                op->has_scales(), &op->layout_);
+                                op->block_scales() ? ScaleLayout::kBlock128
+                                : op->has_scales() ? ScaleLayout::kPerRow
+                                                   : ScaleLayout::kNone,
+                                &op->layout_);
   if (mine == xcclSuccess) {
     // The plugin must take the whole problem at m_max; bands are row ranges of it.
     const xcclGemmProblem problem = op->ProblemOf(op->layout_.padded_m_max());
@@ -139,6 +156,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
 
 xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
                                       const xcclGemmProblem& problem) {
+  XCCL_TRY(plugin->CheckScaleMode(shape_.scales));
   void* ctx = nullptr;
   const xcclResult_t initialised = plugin->api().init(&ctx, device_);
   if (initialised != xcclSuccess)
@@ -149,10 +167,11 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
   const xcclResult_t supported = plugin_->api().supports(ctx, &problem);
   if (supported != xcclSuccess)
     return Fail(supported == xcclInvalidArgument ? xcclInvalidArgument : supported,
-                "ag_gemm: GEMM plugin '%s' does not support m=%lld n=%lld k=%lld %s -> %s",
+                "ag_gemm: GEMM plugin '%s' does not support m=%lld n=%lld k=%lld %s -> %s%s",
                 plugin_->name(), static_cast<long long>(problem.m),
                 static_cast<long long>(problem.n), static_cast<long long>(problem.k),
-                DataTypeName(shape_.in_type), DataTypeName(shape_.out_type));
+                DataTypeName(shape_.in_type), DataTypeName(shape_.out_type),
+                block_scales() ? " with block scales" : "");
   size_t output_bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(problem.m), static_cast<size_t>(shape_.n),
                              &output_bytes) ||
@@ -206,7 +225,7 @@ namespace {
 struct CreateRequest {
   int32_t ok;
   int32_t in_type, out_type, mode, chunks;
-  int32_t unused;
+  int32_t scales;
   int64_t n, k, m_max;
 };
 
@@ -218,6 +237,7 @@ CreateRequest RequestOf(const AgGemmOp::Shape& shape, bool ok) {
   request.out_type = shape.out_type;
   request.mode = shape.mode;
   request.chunks = shape.pinned_chunks;
+  request.scales = shape.scales;
   request.n = shape.n;
   request.k = shape.k;
   request.m_max = shape.m_max;
@@ -225,18 +245,22 @@ CreateRequest RequestOf(const AgGemmOp::Shape& shape, bool ok) {
 }
 
 std::string Describe(const CreateRequest& r) {
-  char text[192];
-  snprintf(text, sizeof(text), "n=%lld k=%lld m_max=%lld %s -> %s, %s, chunks %d",
+  char text[224];
+  snprintf(text, sizeof(text), "n=%lld k=%lld m_max=%lld %s -> %s, %s scales, %s, chunks %d",
            static_cast<long long>(r.n), static_cast<long long>(r.k),
            static_cast<long long>(r.m_max), DataTypeName(static_cast<xcclDataType_t>(r.in_type)),
            DataTypeName(static_cast<xcclDataType_t>(r.out_type)),
+           r.scales == xcclGemmScaleBlock128 ? "block"
+           : r.scales == xcclGemmScalePtpc   ? "ptpc"
+                                             : "no",
            r.mode == xcclAgGemmFused ? "fused" : "split", r.chunks);
   return text;
 }
 
 bool SameOp(const CreateRequest& a, const CreateRequest& b) {
   return a.in_type == b.in_type && a.out_type == b.out_type && a.mode == b.mode &&
-         a.chunks == b.chunks && a.n == b.n && a.k == b.k && a.m_max == b.m_max;
+         a.chunks == b.chunks && a.scales == b.scales && a.n == b.n && a.k == b.k &&
+         a.m_max == b.m_max;
 }
 
 }  // namespace
@@ -255,7 +279,7 @@ xcclResult_t AgGemmOp::AgreeAcrossRanks(Communicator* comm, const Shape& shape, 
     if (!SameOp(requests[r], requests[rank]))
       return Fail(xcclInvalidUsage,
                   "ag_gemm: the ranks disagree on the op: rank %d asked for %s, this rank (%d) "
-                  "for %s; every rank must pass the same shape, types, mode and chunks",
+                  "for %s; every rank must pass the same shape, types, scales, mode and chunks",
                   r, Describe(requests[r]).c_str(), rank, Describe(requests[rank]).c_str());
   }
   return xcclSuccess;
@@ -286,6 +310,72 @@ xcclResult_t AgGemmOp::LocalRows(int64_t m, void** rows, float** scales) {
   return xcclSuccess;
 }
 
+xcclResult_t AgGemmOp::LocalScaleTile(int64_t m, int tile, int* tiles, int64_t* row_begin,
+                                      int64_t* row_end, float** scales) {
+  if (!block_scales())
+    return Fail(xcclInvalidArgument, "ag_gemm: the op has no block scales (created with %s)",
+                has_scales() ? "per-token/channel scales" : "no scales");
+  int64_t padded = 0;
+  XCCL_TRY(PaddedRows(m, &padded));
+  const std::vector<RowRange> bands = BandsOf(padded);
+  if (tiles != nullptr) *tiles = static_cast<int>(bands.size());
+  if (tile < 0 || tile >= static_cast<int>(bands.size()))
+    return Fail(xcclInvalidArgument, "ag_gemm: scale tile %d outside [0, %zu) for m = %lld", tile,
+                bands.size(), static_cast<long long>(m));
+  size_t offset = 0;
+  XCCL_TRY(layout_.ScaleOffset(comm_->rank(), m, &offset));
+  const RowRange& band = bands[tile];
+  if (row_begin != nullptr) *row_begin = band.begin;
+  if (row_end != nullptr) *row_end = band.end;
+  if (scales != nullptr)
+    *scales = reinterpret_cast<float*>(window() + offset) + band.begin * layout_.scale_blocks();
+  return xcclSuccess;
+}
+
+std::vector<RowRange> AgGemmOp::BandsOf(int64_t padded) const {
+  if (shape_.mode == xcclAgGemmSplit || comm_->nranks() == 1) return BandRows(padded, 1);
+  return BandRows(padded, ChooseChunks(padded, shape_.n, comm_->nranks(), shape_.pinned_chunks));
+}
+
+xcclResult_t AgGemmOp::CallScaleTile(int64_t padded, int64_t row_begin, int64_t row_end,
+                                     xcclStream_t stream, const float** tile) {
+  const int64_t blocks = layout_.scale_blocks();
+  const int64_t m = padded;  // the layout's queries take m; padded gives the same layout
+  size_t scale_base = 0;
+  XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
+  // Band tiles follow each other in row order over all sources, so a band starting at global
+  // row r lies at r * KB floats from source 0's.
+  const float* tiles = reinterpret_cast<const float*>(window() + scale_base);
+  std::vector<RowRange> pieces;  // the band tiles the call covers, in global rows
+  for (int64_t source = row_begin / padded; source * padded < row_end; ++source) {
+    for (const RowRange& band : BandsOf(padded)) {
+      const RowRange global{source * padded + band.begin, source * padded + band.end};
+      if (global.end > row_begin && global.begin < row_end) pieces.push_back(global);
+    }
+  }
+  if (pieces.empty() || pieces.front().begin != row_begin || pieces.back().end != row_end)
+    return Fail(xcclInternalError,
+                "ag_gemm: GEMM rows [%lld, %lld) are not whole bands of %lld-row slots",
+                static_cast<long long>(row_begin), static_cast<long long>(row_end),
+                static_cast<long long>(padded));
+  if (pieces.size() == 1) {
+    *tile = tiles + row_begin * blocks;
+    return xcclSuccess;
+  }
+  size_t call_offset = 0;
+  XCCL_TRY(layout_.CallTileOffset(row_begin, m, &call_offset));
+  float* call_tile = reinterpret_cast<float*>(window() + call_offset);
+  const size_t call_pitch = static_cast<size_t>(row_end - row_begin) * sizeof(float);
+  for (const RowRange& piece : pieces) {
+    const size_t width = static_cast<size_t>(piece.end - piece.begin) * sizeof(float);
+    XCCL_TRY(Copy2DAsync(call_tile + (piece.begin - row_begin), call_pitch,
+                         tiles + piece.begin * blocks, width, width, static_cast<size_t>(blocks),
+                         stream));
+  }
+  *tile = call_tile;
+  return xcclSuccess;
+}
+
 xcclResult_t AgGemmOp::Chunks(int64_t m, int* chunks) const {
   int64_t padded = 0;
   XCCL_TRY(PaddedRows(m, &padded));
@@ -305,7 +395,11 @@ xcclResult_t AgGemmOp::CheckRun(const void* a, const float* a_scale, const void*
   if (has_scales()) {
     if ((m > 0 && a_scale == nullptr) || b_scale == nullptr)
       return Fail(xcclInvalidArgument,
-                  "ag_gemm: fp8 inputs need a_scale [m] and b_scale [n] (per token, per channel)");
+                  block_scales()
+                      ? "ag_gemm: block-scaled fp8 inputs need a_scale [ceil(k/128)][m] and "
+                        "b_scale [ceil(n/128)][ceil(k/128)]"
+                      : "ag_gemm: fp8 inputs need a_scale [m] and b_scale [n] (per token, per "
+                        "channel)");
     if (!Aligned(a_scale, sizeof(float)) || !Aligned(b_scale, sizeof(float)))
       return Fail(xcclInvalidArgument, "ag_gemm: scales must be 4-byte aligned");
   } else if (a_scale != nullptr || b_scale != nullptr) {
@@ -321,12 +415,14 @@ xcclResult_t AgGemmOp::CheckRunBuffers(const void* a, const float* a_scale, cons
   void* rows = nullptr;
   float* scales = nullptr;
   XCCL_TRY(LocalRows(m, &rows, &scales));
-  const size_t scale_bytes = has_scales() ? sizeof(float) : 0;
+  const size_t blocks = static_cast<size_t>(layout_.scale_blocks());
+  const size_t n = static_cast<size_t>(shape_.n);
+  const size_t b_scales = block_scales() ? (n + 127) / 128 * blocks : has_scales() ? n : 0;
   const ByteRange window_range{window_, layout_.total_bytes()};
   const ByteRange a_range{a, static_cast<size_t>(m * shape_.k) * in_size()};
-  const ByteRange a_scale_range{a_scale, static_cast<size_t>(m) * scale_bytes};
+  const ByteRange a_scale_range{a_scale, static_cast<size_t>(m) * blocks * sizeof(float)};
   const ByteRange b_range{b, static_cast<size_t>(shape_.n * shape_.k) * in_size()};
-  const ByteRange b_scale_range{b_scale, static_cast<size_t>(shape_.n) * scale_bytes};
+  const ByteRange b_scale_range{b_scale, b_scales * sizeof(float)};
   const ByteRange out_range{
       out, out == nullptr
                ? 0
@@ -365,14 +461,27 @@ xcclResult_t AgGemmOp::FillOwnSlot(const void* a, const float* a_scale, int64_t 
   const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
   if (a != slot) XCCL_TRY(CopyAsync(slot, a, static_cast<size_t>(m) * row_bytes, stream));
   XCCL_TRY(ZeroAsync(slot + m * row_bytes, static_cast<size_t>(padded - m) * row_bytes, stream));
-  if (has_scales()) {
-    size_t scale_offset = 0;
-    XCCL_TRY(layout_.ScaleOffset(comm_->rank(), m, &scale_offset));
-    float* scales = reinterpret_cast<float*>(window() + scale_offset);
+  if (!has_scales()) return xcclSuccess;
+  size_t scale_offset = 0;
+  XCCL_TRY(layout_.ScaleOffset(comm_->rank(), m, &scale_offset));
+  float* scales = reinterpret_cast<float*>(window() + scale_offset);
+  if (!block_scales()) {
     if (a_scale != scales)
       XCCL_TRY(CopyAsync(scales, a_scale, static_cast<size_t>(m) * sizeof(float), stream));
     // 0.0f is all zero bits.
-    XCCL_TRY(ZeroAsync(scales + m, static_cast<size_t>(padded - m) * sizeof(float), stream));
+    return ZeroAsync(scales + m, static_cast<size_t>(padded - m) * sizeof(float), stream);
+  }
+  // The caller's [KB][m] into one packed [KB][band rows] tile per band, padding columns zero.
+  const size_t blocks = static_cast<size_t>(layout_.scale_blocks());
+  for (const RowRange& band : BandsOf(padded)) {
+    float* tile = scales + band.begin * static_cast<int64_t>(blocks);
+    const size_t pitch = static_cast<size_t>(band.end - band.begin) * sizeof(float);
+    const int64_t real = std::max<int64_t>(0, std::min(band.end, m) - band.begin);
+    const size_t real_bytes = static_cast<size_t>(real) * sizeof(float);
+    if (a_scale != scales)
+      XCCL_TRY(Copy2DAsync(tile, pitch, a_scale + band.begin,
+                           static_cast<size_t>(m) * sizeof(float), real_bytes, blocks, stream));
+    XCCL_TRY(Zero2DAsync(tile + real, pitch, pitch - real_bytes, blocks, stream));
   }
   return xcclSuccess;
 }
@@ -396,8 +505,10 @@ xcclResult_t AgGemmOp::Exchange(
   if (shape_.mode == xcclAgGemmSplit || world == 1) {
     XCCL_TRY(AllGather(comm_, window() + slot_offset, window() + base, slot_bytes, stream));
     if (has_scales()) {
-      XCCL_TRY(AllGather(comm_, window() + scale_offset, window() + scale_base,
-                         static_cast<size_t>(padded) * sizeof(float), stream));
+      size_t scale_bytes = 0;
+      XCCL_TRY(layout_.ScaleBytes(m, &scale_bytes));
+      XCCL_TRY(
+          AllGather(comm_, window() + scale_offset, window() + scale_base, scale_bytes, stream));
     }
     // One GEMM over all world * padded rows.
     return gemm_band(0, world * padded, 0);
@@ -406,8 +517,8 @@ xcclResult_t AgGemmOp::Exchange(
   // Fused: every peer's queue gets this rank's bands (data, scales, then the band's flag).
   Transport* transport = comm_->transport();
   DirectPuts* direct = transport->direct_puts();
-  const std::vector<RowRange> bands =
-      BandRows(padded, ChooseChunks(padded, shape_.n, world, shape_.pinned_chunks));
+  const std::vector<RowRange> bands = BandsOf(padded);
+  const size_t scale_row_bytes = static_cast<size_t>(layout_.scale_blocks()) * sizeof(float);
   const Deadline deadline(comm_->timeout_ms());
   const uint32_t epoch = comm_->NextEpoch();  // the host's; GPUs advance theirs on the stream
   {
@@ -430,8 +541,9 @@ xcclResult_t AgGemmOp::Exchange(
           (bands[b].end - bands[b].begin) * row_bytes,
           has_scales() ? ControlLayout::kNoSignal : flag);
       if (has_scales()) {
-        put(peer, scale_offset + bands[b].begin * sizeof(float),
-            (bands[b].end - bands[b].begin) * sizeof(float), flag);
+        // The band's scales are one tile (ptpc: its rows' scales): one contiguous put.
+        put(peer, scale_offset + bands[b].begin * scale_row_bytes,
+            (bands[b].end - bands[b].begin) * scale_row_bytes, flag);
       }
     }
   }
@@ -517,7 +629,10 @@ xcclResult_t AgGemmOp::Exchange(
 }
 
 bool AgGemmOp::TileWait() const {
-  return comm_->transport()->device_view() != nullptr && plugin_->api().run_tile_wait != nullptr;
+  // Block scales go band by band: one tile-wait launch per source would need the source's
+  // scales as one [KB][padded] array, which the band tiles are not.
+  return comm_->transport()->device_view() != nullptr && plugin_->api().run_tile_wait != nullptr &&
+         !block_scales();
 }
 
 xcclGemmProblem AgGemmOp::ProblemOf(int64_t padded) const {
@@ -527,9 +642,10 @@ xcclGemmProblem AgGemmOp::ProblemOf(int64_t padded) const {
   problem.k = shape_.k;
   problem.a_type = problem.b_type = shape_.in_type;
   problem.c_type = shape_.out_type;
-  problem.scale_mode = has_scales() ? xcclGemmScalePtpc : xcclGemmScaleNone;
+  problem.scale_mode = shape_.scales;
   problem.lda = problem.ldb = shape_.k;
   problem.ldc = shape_.n;
+  if (block_scales()) problem.a_scale_ld = problem.m;
   return problem;
 }
 
@@ -540,9 +656,26 @@ xcclStream_t AgGemmOp::LaneStream(int lane, xcclStream_t stream) const {
 xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end,
                                int lane, xcclStream_t stream) {
   if (row_end <= row_begin) return xcclSuccess;
-  const xcclGemmBand band{row_begin, row_end};
-  xcclResult_t result = plugin_->api().run(lane == 0 ? plugin_ctx_ : side_plugin_ctx_, &problem,
-                                           &band, LaneStream(lane, stream));
+  xcclGemmBand band{row_begin, row_end};
+  const xcclGemmProblem* run = &problem;
+  xcclGemmProblem call;
+  if (block_scales()) {
+    // A call of its own over the band's rows, reading their packed scale tile (cuBLASLt takes
+    // no scale leading dimension, DESIGN.md section 12).
+    const int64_t padded = problem.m / comm_->nranks();
+    call = problem;
+    call.m = row_end - row_begin;
+    call.a = static_cast<const char*>(problem.a) +
+             static_cast<size_t>(row_begin) * static_cast<size_t>(shape_.k) * in_size();
+    call.c = static_cast<char*>(problem.c) +
+             static_cast<size_t>(row_begin) * static_cast<size_t>(shape_.n) * out_size();
+    call.a_scale_ld = call.m;
+    XCCL_TRY(CallScaleTile(padded, row_begin, row_end, LaneStream(lane, stream), &call.a_scale));
+    band = xcclGemmBand{0, call.m};
+    run = &call;
+  }
+  xcclResult_t result = plugin_->api().run(lane == 0 ? plugin_ctx_ : side_plugin_ctx_, run, &band,
+                                           LaneStream(lane, stream));
   if (result != xcclSuccess)
     return Fail(result, "ag_gemm: GEMM plugin '%s' failed on rows [%lld, %lld)", plugin_->name(),
                 static_cast<long long>(row_begin), static_cast<long long>(row_end));
@@ -620,8 +753,11 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
   size_t slot_bytes = 0, base = 0, scale_base = 0;
   XCCL_TRY(layout_.SlotBytes(m, &slot_bytes));
   XCCL_TRY(layout_.SlotOffset(0, m, &base));
-  const size_t scale_bytes = has_scales() ? static_cast<size_t>(padded) * sizeof(float) : 0;
-  if (has_scales()) XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
+  size_t scale_bytes = 0;
+  if (has_scales()) {
+    XCCL_TRY(layout_.ScaleBytes(m, &scale_bytes));
+    XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
+  }
   // The own slot and scales through the staging (made at create), a piece at a time.
   xcclResult_t result = UploadPattern(base + rank * slot_bytes, slot_bytes, round, false, stream);
   if (result == xcclSuccess)
@@ -638,12 +774,15 @@ xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
     return comm_->RecordFailure("ag_gemm", failure);
   }
   result = Exchange(m, stream, [](int64_t, int64_t, int) { return xcclSuccess; });
-  if (result == xcclSuccess && corrupt_source_ >= 0 && corrupt_source_ < world && slot_bytes > 0) {
-    // Tests only: damage one byte of that source's slot in the window itself.
+  const size_t corrupt_bytes = corrupt_scales_ ? scale_bytes : slot_bytes;
+  if (result == xcclSuccess && corrupt_source_ >= 0 && corrupt_source_ < world &&
+      corrupt_bytes > 0) {
+    // Tests only: damage one byte of that source's slot (or scales) in the window itself.
     unsigned char* bad = static_cast<unsigned char*>(staging_);
-    *bad = PatternByte(round, corrupt_source_, slot_bytes / 2, false) ^ 0x5A;
-    result =
-        CopyAsync(window() + base + corrupt_source_ * slot_bytes + slot_bytes / 2, bad, 1, stream);
+    *bad = PatternByte(round, corrupt_source_, corrupt_bytes / 2, corrupt_scales_) ^ 0x5A;
+    const size_t at = corrupt_scales_ ? scale_base + corrupt_source_ * scale_bytes
+                                      : base + corrupt_source_ * slot_bytes;
+    result = CopyAsync(window() + at + corrupt_bytes / 2, bad, 1, stream);
   }
   corrupt_source_ = -1;
   // Check every slot, but report only after the barrier, so no healthy rank waits for one that

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/communicator.h"
+#include "fused/chunk_rule.h"
 #include "fused/gemm_plugin_loader.h"
 #include "fused/window_layout.h"
 #include "platform/side_stream.h"
@@ -38,7 +39,8 @@ class AgGemmOp {
     int64_t n = 0, k = 0, m_max = 0;
     xcclDataType_t in_type = xcclBfloat16, out_type = xcclBfloat16;
     xcclAgGemmMode_t mode = xcclAgGemmFused;
-    int pinned_chunks = 0;  // 0: the default rule
+    int pinned_chunks = 0;                           // 0: the default rule
+    xcclGemmScaleMode_t scales = xcclGemmScaleNone;  // resolved: never "default"
   };
 
   ~AgGemmOp();
@@ -54,6 +56,9 @@ class AgGemmOp {
 
   xcclResult_t PaddedRows(int64_t m, int64_t* padded) const;
   xcclResult_t LocalRows(int64_t m, void** rows, float** scales);
+  // Blockscale: tile `tile` of this rank's scales for a call of m rows (xcclAgGemmLocalScaleTile).
+  xcclResult_t LocalScaleTile(int64_t m, int tile, int* tiles, int64_t* row_begin, int64_t* row_end,
+                              float** scales);
   xcclResult_t Chunks(int64_t m, int* chunks) const;
   xcclResult_t Run(const void* a, const float* a_scale, const void* b, const float* b_scale,
                    int64_t m, void* out, void** result, xcclStream_t stream);
@@ -61,7 +66,10 @@ class AgGemmOp {
 
   Communicator* comm() const { return comm_; }
   // Tests: the next SelfTest damages this source's slot after the exchange, before the check.
-  void CorruptSlotForTesting(int source) { corrupt_source_ = source; }
+  void CorruptSlotForTesting(int source, bool scales) {
+    corrupt_source_ = source;
+    corrupt_scales_ = scales;
+  }
   // The self test's staging, replaced by one of `bytes` (at least SlotCheck::kIdentifyingBytes;
   // create makes min(kSelfTestStagingBytes, a slot at m_max)). Tests use a small one to check
   // slots in many pieces. Not during a call.
@@ -70,7 +78,16 @@ class AgGemmOp {
 
  private:
   AgGemmOp() = default;
-  bool has_scales() const { return shape_.in_type == xcclFloat8e4m3; }
+  bool has_scales() const { return shape_.scales != xcclGemmScaleNone; }
+  bool block_scales() const { return shape_.scales == xcclGemmScaleBlock128; }
+  // The bands of one source's `padded` rows as the window's scale tiles and the fused pushes
+  // cut them: fused with peers, the chunk rule's; split or world 1, one band.
+  std::vector<RowRange> BandsOf(int64_t padded) const;
+  // Blockscale: the packed [KB][row_end - row_begin] scale tile of a GEMM call over rows
+  // [row_begin, row_end) of the gathered operand: a band's own tile where the call is one band,
+  // else the call's tile in the window, packed from its bands' tiles by 2D copies on `stream`.
+  xcclResult_t CallScaleTile(int64_t padded, int64_t row_begin, int64_t row_end,
+                             xcclStream_t stream, const float** tile);
   size_t in_size() const;
   size_t out_size() const;
   char* window() const { return static_cast<char*>(window_); }
@@ -142,6 +159,7 @@ class AgGemmOp {
   // into the window each rank publishes per call).
   std::unique_ptr<PeerMappings> peer_windows_;
   int corrupt_source_ = -1;
+  bool corrupt_scales_ = false;  // the next self test damages the scales instead of the rows
   // The GEMM of the run in progress (Run sets it, SelfTest has none): the GPU fused path hands
   // it to the plugin's tile-wait entry where there is one.
   const xcclGemmProblem* problem_ = nullptr;

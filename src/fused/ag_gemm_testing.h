@@ -9,6 +9,8 @@ namespace xccl {
 
 // The op's next self test damages `source`'s slot after the exchange, before the check.
 xcclResult_t CorruptAgGemmSlotForTesting(xcclAgGemm_t op, int source);
+// The same for that source's scales.
+xcclResult_t CorruptAgGemmScalesForTesting(xcclAgGemm_t op, int source);
 
 // The op's self test goes through a host staging of `bytes` (at least 16) instead of its own,
 // a piece at a time: small ones check the piecewise path. Not during a call.

@@ -21,8 +21,11 @@ int64_t PaddedM(int64_t m) {
   return (m + kGemmTileRows - 1) / kGemmTileRows * kGemmTileRows;
 }
 
+int64_t KBlocks(int64_t k) { return k <= 0 ? 0 : (k + 127) / 128; }
+
 xcclResult_t WindowLayout::Create(int world, int rank, int64_t m_max, int64_t k,
-                                  size_t a_dtype_size, bool has_scales, WindowLayout* out) {
+                                  size_t a_dtype_size, ScaleLayout scale_layout,
+                                  WindowLayout* out) {
   if (out == nullptr) return Fail(xcclInvalidArgument, "ag_gemm window layout: out is NULL");
   if (world < 1) return Fail(xcclInvalidArgument, "ag_gemm window layout: world %d < 1", world);
   if (rank < 0 || rank >= world) {
@@ -42,15 +45,23 @@ xcclResult_t WindowLayout::Create(int world, int rank, int64_t m_max, int64_t k,
   const int64_t padded = PaddedM(m_max);
   // Every later query multiplies numbers no larger than these, so checking the largest window
   // once here makes all of them overflow-free.
-  size_t slot = 0, data = 0, scales = 0, base = 0, total = 0;
+  const int64_t blocks = scale_layout == ScaleLayout::kNone     ? 0
+                         : scale_layout == ScaleLayout::kPerRow ? 1
+                                                                : KBlocks(k);
+  size_t slot = 0, data = 0, scales = 0, base = 0, call_base = 0, total = 0;
   bool ok = padded > 0 && MulSize(static_cast<size_t>(padded), static_cast<size_t>(k), &slot) &&
             MulSize(slot, a_dtype_size, &slot) && MulSize(slot, static_cast<size_t>(world), &data);
-  if (ok && has_scales) {
+  if (ok && blocks > 0) {
     ok = AddSize(data, kScaleAlignment - 1, &base) &&
          MulSize(static_cast<size_t>(padded), sizeof(float), &scales) &&
+         MulSize(scales, static_cast<size_t>(blocks), &scales) &&
          MulSize(scales, static_cast<size_t>(world), &scales);
     base = base / kScaleAlignment * kScaleAlignment;
     ok = ok && AddSize(base, scales, &total);
+    if (ok && scale_layout == ScaleLayout::kBlock128) {
+      call_base = total;  // a multiple of the alignment: base is, and tiles are 256-row multiples
+      ok = AddSize(call_base, scales, &total);
+    }
   } else {
     base = 0;
     total = data;
@@ -68,8 +79,10 @@ xcclResult_t WindowLayout::Create(int world, int rank, int64_t m_max, int64_t k,
   layout.padded_m_max_ = padded;
   layout.k_ = k;
   layout.element_size_ = a_dtype_size;
-  layout.has_scales_ = has_scales;
+  layout.scales_ = scale_layout;
+  layout.scale_blocks_ = blocks;
   layout.scale_base_ = base;
+  layout.call_tile_base_ = call_base;
   layout.total_bytes_ = total;
   *out = layout;
   return xcclSuccess;
@@ -113,12 +126,33 @@ xcclResult_t WindowLayout::SlotOffset(int source, int64_t m, size_t* offset) con
 }
 
 xcclResult_t WindowLayout::ScaleOffset(int source, int64_t m, size_t* offset) const {
-  if (!has_scales_) {
-    return Fail(xcclInvalidArgument, "ag_gemm window layout: no scales in this window");
-  }
+  size_t bytes = 0;
+  XCCL_TRY(ScaleBytes(m, &bytes));
   int64_t rows = 0;
   XCCL_TRY(Check(source, m, &rows));
-  *offset = scale_base_ + static_cast<size_t>(source) * static_cast<size_t>(rows) * sizeof(float);
+  *offset = scale_base_ + static_cast<size_t>(source) * bytes;
+  return xcclSuccess;
+}
+
+xcclResult_t WindowLayout::ScaleBytes(int64_t m, size_t* bytes) const {
+  if (!has_scales())
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: no scales in this window");
+  int64_t rows = 0;
+  XCCL_TRY(Check(0, m, &rows));
+  *bytes = static_cast<size_t>(rows) * static_cast<size_t>(scale_blocks_) * sizeof(float);
+  return xcclSuccess;
+}
+
+xcclResult_t WindowLayout::CallTileOffset(int64_t row_begin, int64_t m, size_t* offset) const {
+  if (scales_ != ScaleLayout::kBlock128)
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: no block scales in this window");
+  int64_t rows = 0;
+  XCCL_TRY(Check(0, m, &rows));
+  if (row_begin < 0 || row_begin > rows * world_)
+    return Fail(xcclInvalidArgument, "ag_gemm window layout: row %lld outside [0, %lld]",
+                static_cast<long long>(row_begin), static_cast<long long>(rows * world_));
+  *offset = call_tile_base_ +
+            static_cast<size_t>(row_begin) * static_cast<size_t>(scale_blocks_) * sizeof(float);
   return xcclSuccess;
 }
 

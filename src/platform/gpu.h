@@ -49,6 +49,8 @@ using gpuMemcpyKind = hipMemcpyKind;
 #define gpuMemcpy hipMemcpy
 #define gpuMemcpyAsync hipMemcpyAsync
 #define gpuMemsetAsync hipMemsetAsync
+#define gpuMemcpy2DAsync hipMemcpy2DAsync
+#define gpuMemset2DAsync hipMemset2DAsync
 #define gpuMemset hipMemset
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
 #define gpuStreamDestroy hipStreamDestroy
@@ -132,6 +134,8 @@ using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuMemcpy cudaMemcpy
 #define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemcpy2DAsync cudaMemcpy2DAsync
+#define gpuMemset2DAsync cudaMemset2DAsync
 #define gpuMemset cudaMemset
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
 #define gpuStreamDestroy cudaStreamDestroy

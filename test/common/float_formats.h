@@ -2,6 +2,7 @@
 // independently of the reference plugin, so that tests check it rather than repeat it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -79,6 +80,8 @@ inline void FillCodes(std::vector<uint8_t>* out, size_t count, xcclDataType_t t,
 struct GemmOperands {
   std::vector<uint8_t> a, b;
   std::vector<float> a_scale, b_scale;
+  // Block scales (0: ptpc or none): A's [k_blocks][m], B's [ceil(n/128)][k_blocks].
+  int64_t k_blocks = 0;
 };
 
 inline GemmOperands RandomGemmOperands(int64_t m, int64_t n, int64_t k, xcclDataType_t t,
@@ -91,6 +94,23 @@ inline GemmOperands RandomGemmOperands(int64_t m, int64_t n, int64_t k, xcclData
     for (int64_t i = 0; i < m; ++i) o.a_scale.push_back(scale(rng));
     for (int64_t j = 0; j < n; ++j) o.b_scale.push_back(scale(rng));
   }
+  return o;
+}
+
+// fp8 operands with block scales (DeepSeek-V3's format, xccl_gemm.h): A [m][k] and B [n][k]
+// e4m3 codes, A scales [ceil(k/128)][m] (m contiguous), B scales [ceil(n/128)][ceil(k/128)],
+// every one drawn on its own from [0.25, 4) so that a scale read from the wrong block shows.
+inline GemmOperands RandomBlockscaleOperands(int64_t m, int64_t n, int64_t k,
+                                             std::mt19937_64& rng) {
+  GemmOperands o;
+  FillCodes(&o.a, m * k, xcclFloat8e4m3, rng);
+  FillCodes(&o.b, n * k, xcclFloat8e4m3, rng);
+  o.k_blocks = (k + 127) / 128;
+  std::uniform_real_distribution<float> scale(0.25f, 4.0f);
+  o.a_scale.resize(static_cast<size_t>(o.k_blocks * m));
+  o.b_scale.resize(static_cast<size_t>((n + 127) / 128 * o.k_blocks));
+  for (float& v : o.a_scale) v = scale(rng);
+  for (float& v : o.b_scale) v = scale(rng);
   return o;
 }
 
@@ -143,8 +163,17 @@ inline double GatheredGemmError(const void* c, xcclDataType_t out_type, int worl
           continue;
         }
         double sum = 0;
-        for (int64_t q = 0; q < k; ++q) sum += a[i * k + q] * b[j * k + q];
-        if (in == xcclFloat8e4m3) sum *= static_cast<double>(src.a_scale[i]) * mine.b_scale[j];
+        if (src.k_blocks > 0) {
+          for (int64_t kb = 0; kb < src.k_blocks; ++kb) {
+            double part = 0;
+            for (int64_t q = kb * 128; q < std::min(k, kb * 128 + 128); ++q)
+              part += a[i * k + q] * b[j * k + q];
+            sum += part * src.a_scale[kb * m + i] * mine.b_scale[(j / 128) * src.k_blocks + kb];
+          }
+        } else {
+          for (int64_t q = 0; q < k; ++q) sum += a[i * k + q] * b[j * k + q];
+          if (in == xcclFloat8e4m3) sum *= static_cast<double>(src.a_scale[i]) * mine.b_scale[j];
+        }
         err2 += (got - sum) * (got - sum);
         ref2 += sum * sum;
       }

@@ -302,7 +302,9 @@ TEST(FusedLayout, KimiK3Tp8) {
   for (int rank = 0; rank < world; ++rank) {
     for (const auto& [esize, scales] : {std::pair<size_t, bool>{1, true}, {2, false}}) {
       WindowLayout layout;
-      ASSERT_EQ(WindowLayout::Create(world, rank, m_max, k, esize, scales, &layout), xcclSuccess);
+      ASSERT_EQ(WindowLayout::Create(world, rank, m_max, k, esize,
+                                     scales ? ScaleLayout::kPerRow : ScaleLayout::kNone, &layout),
+                xcclSuccess);
       EXPECT_EQ(layout.padded_m_max(), 4096);
       for (int64_t global_m : {4096, 8192, 16384, 32768}) {
         CheckLayout(layout, world, rank, m_max, k, esize, scales, global_m / world);
@@ -315,7 +317,7 @@ TEST(FusedLayout, KimiK3Tp8) {
   }
   // Hand value: fp8, rank 3, M = 1024: slot 3 at 3 * 1024 * 7168 bytes.
   WindowLayout layout;
-  ASSERT_EQ(WindowLayout::Create(8, 3, 4096, 7168, 1, true, &layout), xcclSuccess);
+  ASSERT_EQ(WindowLayout::Create(8, 3, 4096, 7168, 1, ScaleLayout::kPerRow, &layout), xcclSuccess);
   size_t off = 0;
   ASSERT_EQ(layout.LocalRows(1024, &off), xcclSuccess);
   EXPECT_EQ(off, 3u * 1024 * 7168);
@@ -333,7 +335,9 @@ TEST(FusedLayout, Random) {
     const size_t esize = size_t{1} << (rng() % 3);
     const bool scales = rng() % 2;
     WindowLayout layout;
-    ASSERT_EQ(WindowLayout::Create(world, rank, m_max, k, esize, scales, &layout), xcclSuccess);
+    ASSERT_EQ(WindowLayout::Create(world, rank, m_max, k, esize,
+                                   scales ? ScaleLayout::kPerRow : ScaleLayout::kNone, &layout),
+              xcclSuccess);
     const int64_t cap = CountTiles(m_max) * 256;
     for (int j = 0; j < 4; ++j) {
       const int64_t m = static_cast<int64_t>(rng() % (cap + 1));  // anything up to padded m_max
@@ -349,7 +353,8 @@ TEST(FusedLayout, CreateRefusals) {
   WindowLayout layout;
   auto refused = [&](int world, int rank, int64_t m_max, int64_t k, size_t esize) {
     ClearThreadLastError();
-    const xcclResult_t r = WindowLayout::Create(world, rank, m_max, k, esize, true, &layout);
+    const xcclResult_t r =
+        WindowLayout::Create(world, rank, m_max, k, esize, ScaleLayout::kPerRow, &layout);
     return r == xcclInvalidArgument && !ThreadLastError().empty();
   };
   EXPECT_TRUE(refused(0, 0, 1024, 64, 2));
@@ -365,13 +370,14 @@ TEST(FusedLayout, CreateRefusals) {
   EXPECT_TRUE(refused(4, 0, big, 64, 2));           // PaddedM itself overflows
   EXPECT_TRUE(refused(4, 0, big / 512, 1024, 2));   // data bytes overflow
   EXPECT_TRUE(refused(2, 0, 1 << 20, big / 4, 1));  // slot bytes overflow
-  EXPECT_EQ(WindowLayout::Create(4, 0, 1024, 64, 2, false, nullptr), xcclInvalidArgument);
+  EXPECT_EQ(WindowLayout::Create(4, 0, 1024, 64, 2, ScaleLayout::kNone, nullptr),
+            xcclInvalidArgument);
   EXPECT_FALSE(refused(1, 0, 1, 1, 1));
 }
 
 TEST(FusedLayout, QueryRefusals) {
   WindowLayout layout;
-  ASSERT_EQ(WindowLayout::Create(4, 1, 1000, 128, 2, false, &layout), xcclSuccess);
+  ASSERT_EQ(WindowLayout::Create(4, 1, 1000, 128, 2, ScaleLayout::kNone, &layout), xcclSuccess);
   size_t out = 12345;
   EXPECT_EQ(layout.SlotOffset(0, 1024, &out), xcclSuccess);  // padded m_max is in range
   EXPECT_EQ(out, 0u);
@@ -381,9 +387,47 @@ TEST(FusedLayout, QueryRefusals) {
   EXPECT_EQ(layout.SlotOffset(-1, 256, &out), xcclInvalidArgument);
   EXPECT_EQ(layout.LocalRows(2000, &out), xcclInvalidArgument);
   EXPECT_EQ(layout.DataBytes(1025, &out), xcclInvalidArgument);
-  EXPECT_EQ(layout.ScaleOffset(0, 256, &out), xcclInvalidArgument);  // no scales
+  EXPECT_EQ(layout.ScaleOffset(0, 256, &out), xcclInvalidArgument);     // no scales
+  EXPECT_EQ(layout.CallTileOffset(0, 256, &out), xcclInvalidArgument);  // no block scales
   WindowLayout empty;
   EXPECT_EQ(empty.SlotOffset(0, 0, &out), xcclInvalidArgument);  // never created
+}
+
+// Block scales: KB = ceil(k / 128) floats per row, one source's [KB * padded] after another,
+// then the GEMM calls' tiles (as large again), all 256-byte aligned and clear of each other.
+TEST(FusedLayout, BlockScales) {
+  for (int64_t k : {1, 128, 300, 7168}) {
+    const int world = 4;
+    const int64_t m_max = 1000, blocks = (k + 127) / 128;
+    WindowLayout layout;
+    ASSERT_EQ(WindowLayout::Create(world, 2, m_max, k, 1, ScaleLayout::kBlock128, &layout),
+              xcclSuccess);
+    EXPECT_EQ(layout.scale_blocks(), blocks);
+    EXPECT_EQ(KBlocks(k), blocks);
+    for (int64_t m : {1, 256, 700, 1000}) {
+      const size_t rows = static_cast<size_t>((m + 255) / 256 * 256);
+      size_t bytes = 0, data = 0;
+      ASSERT_EQ(layout.ScaleBytes(m, &bytes), xcclSuccess);
+      EXPECT_EQ(bytes, rows * blocks * sizeof(float));
+      ASSERT_EQ(layout.DataBytes(m, &data), xcclSuccess);
+      for (int s = 0; s < world; ++s) {
+        size_t off = 0;
+        ASSERT_EQ(layout.ScaleOffset(s, m, &off), xcclSuccess);
+        EXPECT_EQ(off, layout.scale_base() + s * bytes);
+        EXPECT_GE(off, data);
+      }
+      size_t first = 0, last = 0;
+      ASSERT_EQ(layout.CallTileOffset(0, m, &first), xcclSuccess);
+      ASSERT_EQ(layout.CallTileOffset(world * rows, m, &last), xcclSuccess);
+      EXPECT_EQ(first, layout.scale_base() + 1024 * blocks * sizeof(float) * world);
+      EXPECT_EQ(first % 256, 0u);
+      EXPECT_EQ(last - first, world * bytes);
+      EXPECT_LE(last, layout.total_bytes());
+      EXPECT_EQ(layout.CallTileOffset(world * rows + 1, m, &last), xcclInvalidArgument);
+    }
+    EXPECT_EQ(layout.total_bytes(),
+              layout.scale_base() + 2 * size_t{1024} * blocks * sizeof(float) * world);
+  }
 }
 
 }  // namespace

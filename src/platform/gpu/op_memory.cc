@@ -52,6 +52,21 @@ xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t stream) {
   return xcclSuccess;
 }
 
+xcclResult_t Copy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                         size_t width, size_t height, xcclStream_t stream) {
+  if (width == 0 || height == 0) return xcclSuccess;
+  XCCL_GPU_TRY(gpuMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, gpuMemcpyDefault,
+                                static_cast<gpuStream_t>(stream)));
+  return xcclSuccess;
+}
+
+xcclResult_t Zero2DAsync(void* dst, size_t pitch, size_t width, size_t height,
+                         xcclStream_t stream) {
+  if (width == 0 || height == 0) return xcclSuccess;
+  XCCL_GPU_TRY(gpuMemset2DAsync(dst, pitch, 0, width, height, static_cast<gpuStream_t>(stream)));
+  return xcclSuccess;
+}
+
 xcclResult_t SyncStream(xcclStream_t stream) {
   XCCL_GPU_TRY(gpuStreamSynchronize(static_cast<gpuStream_t>(stream)));
   return xcclSuccess;

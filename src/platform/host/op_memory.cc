@@ -36,6 +36,20 @@ xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t /*stream*/) {
   return xcclSuccess;
 }
 
+xcclResult_t Copy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                         size_t width, size_t height, xcclStream_t /*stream*/) {
+  for (size_t row = 0; row < height; ++row)
+    memmove(static_cast<char*>(dst) + row * dst_pitch,
+            static_cast<const char*>(src) + row * src_pitch, width);
+  return xcclSuccess;
+}
+
+xcclResult_t Zero2DAsync(void* dst, size_t pitch, size_t width, size_t height,
+                         xcclStream_t /*stream*/) {
+  for (size_t row = 0; row < height; ++row) memset(static_cast<char*>(dst) + row * pitch, 0, width);
+  return xcclSuccess;
+}
+
 xcclResult_t SyncStream(xcclStream_t /*stream*/) { return xcclSuccess; }
 
 }  // namespace xccl
