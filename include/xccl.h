@@ -129,6 +129,19 @@ xcclResult_t xcclCommFinalize(xcclComm_t comm);
 xcclResult_t xcclCommDestroy(xcclComm_t comm);
 xcclResult_t xcclCommAbort(xcclComm_t comm);
 
+/* A new communicator of comm's ranks without the n_exclude ranks listed (NCCL 2.27's
+ * ncclCommShrink): called by every rank not excluded, never by the excluded ones, which may be
+ * dead, hung, or alive and doing something else; it works right after a failed call. The
+ * survivors keep their order: new rank = the number of survivors below the old rank. Every
+ * survivor must pass the same list (xcclInvalidUsage otherwise). config NULL: comm's
+ * configuration. flags: XCCL_SHRINK_DEFAULT, or XCCL_SHRINK_ABORT to stop comm's queued work
+ * first (after a failure). comm stays this rank's to destroy or abort, which then waits for no
+ * one. Every wait has comm's deadline; a survivor that never comes is named at it. */
+#define XCCL_SHRINK_DEFAULT 0
+#define XCCL_SHRINK_ABORT 1
+xcclResult_t xcclCommShrink(xcclComm_t comm, const int* exclude_ranks, int n_exclude,
+                            xcclComm_t* newcomm, xcclConfig_t* config, int flags);
+
 /* The first asynchronous failure of this communicator (a dead peer, a missed deadline), or
  * xcclSuccess. Once an error is recorded, collectives on this communicator return it.
  * A collective call refused for its own arguments (xcclInvalidArgument, nothing moved) has not

@@ -99,8 +99,12 @@ xcclResult_t Communicator::OperationGuard::Acquire(const char* op) {
   return xcclSuccess;
 }
 
-void Communicator::Abort() {
+void Communicator::AbortTransport() {
   if (transport_) transport_->Abort(rank());
+}
+
+void Communicator::Abort() {
+  AbortTransport();
   if (bootstrap_) bootstrap_->Abort();
 }
 

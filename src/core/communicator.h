@@ -67,6 +67,10 @@ class Communicator {
 
   // Stops queued work without waiting for peers (xcclCommAbort).
   void Abort();
+  // Abort's first half: queued work stops, the bootstrap stays usable (xcclCommShrink's
+  // survivors still talk over it).
+  void AbortTransport();
+  const CommConfig& config() const { return config_; }
 
   // Keeps `resource` (an op whose release waits for the whole device) until ReleaseDeferred:
   // where a peer of this process shares the device, freeing it in a destroy that peers need not

@@ -1,0 +1,169 @@
+// xcclCommShrink on the host platform: survivors make a new communicator without the excluded
+// ranks, which take no part - alive and busy elsewhere (threads), or killed at a random step of
+// a random sequence of all_gathers and barriers (processes): every survivor names the dead rank
+// within a second at the default deadline, shrinks right after the failed call, and makes 100
+// all_gathers on the new communicator, every byte checked; repeated kill-and-shrink cycles leave
+// no shm names or file descriptors behind; and every argument check.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mp/checked_all_gather.h"
+#include "mp/rank_runner.h"
+#include "mp/test_params.h"
+
+namespace xccl_test {
+namespace {
+
+// 100 checked all_gathers (random dtypes, counts, in and out of place) on `comm`, whose rank
+// is `rank` of `nranks`; failures into ctx.
+void HundredCheckedCalls(RankContext& ctx, xcclComm_t comm, int rank, int nranks) {
+  RankContext sub;
+  sub.comm = comm;
+  sub.rank = rank;
+  sub.nranks = nranks;
+  sub.seed = ctx.seed ^ 0x5EED;
+  std::mt19937_64 rng(sub.seed);  // the same draws on every survivor
+  for (uint64_t call = 0; call < 100 && sub.failures.empty(); ++call) {
+    const int dtype = static_cast<int>(rng() % xcclNumTypes);
+    const size_t count = 1 + rng() % 3000;
+    CheckedAllGather(sub, count, dtype, rng() % 2 == 0, rng() % 4, 1000 + call);
+  }
+  for (const std::string& f : sub.failures) ctx.Fail("new communicator: " + f);
+}
+
+// Threads, world 4 and 8: the last rank is excluded while alive; it never calls shrink and goes
+// on to destroy its communicator. The survivors' new ranks keep their order.
+TEST(ShrinkTest, AliveExcludedRankTakesNoPart) {
+  for (int world : {4, 8}) {
+    auto failures = RunRanks(RankMode::kThreads, world, [](RankContext& ctx) {
+      const int excluded = ctx.nranks - 1;
+      CheckedAllGather(ctx, 100, xcclFloat32, false, 0, 1);
+      if (ctx.rank == excluded) return;
+      xcclComm_t small = nullptr;
+      const int list[] = {excluded};
+      RANK_EXPECT(
+          ctx,
+          xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_DEFAULT) == xcclSuccess,
+          "shrink: " << xcclGetLastError(ctx.comm));
+      if (small == nullptr) return;
+      int rank = -1, count = -1;
+      RANK_EXPECT(ctx,
+                  xcclCommUserRank(small, &rank) == xcclSuccess &&
+                      xcclCommCount(small, &count) == xcclSuccess && rank == ctx.rank &&
+                      count == ctx.nranks - 1,
+                  "new rank " << rank << " of " << count);
+      HundredCheckedCalls(ctx, small, ctx.rank, ctx.nranks - 1);
+      // ctx.comm, which still names the excluded rank, the runner destroys (waiting for no one).
+      RANK_EXPECT(ctx, xcclCommDestroy(small) == xcclSuccess, xcclGetLastError(nullptr));
+    });
+    for (const auto& failure : failures) ADD_FAILURE() << "world " << world << ": " << failure;
+  }
+}
+
+// Processes, world 4: one rank killed at a random step of a random sequence of all_gathers and
+// barriers; every survivor's next call fails naming it within a second (XCCL_TIMEOUT_MS at its
+// default), then shrink with XCCL_SHRINK_ABORT right after, 100 checked calls on the new
+// communicator, abort of the old one. 100 cycles, each a fresh run: nothing left behind.
+TEST(ShrinkTest, KilledRankThenShrinkAndGoOn) {
+  const size_t fds_before = OpenFileDescriptors();
+  std::mt19937_64 draw(std::random_device{}());
+  for (int cycle = 0; cycle < 100; ++cycle) {
+    const int world = 4, victim = static_cast<int>(draw() % world);
+    const int kill_at = static_cast<int>(draw() % 20);
+    RunOptions options = KilledRankOptions(victim);
+    options.before_init = nullptr;  // XCCL_TIMEOUT_MS at its default (300 s)
+    auto failures = RunRanks(
+        RankMode::kProcesses, world,
+        [victim, kill_at](RankContext& ctx) {
+          std::mt19937_64 rng(ctx.seed);
+          xcclResult_t r = xcclSuccess;
+          double seconds = 0;
+          for (int step = 0; step < 1000 && r == xcclSuccess; ++step) {
+            if (step == kill_at && ctx.rank == victim) raise(SIGKILL);
+            const bool barrier = rng() % 4 == 0;
+            const size_t count = 1 + rng() % 5000;
+            const int dtype = static_cast<int>(rng() % xcclNumTypes);
+            const auto start = std::chrono::steady_clock::now();
+            if (barrier) {
+              r = xcclBarrier(ctx.comm, nullptr);
+            } else {
+              std::vector<unsigned char> send(count * 8, 1), recv(count * 8 * ctx.nranks);
+              r = xcclAllGather(send.data(), recv.data(), count, static_cast<xcclDataType_t>(dtype),
+                                ctx.comm, nullptr);
+            }
+            seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          }
+          const std::string message = xcclGetLastError(ctx.comm);
+          RANK_EXPECT(ctx, r == xcclRemoteError || r == xcclSystemError,
+                      "after rank " << victim << " died: " << xcclGetErrorString(r));
+          RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+                      "the error does not name rank " << victim << ": " << message);
+          RANK_EXPECT(ctx, seconds < 1.0, "took " << seconds << " s to name the dead rank");
+          xcclComm_t small = nullptr;
+          const int list[] = {victim};
+          RANK_EXPECT(
+              ctx,
+              xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_ABORT) == xcclSuccess,
+              "shrink: " << xcclGetLastError(ctx.comm));
+          if (small != nullptr) {
+            HundredCheckedCalls(ctx, small, ctx.rank - (ctx.rank > victim ? 1 : 0), ctx.nranks - 1);
+            RANK_EXPECT(ctx, xcclCommDestroy(small) == xcclSuccess, xcclGetLastError(nullptr));
+          }
+          RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, xcclGetLastError(nullptr));
+        },
+        options);
+    for (const auto& failure : failures)
+      ADD_FAILURE() << "cycle " << cycle << " (rank " << victim << " killed at step " << kill_at
+                    << "): " << failure;
+    const auto left = LeftoverShm(LastChildPids());
+    EXPECT_TRUE(left.empty()) << "cycle " << cycle << " left " << left.size() << " shm names";
+    if (HasFailure()) return;
+  }
+  EXPECT_EQ(OpenFileDescriptors(), fds_before) << "file descriptors left by the cycles";
+}
+
+// Every argument check answers with its code and a message, and the communicator still works.
+TEST(ShrinkTest, BadArgumentsAreRefused) {
+  auto failures = RunRanks(RankMode::kThreads, 3, [](RankContext& ctx) {
+    xcclComm_t out = nullptr;
+    auto refused = [&](xcclResult_t r, xcclResult_t want, const char* what, const char* says) {
+      const std::string message = xcclGetLastError(ctx.comm);
+      RANK_EXPECT(ctx, r == want && message.find(says) != std::string::npos,
+                  what << ": " << xcclGetErrorString(r) << " \"" << message << "\"");
+      RANK_EXPECT(ctx, out == nullptr, what << ": newcomm set");
+    };
+    const int other = (ctx.rank + 1) % ctx.nranks;
+    const int one[] = {other}, twice[] = {other, other}, outside[] = {ctx.nranks};
+    const int self[] = {ctx.rank}, all[] = {0, 1, 2};
+    refused(xcclCommShrink(ctx.comm, one, 1, nullptr, nullptr, 0), xcclInvalidArgument,
+            "newcomm NULL", "newcomm is NULL");
+    refused(xcclCommShrink(nullptr, one, 1, &out, nullptr, 0), xcclInvalidArgument, "comm NULL",
+            "NULL");
+    refused(xcclCommShrink(ctx.comm, nullptr, 1, &out, nullptr, 0), xcclInvalidArgument,
+            "list NULL", "exclude_ranks is NULL");
+    refused(xcclCommShrink(ctx.comm, twice, 2, &out, nullptr, 0), xcclInvalidArgument,
+            "listed twice", "listed twice");
+    refused(xcclCommShrink(ctx.comm, outside, 1, &out, nullptr, 0), xcclInvalidArgument,
+            "out of range", "outside [0, 3)");
+    refused(xcclCommShrink(ctx.comm, self, 1, &out, nullptr, 0), xcclInvalidUsage, "self",
+            "excludes itself");
+    refused(xcclCommShrink(ctx.comm, all, 3, &out, nullptr, 0), xcclInvalidArgument, "everyone",
+            "at least one rank must remain");
+    refused(xcclCommShrink(ctx.comm, one, -1, &out, nullptr, 0), xcclInvalidArgument, "negative",
+            "-1 ranks");
+    refused(xcclCommShrink(ctx.comm, one, 1, &out, nullptr, 7), xcclInvalidArgument, "flags 7",
+            "flags 7");
+    CheckedAllGather(ctx, 333, xcclInt32, false, 1, 5);  // still usable
+  });
+  for (const auto& failure : failures) ADD_FAILURE() << failure;
+}
+
+}  // namespace
+}  // namespace xccl_test
