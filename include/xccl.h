@@ -141,6 +141,10 @@ xcclResult_t xcclCommAbort(xcclComm_t comm);
 #define XCCL_SHRINK_ABORT 1
 xcclResult_t xcclCommShrink(xcclComm_t comm, const int* exclude_ranks, int n_exclude,
                             xcclComm_t* newcomm, xcclConfig_t* config, int flags);
+/* Stops comm's queued work and fails it (NCCL 2.27's ncclCommRevoke): later calls on it return
+ * xcclInvalidUsage saying it was revoked, its peers' waits on this rank end, shrink still works
+ * on it, and destroy or abort frees it. flags: 0 (NCCL's NCCL_REVOKE_DEFAULT). */
+xcclResult_t xcclCommRevoke(xcclComm_t comm, int flags);
 
 /* The first asynchronous failure of this communicator (a dead peer, a missed deadline), or
  * xcclSuccess. Once an error is recorded, collectives on this communicator return it.

@@ -183,18 +183,20 @@ XCCL_SHIM_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) 
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm));
 
-// Revoke stops in-flight work after a failure: creating a vendor communicator then (a
-// collective) would be wrong, so only an existing one is revoked.
+// Revoke stops in-flight work after a failure: xccl's communicator natively (and a vendor
+// communicator that exists too; creating one then, a collective, would be wrong).
 XCCL_SHIM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   if (comm == nullptr) return ncclSuccess;  // as NCCL: nothing to revoke
-  if (IsLiveComm(comm) && !comm->vendor)
-    return Fail(ncclInvalidUsage, "ncclCommRevoke",
-                "xccl has no native revoke and this communicator has no vendor communicator");
+  if (IsLiveComm(comm) && comm->xccl != nullptr) {
+    ncclResult_t r =
+        CheckXccl(xcclCommRevoke(comm->xccl, revokeFlags), "ncclCommRevoke", comm->xccl);
+    if (r != ncclSuccess || !comm->vendor) return r;
+  }
   XCCL_SHIM_FORWARD(ncclCommRevoke, comm, vc, revokeFlags);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags));
 
-// Split and Shrink make vendor-only communicators: their native calls are forwarded too.
+// Split makes vendor-only communicators (forwarded); Shrink of an xccl communicator is native.
 XCCL_SHIM_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                                             ncclComm_t* newcomm, ncclConfig_t* config) {
   const char* name = "ncclCommSplit";
@@ -220,6 +222,9 @@ XCCL_SHIM_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksL
                                              ncclConfig_t* config, int shrinkFlags) {
   const char* name = "ncclCommShrink";
   if (!newcomm) return Fail(ncclInvalidArgument, name, "newcomm is NULL");
+  // xccl's communicators shrink natively: the survivors need nothing of the excluded ranks.
+  if (IsLiveComm(comm) && comm->xccl != nullptr)
+    return NativeShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   decltype(&ncclCommShrink) fn = nullptr;
   ncclComm_t vc = nullptr;
   ncclResult_t r = PrepareForward(name, comm, &fn, &vc);

@@ -157,6 +157,51 @@ ncclResult_t Release(ncclComm_t comm, const char* function, const char* vendor_n
 
 }  // namespace
 
+namespace xccl_shim {
+
+ncclResult_t NativeShrink(ncclComm_t comm, int* exclude, int n_exclude, ncclComm_t* newcomm,
+                          const ncclConfig_t* config, int flags) {
+  const char* function = "ncclCommShrink";
+  *newcomm = nullptr;
+  if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT)
+    return Fail(ncclInvalidArgument, function,
+                "shrinkFlags " + std::to_string(flags) +
+                    " are neither NCCL_SHRINK_DEFAULT nor NCCL_SHRINK_ABORT");
+  auto* c = new ncclComm();
+  xcclConfig_t xc = XCCL_CONFIG_INITIALIZER;
+  ncclResult_t r = ncclSuccess;
+  if (config != nullptr) {
+    r = ParseConfig(config, c, &xc, function);
+  } else {  // NCCL: the child takes the parent's configuration
+    c->have_config = comm->have_config;
+    c->config_bytes = comm->config_bytes;
+    c->comm_name = comm->comm_name;
+    c->net_name = comm->net_name;
+  }
+  if (r == ncclSuccess)
+    r = CheckXccl(
+        xcclCommShrink(comm->xccl, exclude, n_exclude, &c->xccl, config != nullptr ? &xc : nullptr,
+                       flags == NCCL_SHRINK_ABORT ? XCCL_SHRINK_ABORT : XCCL_SHRINK_DEFAULT),
+        function, comm->xccl);
+  if (r == ncclSuccess) {
+    xcclCommCount(c->xccl, &c->nranks);
+    xcclCommUserRank(c->xccl, &c->rank);
+    xcclCommDevice(c->xccl, &c->device);
+    r = LsaSizeOf(c->xccl, c->nranks, function, &c->lsa_size);
+  }
+  if (r == ncclSuccess) r = ExchangeVendorId(c);
+  if (r != ncclSuccess) {
+    if (c->xccl != nullptr) xcclCommAbort(c->xccl);
+    delete c;
+    return r;
+  }
+  RegisterComm(c);
+  *newcomm = c;
+  return ncclSuccess;
+}
+
+}  // namespace xccl_shim
+
 XCCL_SHIM_EXPORT ncclResult_t ncclGetVersion(int* version) {
   if (!version) return Fail(ncclInvalidArgument, "ncclGetVersion", "version is NULL");
   *version = XCCL_SHIM_NCCL_VERSION_CODE;

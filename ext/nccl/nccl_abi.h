@@ -44,6 +44,8 @@ typedef enum {
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
+#define NCCL_SHRINK_DEFAULT 0x00 /* ncclCommShrink flags, as nccl.h 2.27 */
+#define NCCL_SHRINK_ABORT 0x01
 #define XCCL_SHIM_CONFIG_MAGIC 0xcafebeefu
 #define XCCL_SHIM_SIM_INFO_MAGIC 0x74685283u
 

@@ -136,6 +136,9 @@ ncclResult_t ExchangeVendorId(ncclComm_t comm);
 ncclResult_t EnsureVendorComm(ncclComm_t comm, const char* function, void** vendor_comm);
 // Wraps a vendor communicator (from Split/Shrink) into a shim handle.
 ncclResult_t WrapVendorComm(void* vendor_comm, ncclComm_t* out, const char* function);
+// ncclCommShrink of a communicator xccl made: xcclCommShrink, the child wrapped as at init.
+ncclResult_t NativeShrink(ncclComm_t comm, int* exclude, int n_exclude, ncclComm_t* newcomm,
+                          const ncclConfig_t* config, int flags);
 
 // Forwarding helpers for calls without a communicator.
 template <typename Fn>

@@ -13,6 +13,7 @@
 #include "core/comm_handle.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/failure.h"
 #include "core/fnv1a.h"
 #include "core/params.h"
 #include "transport/bootstrap/bootstrap.h"
@@ -112,10 +113,25 @@ xcclResult_t Shrink(xcclComm_t comm, const int* exclude, int n_exclude, xcclComm
   return xcclSuccess;
 }
 
+xcclResult_t Revoke(xcclComm_t comm, int flags) {
+  Communicator* impl = nullptr;
+  XCCL_TRY(ResolveComm(comm, "xcclCommRevoke", &impl));
+  if (flags != 0) return Fail(xcclInvalidArgument, "xcclCommRevoke: flags %d are not 0", flags);
+  PlatformFailure failure;
+  failure.result = xcclInvalidUsage;
+  failure.message = "the communicator was revoked (xcclCommRevoke)";
+  (void)impl->RecordFailure("xcclCommRevoke", failure);
+  return xcclSuccess;
+}
+
 }  // namespace
 }  // namespace xccl
 
 using namespace xccl;
+
+extern "C" xcclResult_t xcclCommRevoke(xcclComm_t comm, int flags) {
+  return GuardedCall("xcclCommRevoke", comm, [&] { return Revoke(comm, flags); });
+}
 
 extern "C" xcclResult_t xcclCommShrink(xcclComm_t comm, const int* exclude_ranks, int n_exclude,
                                        xcclComm_t* newcomm, xcclConfig_t* config, int flags) {

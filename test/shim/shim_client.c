@@ -277,6 +277,28 @@ static void NativeRank(int nranks, int rank) {
   CheckAllGatherInPlace(comm, nranks, rank, 2);
   CheckWindow(comm, nranks, rank, 9);
 
+  /* Shrink (native for xccl communicators): the last rank excluded takes no part; the others
+   * gather over the child, then revoke it, after which its calls are refused. */
+  if (nranks >= 2 && rank != nranks - 1) {
+    int excluded[1] = {nranks - 1};
+    ncclComm_t small = NULL;
+    CHECK(ncclCommShrink(comm, excluded, 1, &small, NULL, NCCL_SHRINK_DEFAULT));
+    int small_count = 0, small_rank = -1;
+    CHECK(ncclCommCount(small, &small_count));
+    CHECK(ncclCommUserRank(small, &small_rank));
+    if (small_count != nranks - 1 || small_rank != rank)
+      FAIL("shrink gave rank %d of %d", small_rank, small_count);
+    CheckAllGatherFloat(small, nranks - 1, rank, 11);
+    ncclComm_t refused = NULL;
+    EXPECT_RESULT(ncclCommShrink(comm, excluded, 1, &refused, NULL, 5), ncclInvalidArgument);
+    CHECK(ncclCommRevoke(small, 0));
+    float one[1] = {0}, all[64];
+    EXPECT_RESULT(ncclAllGather(one, all, 1, ncclFloat32, small, NULL), ncclInvalidUsage);
+    if (!strstr(ncclGetLastError(small), "revoked"))
+      FAIL("after revoke: %s", ncclGetLastError(small));
+    CHECK(ncclCommDestroy(small));
+  }
+
   /* A group around native calls. */
   CHECK(ncclGroupStart());
   CHECK(ncclGroupStart());
