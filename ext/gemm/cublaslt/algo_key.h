@@ -10,13 +10,15 @@
 
 namespace xccl_cublaslt {
 
-// A problem (m, n, k, leading dimensions, types) and the row count of a run of it.
+// A problem (m, n, k, leading dimensions, types, scale mode) and the row count of a run of it.
+// The scale mode is part of it: ptpc and block scales of one shape are different cuBLASLt
+// problems (different kernels), which must never share a cached algorithm.
 struct AlgoKey {
   int64_t rows, m, n, k, lda, ldb, ldc;
-  int in, out;
+  int in, out, scale;
   bool operator<(const AlgoKey& o) const {
-    return std::tie(rows, m, n, k, lda, ldb, ldc, in, out) <
-           std::tie(o.rows, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.in, o.out);
+    return std::tie(rows, m, n, k, lda, ldb, ldc, in, out, scale) <
+           std::tie(o.rows, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.in, o.out, o.scale);
   }
 };
 
@@ -32,18 +34,19 @@ inline AlgoKey KeyOf(const xcclGemmProblem& p, int64_t rows) {
                  p.ldb,
                  p.ldc,
                  static_cast<int>(p.a_type),
-                 static_cast<int>(p.c_type)};
+                 static_cast<int>(p.c_type),
+                 static_cast<int>(p.scale_mode)};
 }
 
 // Whether two keys differ at most in m.
 inline bool SameButM(const AlgoKey& a, const AlgoKey& b) {
-  return std::tie(a.rows, a.n, a.k, a.lda, a.ldb, a.ldc, a.in, a.out) ==
-         std::tie(b.rows, b.n, b.k, b.lda, b.ldb, b.ldc, b.in, b.out);
+  return std::tie(a.rows, a.n, a.k, a.lda, a.ldb, a.ldc, a.in, a.out, a.scale) ==
+         std::tie(b.rows, b.n, b.k, b.lda, b.ldb, b.ldc, b.in, b.out, b.scale);
 }
 
 // The whole-problem algorithm for p's shape in `algos`: the one chosen for p.m, else the one
-// chosen for the largest other m of the same n, k, strides and types (an op chooses at m_max and
-// then runs any m up to it), else nullptr.
+// chosen for the largest other m of the same n, k, strides, types and scale mode (an op chooses at
+// m_max and then runs any m up to it), else nullptr.
 template <typename Algo>
 const Algo* ShapeAlgoOf(const std::map<AlgoKey, Algo>& algos, const xcclGemmProblem& p) {
   const AlgoKey want = KeyOf(p, kShapeAlgo);

@@ -1,5 +1,6 @@
 // libxccl-gemm-cublaslt.so: the ag_gemm GEMM through cuBLASLt (NVIDIA), bf16/fp16 and fp8 e4m3
-// with per-token A and per-channel B scales ("ptpc"), fp32 accumulate, bf16/fp16 out.
+// with per-token A and per-channel B scales ("ptpc") or DeepSeek-V3 block scales (ABI version
+// 2's xcclGemmScaleBlock128), fp32 accumulate, bf16/fp16 out.
 //
 // Layout: the plugin ABI's problem is row-major, C[m][n] = A[m][k] . B[n][k]^T. cuBLASLt is
 // column-major, and a row-major matrix is the column-major view of its transpose, so the plugin
@@ -11,10 +12,32 @@
 // 12). A band of rows of C is a band of columns of C^T: the same call with A, a_scale and C
 // offset and the column count cut.
 //
-// One algorithm per problem (m, n, k, leading dimensions, types) and device in a process, chosen
-// at supports(): the fastest, timed over the whole problem, of the heuristic's first 8
-// split-K-free algorithms (XCCL_GEMM_CUBLASLT_TUNE=0: its first, untimed), and used for every
-// band whose row count it accepts (cublasLtMatmulAlgoCheck), also of a problem whose m it was
+// Block scales (Hopper, sm 9.0, only; cuBLAS 12.9 or later to build them in). Our B (weights,
+// cuBLASLt's A) takes CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, one fp32 per 128 x 128 block;
+// our A (activations, cuBLASLt's B) CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, one fp32 per row per
+// 128 of K. cuBLASLt's rules (cuBLAS docs, cublasLtMatmulMatrixScale_t; DESIGN.md section 12):
+// scale pointers 16-byte aligned, M and N multiples of 4, output bf16/fp16/fp32 (never fp8), and
+// no scale leading dimension: A's scales are read as a packed [KB][rows] tile for exactly the
+// rows of the call, so only a whole problem with a_scale_ld == m (what ag_gemm hands over) passes
+// xccl's array through; any other band, a_scale_ld > m or a misaligned pointer is first copied
+// into such a tile in the context's own device memory (one cudaMemcpy2DAsync, stream-ordered).
+// Measured on an H200 (cuBLAS 13.1, 2026-12-02, a probe for this plugin): cuBLASLt reads the
+// BLK128x128 tensor with its K blocks padded to a multiple of 4 (16 bytes) per 128 columns of
+// N, [ceil(n/128)][roundup(KB, 4)], not xccl's [ceil(n/128)][KB]: unpadded scales gave relative
+// L2 errors of 0.36-0.99 wherever KB % 4 != 0 and n > 128, padded ones 1.7e-3. So such B scales
+// are copied into a padded tile too (KB * ceil(n/128) floats per call). A K that is not a
+// multiple of 128 (a short last block, KB = ceil(k/128)) gave the right answer in that probe
+// (k 112, 320, 400: 1.7e-3), so it is served; k must still be a multiple of 16 (fp8 rows of 16
+// bytes). A band whose row count is not a multiple of 4 runs its last rows % 4 rows through a
+// 4-row scratch tile (A rows, their scales, C rows copied in and out), since cuBLASLt refuses
+// such a column count and the band must neither read nor write rows outside it. These copies
+// reuse the context's memory call after call: runs of one context must be ordered (one stream,
+// as ag_gemm gives each of its lanes its own context), never in flight on two streams at once.
+//
+// One algorithm per problem (m, n, k, leading dimensions, types, scale mode) and device in a
+// process, chosen at supports(): the fastest, timed over the whole problem, of the heuristic's
+// first 8 split-K-free algorithms (XCCL_GEMM_CUBLASLT_TUNE=0: its first, untimed), and used for
+// every band whose row count it accepts (cublasLtMatmulAlgoCheck), also of a problem whose m it was
 // not chosen for (an op chooses at m_max and runs smaller m: no kernel loads inside a call).
 // Timed, so two processes (or runs) may choose differently and give different bytes; within a
 // process every context of a problem gets the same choice (fused and split ops of one m_max give
@@ -44,6 +67,15 @@
 #include "algo_key.h"
 #include "xccl_gemm.h"
 
+// The block-scale modes (CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, _BLK128x128_32F) came with
+// cuBLAS 12.9 (an NVIDIA maintainer, NVIDIA/CUDALibrarySamples issue 310); built against an older
+// cuBLASLt the plugin refuses block scales at supports().
+#if CUBLAS_VER_MAJOR > 12 || (CUBLAS_VER_MAJOR == 12 && CUBLAS_VER_MINOR >= 9)
+#define XCCL_CUBLASLT_BLOCK_SCALES 1
+#else
+#define XCCL_CUBLASLT_BLOCK_SCALES 0
+#endif
+
 namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
@@ -54,8 +86,13 @@ using xccl_cublaslt::kShapeAlgo;
 
 struct Context {
   int device = 0;
+  int sm = 0;  // compute capability, major * 10 + minor: block scales are sm 90 only
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
+  // Block scales' copies (BlockTiles), sized at supports() for the largest problem it saw:
+  // run() may not allocate.
+  char* block_memory = nullptr;
+  size_t block_bytes = 0;
   std::mutex mu;
   std::map<AlgoKey, cublasLtMatmulAlgo_t> algos;
   // For calls whose buffers are less aligned than the algorithm in `algos` needs: the
@@ -109,12 +146,17 @@ xcclResult_t Init(void** ctx, int device) {
   if (c == nullptr) return xcclSystemError;
   c->device = device;
   OnDevice on_device(device);
-  if (!on_device.ok() || cublasLtCreate(&c->handle) != CUBLAS_STATUS_SUCCESS ||
+  int major = 0, minor = 0;
+  if (!on_device.ok() ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
+      cublasLtCreate(&c->handle) != CUBLAS_STATUS_SUCCESS ||
       cudaMalloc(&c->workspace, kWorkspaceBytes) != cudaSuccess) {
     if (c->handle != nullptr) cublasLtDestroy(c->handle);
     delete c;
     return xcclUnhandledDeviceError;
   }
+  c->sm = major * 10 + minor;
   *ctx = c;
   return xcclSuccess;
 }
@@ -124,13 +166,17 @@ xcclResult_t Finalize(void* ctx) {
   if (c == nullptr) return xcclInvalidArgument;
   OnDevice on_device(c->device);
   cudaFree(c->workspace);
+  if (c->block_memory != nullptr) cudaFree(c->block_memory);
   cublasLtDestroy(c->handle);
   delete c;
   return xcclSuccess;
 }
 
-// Shape and type rules of cuBLASLt on Hopper: fp8 needs ptpc scales here (the only fp8 mode
-// of the ABI), k and the leading dimensions multiples of 16 bytes' worth of elements.
+// Shape and type rules of cuBLASLt on Hopper: fp8 needs ptpc or block scales (the ABI's fp8
+// modes), k and the leading dimensions multiples of 16 bytes' worth of elements; block scales
+// M and N multiples of 4 and an A-scale tile that holds every row. The output is never fp8 (the
+// ABI has none, and cuBLASLt's block-scale kernels write none). a_scale_ld is read for block
+// scales only: a version 1 caller's problem ends before it and never has that mode.
 xcclResult_t CheckShape(const xcclGemmProblem* p) {
   if (p == nullptr) return xcclInvalidArgument;
   cudaDataType_t a, c;
@@ -138,7 +184,13 @@ xcclResult_t CheckShape(const xcclGemmProblem* p) {
       p->c_type == xcclFloat8e4m3)
     return xcclInvalidArgument;
   const bool fp8 = p->a_type == xcclFloat8e4m3;
-  if (fp8 != (p->scale_mode == xcclGemmScalePtpc)) return xcclInvalidArgument;
+  const bool block = p->scale_mode == xcclGemmScaleBlock128;
+  if (p->scale_mode != xcclGemmScaleNone && p->scale_mode != xcclGemmScalePtpc && !block)
+    return xcclInvalidArgument;
+  if (fp8 != (p->scale_mode != xcclGemmScaleNone)) return xcclInvalidArgument;
+  if (block &&
+      (!XCCL_CUBLASLT_BLOCK_SCALES || p->m % 4 != 0 || p->n % 4 != 0 || p->a_scale_ld < p->m))
+    return xcclInvalidArgument;
   const int64_t align = fp8 ? 16 : 8;  // elements in 16 bytes
   if (p->m < 0 || p->n <= 0 || p->k <= 0 || p->k % align != 0 || p->lda % align != 0 ||
       p->ldb % align != 0 || p->ldc % 8 != 0 || p->lda < p->k || p->ldb < p->k || p->ldc < p->n)
@@ -152,10 +204,25 @@ cublasStatus_t SetAttr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t
   return cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value));
 }
 
+// The scale arrays one cuBLASLt call reads: a over its columns (our rows), b over its rows.
+struct CallScales {
+  const float* a;
+  const float* b;
+};
+
+// p's own scale arrays for rows from row_begin, as the ptpc arithmetic offsets them. For block
+// scales only right where they already have cuBLASLt's layout (scratch operands, a whole problem
+// with a_scale_ld == m): BlockMatmul decides that for a caller's problem.
+CallScales DirectScales(const xcclGemmProblem& p, int64_t row_begin) {
+  return {p.a_scale == nullptr ? nullptr : p.a_scale + row_begin, p.b_scale};
+}
+
 // cuBLASLt's descriptors of rows [row_begin, row_end) of p (see the layout note above).
 class Descriptors {
  public:
-  Descriptors(const xcclGemmProblem& p, int64_t row_begin, int64_t row_end) {
+  Descriptors(const xcclGemmProblem& p, int64_t row_begin, int64_t row_end)
+      : Descriptors(p, row_begin, row_end, DirectScales(p, row_begin)) {}
+  Descriptors(const xcclGemmProblem& p, int64_t row_begin, int64_t row_end, CallScales scales) {
     const bool fp8 = p.a_type == xcclFloat8e4m3;
     cudaDataType_t in = CUDA_R_16BF, out = CUDA_R_16BF;
     CudaType(p.a_type, &in);
@@ -169,13 +236,21 @@ class Descriptors {
         Check(cublasLtMatrixLayoutCreate(&la, in, p.k, p.n, p.ldb)) &&
         Check(cublasLtMatrixLayoutCreate(&lb, in, p.k, rows, p.lda)) &&
         Check(cublasLtMatrixLayoutCreate(&lc, out, p.n, rows, p.ldc)) && fp8) {
-      const int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-      const float* b_scale = p.b_scale;  // over cuBLASLt's rows (n)
-      const float* a_scale = p.a_scale == nullptr ? nullptr : p.a_scale + row_begin;  // the band
-      Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer)) &&
-          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer)) &&
-          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale)) &&
-          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale));
+      int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, b_mode = a_mode;
+      if (p.scale_mode == xcclGemmScaleBlock128) {
+#if XCCL_CUBLASLT_BLOCK_SCALES
+        a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;  // cuBLASLt's A: our weights
+        b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;      // cuBLASLt's B: our activations
+#else
+        result = xcclInvalidArgument;  // CheckShape refuses these first
+        return;
+#endif
+      }
+      // cuBLASLt's A is our B and the other way round: each takes the other's scales.
+      Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, a_mode)) &&
+          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, b_mode)) &&
+          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scales.b)) &&
+          Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, scales.a));
     }
   }
   ~Descriptors() {
@@ -323,9 +398,10 @@ xcclResult_t AlignedFor(Context* c, const xcclGemmProblem& p, int64_t rows, Desc
   return r;
 }
 
-xcclResult_t Matmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int64_t row_end,
-                    cudaStream_t stream) {
-  Descriptors d(p, row_begin, row_end);
+// Rows [row_begin, row_end) of p in one cuBLASLt call that reads `scales`.
+xcclResult_t Launch(Context* c, const xcclGemmProblem& p, int64_t row_begin, int64_t row_end,
+                    CallScales scales, cudaStream_t stream) {
+  Descriptors d(p, row_begin, row_end, scales);
   if (d.result != xcclSuccess) return d.result;
   const size_t in_size = p.a_type == xcclFloat8e4m3 ? 1 : 2;
   const char* a = static_cast<const char*>(p.a) + row_begin * p.lda * in_size;
@@ -342,6 +418,123 @@ xcclResult_t Matmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int
   d.Check(cublasLtMatmul(c->handle, d.desc, &alpha, p.b, d.la, a, d.lb, &beta, cptr, d.lc, cptr,
                          d.lc, &algo, c->workspace, kWorkspaceBytes, stream));
   return d.result;
+}
+
+bool Aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+// Where a block-scaled call's copies lie in the context's block memory (each at a multiple of
+// 256 bytes, the alignment cuBLASLt's heuristic assumes), for problem p: A's scales packed
+// [KB][rows] for up to m rows; B's padded [ceil(n/128)][roundup(KB, 4)] (the layout cuBLASLt
+// reads, measured: see the note at the top); a 4-row tile of A rows, their scales and C rows
+// for a band's last rows % 4 rows.
+struct BlockTiles {
+  int64_t blocks = 0, padded_blocks = 0, column_blocks = 0;  // KB, roundup(KB, 4), ceil(n/128)
+  size_t a_scales = 0, b_scales = 0, tail_scales = 0, tail_a = 0, tail_c = 0, bytes = 0;
+};
+
+BlockTiles BlockTilesOf(const xcclGemmProblem& p) {
+  auto next = [](size_t* at, size_t bytes) {
+    const size_t here = *at;
+    *at += (bytes + 255) / 256 * 256;
+    return here;
+  };
+  BlockTiles t;
+  t.blocks = (p.k + 127) / 128;
+  t.padded_blocks = (t.blocks + 3) / 4 * 4;
+  t.column_blocks = (p.n + 127) / 128;
+  size_t at = 0;
+  t.a_scales = next(&at, t.blocks * p.m * sizeof(float));
+  t.b_scales = next(&at, t.column_blocks * t.padded_blocks * sizeof(float));
+  t.tail_scales = next(&at, t.blocks * 4 * sizeof(float));
+  t.tail_a = next(&at, 4 * p.lda);      // e4m3: one byte an element
+  t.tail_c = next(&at, 4 * p.ldc * 2);  // bf16 or fp16
+  t.bytes = at;
+  return t;
+}
+
+// Block memory for p (BlockTiles), grown where p needs more than the context has. Zeroed, so
+// that the 4-row tile's unused rows are finite (cuBLASLt computes them; nobody reads them).
+// In supports() only: cudaFree may wait for the whole device.
+xcclResult_t EnsureBlockMemory(Context* c, const xcclGemmProblem& p, cudaStream_t stream) {
+  const size_t need = BlockTilesOf(p).bytes;
+  if (c->block_bytes >= need) return xcclSuccess;
+  if (c->block_memory != nullptr) cudaFree(c->block_memory);
+  c->block_memory = nullptr;
+  c->block_bytes = 0;
+  void* memory = nullptr;
+  if (cudaMalloc(&memory, need) != cudaSuccess ||
+      cudaMemsetAsync(memory, 0, need, stream) != cudaSuccess) {
+    if (memory != nullptr) cudaFree(memory);
+    (void)cudaGetLastError();
+    return xcclUnhandledDeviceError;
+  }
+  c->block_memory = static_cast<char*>(memory);
+  c->block_bytes = need;
+  return xcclSuccess;
+}
+
+// Rows [row_begin, row_end) of a block-scaled p. xccl's scale arrays go to cuBLASLt as they are
+// where they already have its layout (a whole problem with a_scale_ld == m, aligned); else they
+// are first copied into the context's tiles, stream-ordered (the note at the top says why).
+// A band's last rows % 4 rows go through the 4-row tile: cuBLASLt wants a multiple of 4 and the
+// band may neither read nor write the rows beyond it.
+xcclResult_t BlockMatmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int64_t row_end,
+                         cudaStream_t stream) {
+  const BlockTiles t = BlockTilesOf(p);
+  if (c->block_memory == nullptr || c->block_bytes < t.bytes)
+    return xcclInvalidUsage;  // supports() never saw a problem this large
+  auto copy = [&](void* to, size_t to_pitch, const void* from, size_t from_pitch, size_t width,
+                  size_t height) {
+    if (cudaMemcpy2DAsync(to, to_pitch, from, from_pitch, width, height, cudaMemcpyDeviceToDevice,
+                          stream) == cudaSuccess)
+      return true;
+    (void)cudaGetLastError();
+    return false;
+  };
+  constexpr size_t kF = sizeof(float);
+  const float* b_scale = p.b_scale;
+  if (!Aligned16(b_scale) || (t.column_blocks > 1 && t.padded_blocks != t.blocks)) {
+    float* tile = reinterpret_cast<float*>(c->block_memory + t.b_scales);
+    if (!copy(tile, t.padded_blocks * kF, p.b_scale, t.blocks * kF, t.blocks * kF, t.column_blocks))
+      return xcclUnhandledDeviceError;
+    b_scale = tile;
+  }
+  const int64_t rows = row_end - row_begin, bulk = rows - rows % 4;
+  if (bulk > 0) {
+    // One K block, or a tile as wide as the call (then the whole problem), is already packed.
+    const float* a_scale = p.a_scale + row_begin;
+    if ((t.blocks > 1 && p.a_scale_ld != bulk) || !Aligned16(a_scale)) {
+      float* tile = reinterpret_cast<float*>(c->block_memory + t.a_scales);
+      if (!copy(tile, bulk * kF, a_scale, p.a_scale_ld * kF, bulk * kF, t.blocks))
+        return xcclUnhandledDeviceError;
+      a_scale = tile;
+    }
+    const xcclResult_t r = Launch(c, p, row_begin, row_begin + bulk, {a_scale, b_scale}, stream);
+    if (r != xcclSuccess || bulk == rows) return r;
+  }
+  const int64_t first = row_begin + bulk, left = rows - bulk;
+  xcclGemmProblem four = p;  // the 4-row tile as a problem of its own, run whole
+  four.m = 4;
+  four.a = c->block_memory + t.tail_a;
+  four.c = c->block_memory + t.tail_c;
+  four.a_scale = reinterpret_cast<const float*>(c->block_memory + t.tail_scales);
+  four.a_scale_ld = 4;
+  const char* a = static_cast<const char*>(p.a) + first * p.lda;
+  char* cptr = static_cast<char*>(p.c) + first * p.ldc * 2;
+  if (!copy(const_cast<void*>(four.a), p.lda, a, p.lda, p.k, left) ||
+      !copy(const_cast<float*>(four.a_scale), 4 * kF, p.a_scale + first, p.a_scale_ld * kF,
+            left * kF, t.blocks))
+    return xcclUnhandledDeviceError;
+  const xcclResult_t r = Launch(c, four, 0, 4, {four.a_scale, b_scale}, stream);
+  if (r != xcclSuccess) return r;
+  return copy(cptr, p.ldc * 2, four.c, p.ldc * 2, p.n * 2, left) ? xcclSuccess
+                                                                 : xcclUnhandledDeviceError;
+}
+
+xcclResult_t Matmul(Context* c, const xcclGemmProblem& p, int64_t row_begin, int64_t row_end,
+                    cudaStream_t stream) {
+  if (p.scale_mode == xcclGemmScaleBlock128) return BlockMatmul(c, p, row_begin, row_end, stream);
+  return Launch(c, p, row_begin, row_end, DirectScales(p, row_begin), stream);
 }
 
 // Scratch operands for `rows` rows of p in device memory: A and C rows, all of B, and scale
@@ -363,7 +556,13 @@ class WarmUpOperands {
     const bool fp8 = p.a_type == xcclFloat8e4m3;
     const size_t in_size = fp8 ? 1 : 2;
     const size_t a_bytes = rows * p.lda * in_size, b_bytes = p.n * p.ldb * in_size;
-    const size_t c_bytes = rows * p.ldc * 2, scale_bytes = (p.m + p.n) * sizeof(float);
+    // Block scales in cuBLASLt's layouts: B's padded (a multiple of 4 floats, so A's that
+    // follow stay 16-byte aligned), A's packed for all p.m rows (a call of fewer reads a prefix).
+    const bool block = p.scale_mode == xcclGemmScaleBlock128;
+    const BlockTiles t = block ? BlockTilesOf(p) : BlockTiles{};
+    const size_t b_scales = block ? t.column_blocks * t.padded_blocks : p.n;
+    const size_t a_scales = block ? t.blocks * p.m : p.m;
+    const size_t c_bytes = rows * p.ldc * 2, scale_bytes = (a_scales + b_scales) * sizeof(float);
     const size_t total = a_bytes + b_bytes + c_bytes + scale_bytes;
     if (cudaMalloc(&scratch_, total) != cudaSuccess ||
         cudaMemsetAsync(scratch_, 0, total, stream) != cudaSuccess)
@@ -373,10 +572,12 @@ class WarmUpOperands {
     warm->b = scratch_ + a_bytes;
     warm->c = scratch_ + a_bytes + b_bytes;
     float* scales = reinterpret_cast<float*>(scratch_ + a_bytes + b_bytes + c_bytes);
-    warm->a_scale = fp8 ? scales + p.n : nullptr;
+    warm->a_scale = fp8 ? scales + b_scales : nullptr;
     warm->b_scale = fp8 ? scales : nullptr;
-    return fill == kZeros || (FillRandom(scratch_, a_bytes + b_bytes, fp8, stream) &&
-                              Upload(std::vector<float>(p.m + p.n, 1.0f), scales, stream));
+    if (block) warm->a_scale_ld = p.m;
+    return fill == kZeros ||
+           (FillRandom(scratch_, a_bytes + b_bytes, fp8, stream) &&
+            Upload(std::vector<float>(a_scales + b_scales, 1.0f), scales, stream));
   }
 
  private:
@@ -583,9 +784,11 @@ xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
   int64_t rows = p.m < 64 ? p.m : 64;
   cublasLtMatmulAlgo_t algo;
   xcclResult_t r = xcclUnhandledDeviceError;
+  const bool block = p.scale_mode == xcclGemmScaleBlock128;
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
       scratch.Make(p, rows, stream, &warm, WarmUpOperands::kZeros))
-    r = ShapeAlgo(c, p, warm, stream, &algo);
+    r = block ? EnsureBlockMemory(c, p, stream) : xcclSuccess;
+  if (r == xcclSuccess) r = ShapeAlgo(c, p, warm, stream, &algo);
   if (r == xcclSuccess) {
     std::lock_guard<std::mutex> lock(c->mu);
     c->algos[KeyOf(p, kShapeAlgo)] = algo;
@@ -596,12 +799,19 @@ xcclResult_t Prepare(Context* c, const xcclGemmProblem& p) {
                                               &algo, &checked) == CUBLAS_STATUS_SUCCESS &&
                       checked.workspaceSize <= kWorkspaceBytes;
     if (!fits) rows = p.m;            // warm up over the whole problem, which the algorithm is for
-    c->algos[KeyOf(p, rows)] = algo;  // what Matmul below (and any band this size) runs
+    c->algos[KeyOf(p, rows)] = algo;  // what the warm-up below (and any band this size) runs
   }
   if (r == xcclSuccess && rows == p.m && p.m > 64 &&
       !scratch.Make(p, rows, stream, &warm, WarmUpOperands::kZeros))
     r = xcclUnhandledDeviceError;
-  if (r == xcclSuccess && rows > 0) r = Matmul(c, warm, 0, rows, stream);
+  if (r == xcclSuccess && rows > 0) r = Launch(c, warm, 0, rows, DirectScales(warm, 0), stream);
+  // Block scales: the 4-row tile's kernel too (a band's last rows % 4 rows), also loaded now.
+  if (r == xcclSuccess && block && rows >= 4) {
+    xcclGemmProblem four = warm;
+    four.m = 4;
+    four.a_scale_ld = 4;
+    r = Launch(c, four, 0, 4, DirectScales(four, 0), stream);
+  }
   if (stream != nullptr) {
     if (cudaStreamSynchronize(stream) != cudaSuccess && r == xcclSuccess)
       r = xcclUnhandledDeviceError;
@@ -614,7 +824,11 @@ xcclResult_t Supports(void* ctx, const xcclGemmProblem* p) {
   auto* c = static_cast<Context*>(ctx);
   if (c == nullptr || p == nullptr) return xcclInvalidArgument;
   const xcclResult_t shape = CheckShape(p);
-  return shape != xcclSuccess ? shape : Prepare(c, *p);
+  if (shape != xcclSuccess) return shape;
+  // cuBLASLt's 128-element block scales are Hopper's (cuBLAS docs): other GPUs are refused here
+  // rather than by a heuristic that may answer differently from one release to the next.
+  if (p->scale_mode == xcclGemmScaleBlock128 && c->sm != 90) return xcclInvalidArgument;
+  return Prepare(c, *p);
 }
 
 xcclResult_t Run(void* ctx, const xcclGemmProblem* p, const xcclGemmBand* band, void* stream) {
@@ -627,14 +841,22 @@ xcclResult_t Run(void* ctx, const xcclGemmProblem* p, const xcclGemmBand* band, 
   return Matmul(c, *p, band->row_begin, band->row_end, static_cast<cudaStream_t>(stream));
 }
 
+constexpr xcclGemmPlugin_v1_t CublasltPlugin(uint32_t abi_version) {
+  return {abi_version,
+          sizeof(xcclGemmPlugin_v1_t),
+          "cublaslt",
+          Init,
+          Finalize,
+          Supports,
+          Run,
+          /*run_tile_wait=*/nullptr};
+}
+
 }  // namespace
 
-extern "C" __attribute__((visibility("default")))
-const xcclGemmPlugin_v1_t xcclGemmPlugin_v1 = {XCCL_GEMM_PLUGIN_ABI_V1,
-                                               sizeof(xcclGemmPlugin_v1_t),
-                                               "cublaslt",
-                                               Init,
-                                               Finalize,
-                                               Supports,
-                                               Run,
-                                               /*run_tile_wait=*/nullptr};
+// Version 2 (block scales) for this xccl's loader, which takes it first; version 1, the same
+// entries, for an older xccl, which never hands over block scales.
+extern "C" __attribute__((visibility("default"))) const xcclGemmPlugin_v2_t xcclGemmPlugin_v2 =
+    CublasltPlugin(XCCL_GEMM_PLUGIN_ABI_V2);
+extern "C" __attribute__((visibility("default"))) const xcclGemmPlugin_v1_t xcclGemmPlugin_v1 =
+    CublasltPlugin(XCCL_GEMM_PLUGIN_ABI_V1);
