@@ -54,12 +54,19 @@ __device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int
   return result;
 }
 
-// Writes this rank's share of the block straight into peer's receive buffer at `at`, then the
-// call's delivery count.
+// Writes this rank's share of the block straight into peer's receive buffer at `at`, in pieces
+// of kStraightPiece dealt round-robin to the lanes, then the call's delivery count. Pieces of
+// 128 KiB beat both the ring's 512 KiB chunks and lanes striding side by side (2 ranks sharing
+// an H200 at 1 GiB, docs/perf-history.md).
+constexpr size_t kStraightPiece = size_t{128} << 10;
 __device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane, char* at) {
   const uint32_t call = a.own_slots[DirectSlots::OffersRead(peer, lane)];
   char* dst = at + static_cast<size_t>(a.rank) * a.bytes;
-  LanesTogetherCopy(dst, a.send, a.bytes, lane, a.lanes);
+  for (size_t offset = static_cast<size_t>(lane) * kStraightPiece; offset < a.bytes;
+       offset += static_cast<size_t>(a.lanes) * kStraightPiece) {
+    const size_t n = a.bytes - offset < kStraightPiece ? a.bytes - offset : kStraightPiece;
+    CopyBytes<false>(dst + offset, a.send + offset, n, threadIdx.x, blockDim.x);
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();  // the whole block's stores before the count
