@@ -17,11 +17,19 @@
 // A pinned fused-c2 / fused-c4 column whose count the op clamps to fewer bands (xcclAgGemmChunks)
 // would repeat another count's run under the wrong name: it is not run and shows '-'.
 //
+// fp8-block (DeepSeek-V3 block scales, xcclAgGemmScalesBlock128): A scales [KB][m], B scales
+// [ceil(n/128)][KB], KB = ceil(k/128), each block's scale drawn on its own so a wrong one shows.
+// xcclAllGather leaves the gathered A scales as [world][KB][m], not the [KB][world*m] one GEMM
+// over all rows reads, and this binary reaches the GPU only through harness/device_buffers.h,
+// which has no 2D copy to re-pack them: so split-vendor and gemm-only make one GEMM per source
+// (a_scale_ld = m), world calls where ptpc makes one.
+//
 // Own flags (the rest are nccl-tests' -np/-t/-g/-n/-w and --compare):
 //   --m "M ..."            global M list (rows over all ranks; each rank has M / world, so every
 //                          M must be a multiple of the world size, else the run is refused)
 //   --shapes "NxK ..."     N x K list (N a multiple of 16)
-//   --dtype bf16|fp16|fp8  input type (output bf16)
+//   --dtype bf16|fp16|fp8|fp8-block  input type (output bf16); fp8 is e4m3 with ptpc scales,
+//                          fp8-block e4m3 with 1x128 / 128x128 block scales
 //   --plugin NAME|PATH     GEMM plugin (default XCCL_GEMM_PLUGIN, else "reference")
 //   --rounds R             rounds (default 3)
 // Defaults depend on the platform the binary was built for: on GPUs the Kimi-K3 TP8 table of issue
@@ -41,8 +49,8 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_runtime_settings.h"
 #include "common/float_formats.h"
+#include "common/gpu_runtime_settings.h"
 #include "harness/built_plugin.h"
 #include "harness/device_buffers.h"
 #include "harness/launcher.h"
@@ -69,6 +77,8 @@ struct Settings {
   std::vector<int64_t> global_m;
   std::vector<Shape> shapes;
   xcclDataType_t in_type = xcclBfloat16;
+  // fp8's scales: per token and channel (ptpc) or in blocks (--dtype fp8-block).
+  xcclAgGemmScales_t scales = xcclAgGemmScalesDefault;
   std::string plugin;
   int rounds = 3;
   // Where the lists came from, for the header: "as given" or which defaults.
@@ -123,11 +133,14 @@ using xccl_test::TypeSize;
 using xccl_test::Value;
 using Operands = GemmOperands;
 
+bool BlockScales(const Settings& set) { return set.scales == xcclAgGemmScalesBlock128; }
+
 // Rank `rank`'s operands for a table row: any rank can regenerate any rank's (shared with the
 // tests: test/common/float_formats.h).
-Operands MakeOperands(int rank, int64_t m, const Shape& s, xcclDataType_t t) {
+Operands MakeOperands(int rank, int64_t m, const Shape& s, const Settings& set) {
   std::mt19937_64 rng(0x5eed0000ull + static_cast<uint64_t>(rank) * 7919 + m * 31 + s.n);
-  return xccl_test::RandomGemmOperands(m, s.n, s.k, t, rng);
+  if (BlockScales(set)) return xccl_test::RandomBlockscaleOperands(m, s.n, s.k, rng);
+  return xccl_test::RandomGemmOperands(m, s.n, s.k, set.in_type, rng);
 }
 
 // The double-precision GEMM of the decoded inputs on a sample of C: about 8 rows per source and
@@ -144,14 +157,28 @@ Sample ReferenceSample(const RankContext& ctx, const Settings& set, const Shape&
   Sample sample;
   const int64_t step = std::max<int64_t>(1, m / 8), col_step = std::max<int64_t>(1, s.n / 128);
   for (int src = 0; src < ctx.nranks; ++src) {
-    const Operands o = src == ctx.rank ? mine : MakeOperands(src, m, s, set.in_type);
+    const Operands o = src == ctx.rank ? mine : MakeOperands(src, m, s, set);
+    auto product = [&](int64_t i, int64_t j, int64_t q_begin, int64_t q_end) {
+      double sum = 0;
+      for (int64_t q = q_begin; q < q_end; ++q)
+        sum += Value(set.in_type, o.a.data(), i * s.k + q) *
+               Value(set.in_type, mine.b.data(), j * s.k + q);
+      return sum;
+    };
     for (int64_t i = 0; i < m; i += step) {
       for (int64_t j = 0; j < s.n; j += col_step) {
         double sum = 0;
-        for (int64_t q = 0; q < s.k; ++q)
-          sum += Value(set.in_type, o.a.data(), i * s.k + q) *
-                 Value(set.in_type, mine.b.data(), j * s.k + q);
-        if (set.in_type == xcclFloat8e4m3) sum *= double(o.a_scale[i]) * mine.b_scale[j];
+        if (BlockScales(set)) {
+          // xccl_gemm.h's blockscale arithmetic: each K block's partial sum times its own
+          // scales (A's [KB][m] of the source, B's [ceil(n/128)][KB] of this rank).
+          const int64_t blocks = o.k_blocks;
+          for (int64_t kb = 0; kb < blocks; ++kb)
+            sum += product(i, j, kb * 128, std::min(s.k, kb * 128 + 128)) *
+                   double(o.a_scale[kb * m + i]) * mine.b_scale[(j / 128) * blocks + kb];
+        } else {
+          sum = product(i, j, 0, s.k);
+          if (set.in_type == xcclFloat8e4m3) sum *= double(o.a_scale[i]) * mine.b_scale[j];
+        }
         sample.source.push_back(src);
         sample.row.push_back(i);
         sample.col.push_back(j);
@@ -209,8 +236,13 @@ class DirectPlugin {
         spec.find('/') != std::string::npos ? spec : "libxccl-gemm-" + spec + ".so";
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) return;
-    api_ = static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
-    if (api_ == nullptr || api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V1 ||
+    // The newest symbol first, as the op's loader takes it: block scales need version 2.
+    void* sym = dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V2);
+    if (sym == nullptr) sym = dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1);
+    api_ = static_cast<const xcclGemmPlugin_v1_t*>(sym);
+    if (api_ == nullptr ||
+        (api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V1 &&
+         api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V2) ||
         api_->init(&ctx_, device) != xcclSuccess)
       api_ = nullptr;
   }
@@ -224,6 +256,9 @@ class DirectPlugin {
   // and tune its algorithm there (the cublaslt plugin does), so without it the split-vendor
   // and gemm-only columns would time another algorithm than the ops run.
   bool Prepare(const xcclGemmProblem& problem) {
+    // A version 1 plugin does not know a_scale_ld, so it would misread block scales.
+    if (problem.scale_mode == xcclGemmScaleBlock128 && api_->abi_version < XCCL_GEMM_PLUGIN_ABI_V2)
+      return false;
     return api_->supports(ctx_, &problem) == xcclSuccess;
   }
   bool Run(const xcclGemmProblem& problem, xcclStream_t stream) {
@@ -304,9 +339,9 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       const int64_t m = global_m / ctx.nranks;
       std::vector<xcclAgGemm_t> ops(kVariantCount, nullptr);
       for (int v = 0; v < kVariantCount && ok; ++v) {
-        const xcclResult_t r =
-            xcclAgGemmCreate(comm, s.n, s.k, m, set.in_type, xcclBfloat16, kVariants[v].mode,
-                             kVariants[v].chunks, plugin, nullptr, &ops[v]);
+        const xcclResult_t r = xcclAgGemmCreateScaled(
+            comm, s.n, s.k, m, set.in_type, xcclBfloat16, set.scales, kVariants[v].mode,
+            kVariants[v].chunks, plugin, nullptr, &ops[v]);
         // Fused needs a GPU per rank (DMA queues): where ranks share one, its columns say '-'.
         if (r == xcclInvalidUsage && kVariants[v].mode == xcclAgGemmFused) {
           if (ctx.rank == 0 && v == 1)
@@ -331,8 +366,12 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
             xcclAgGemmChunks(ops[v], m, &used) == xcclSuccess && used != kVariants[v].chunks)
           clamped[v] = true;
       }
-      const Operands o = MakeOperands(ctx.rank, m, s, set.in_type);
-      const bool fp8 = set.in_type == xcclFloat8e4m3;
+      const Operands o = MakeOperands(ctx.rank, m, s, set);
+      const bool fp8 = set.in_type == xcclFloat8e4m3;  // with scales, ptpc or block
+      const bool block = BlockScales(set);
+      // One rank's A scales: [m] (ptpc) or [KB][m] (block); gathered, world of them in turn.
+      const size_t a_scale_count = o.a_scale.size();
+      const size_t gathered_scale_bytes = ctx.nranks * a_scale_count * 4;
       const size_t c_bytes = static_cast<size_t>(ctx.nranks * padded * s.n) * 2;
       const size_t in_size = TypeSize(set.in_type);
       const size_t cv_bytes = static_cast<size_t>(ctx.nranks * m * s.n) * 2;
@@ -340,7 +379,8 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       // Every output and gathered buffer starts as, and is reset to before its checked run,
       // this pattern (one host copy serves them all).
       const std::vector<uint8_t> poison(
-          std::max<size_t>({c_bytes, cv_bytes, gathered_bytes, size_t(1)}), kPoisonByte);
+          std::max<size_t>({c_bytes, cv_bytes, gathered_bytes, gathered_scale_bytes, size_t(1)}),
+          kPoisonByte);
       Staged a, b, as, bs, c;
       ok = a.Fill(buffers.get(), o.a.data(), o.a.size()) &&
            b.Fill(buffers.get(), o.b.data(), o.b.size()) &&
@@ -371,18 +411,22 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
       if (with_direct &&
           (!gathered.Fill(buffers.get(), poison.data(), gathered_bytes) ||
            !cv.Fill(buffers.get(), poison.data(), cv_bytes) ||
-           (fp8 && !gathered_scales.Fill(buffers.get(), poison.data(), ctx.nranks * m * 4)))) {
+           (fp8 && !gathered_scales.Fill(buffers.get(), poison.data(), gathered_scale_bytes)))) {
         ok = false;
         ctx.sync->Abort();
         break;
       }
+      // The GEMM over the gathered rows: one call over all world * m (no scales, ptpc), or, with
+      // block scales, one per source over its m rows and its [KB][m] scales (see the top).
+      const int gemm_calls = block ? ctx.nranks : 1;
       xcclGemmProblem vp{};
-      vp.m = ctx.nranks * m;
+      vp.m = block ? m : ctx.nranks * m;
       vp.n = s.n;
       vp.k = s.k;
       vp.a_type = vp.b_type = set.in_type;
       vp.c_type = xcclBfloat16;
-      vp.scale_mode = fp8 ? xcclGemmScalePtpc : xcclGemmScaleNone;
+      vp.scale_mode = block ? xcclGemmScaleBlock128 : fp8 ? xcclGemmScalePtpc : xcclGemmScaleNone;
+      vp.a_scale_ld = block ? m : 0;
       vp.lda = vp.ldb = s.k;
       vp.ldc = s.n;
       vp.a = gathered.ptr;
@@ -397,18 +441,31 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
         ctx.sync->Abort();
         break;
       }
+      auto run_gathered_gemm = [&]() {
+        for (int call = 0; call < gemm_calls; ++call) {
+          xcclGemmProblem p = vp;
+          p.a = static_cast<const uint8_t*>(gathered.ptr) + call * m * s.k * in_size;
+          p.c = static_cast<uint8_t*>(cv.ptr) + call * m * s.n * 2;
+          if (fp8)
+            p.a_scale = static_cast<const float*>(gathered_scales.ptr) + call * a_scale_count;
+          if (!gemm.Run(p, stream)) return false;
+        }
+        return true;
+      };
       auto run_vendor = [&]() {
         if (!vendor->AllGather(a.ptr, gathered.ptr, m * s.k * in_size, stream)) return false;
-        if (fp8 && !vendor->AllGather(as.ptr, gathered_scales.ptr, m * 4, stream)) return false;
-        return gemm.Run(vp, stream);
+        if (fp8 && !vendor->AllGather(as.ptr, gathered_scales.ptr, a_scale_count * 4, stream))
+          return false;
+        return run_gathered_gemm();
       };
       auto run_ag_only = [&]() {
         return Ok(ctx,
                   xcclAllGather(a.ptr, gathered.ptr, m * s.k * in_size, xcclUint8, comm, stream),
                   "ag-only", comm) &&
-               (!fp8 ||
-                Ok(ctx, xcclAllGather(as.ptr, gathered_scales.ptr, m, xcclFloat32, comm, stream),
-                   "ag-only scales", comm));
+               (!fp8 || Ok(ctx,
+                           xcclAllGather(as.ptr, gathered_scales.ptr, a_scale_count, xcclFloat32,
+                                         comm, stream),
+                           "ag-only scales", comm));
       };
       auto runs = [&](int v) {
         if (v == kVendor) return with_vendor;
@@ -424,8 +481,8 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
         };
         if (v < kVariantCount) return reset(c, c_bytes);
         if (v == kGemmOnly) return reset(cv, cv_bytes);
-        const bool gathers =
-            reset(gathered, gathered_bytes) && (!fp8 || reset(gathered_scales, ctx.nranks * m * 4));
+        const bool gathers = reset(gathered, gathered_bytes) &&
+                             (!fp8 || reset(gathered_scales, gathered_scale_bytes));
         return gathers && (v != kVendor || reset(cv, cv_bytes));
       };
       // Staging and the plugin's tuning above allocate, copy and free, which can wait for the whole
@@ -455,7 +512,7 @@ bool RunRank(const RankContext& ctx, const Settings& set, const xcclUniqueId& id
           auto call = [&]() {
             if (v == kVendor) return run_vendor();
             if (v == kAgOnly) return run_ag_only();
-            if (v == kGemmOnly) return gemm.Run(vp, stream);
+            if (v == kGemmOnly) return run_gathered_gemm();
             return run(v);
           };
           for (int w = 0; w < ctx.options->warmup_iters && ok; ++w) ok = call();
@@ -631,12 +688,14 @@ bool TakeOwnFlags(int* argc, char** argv, Settings* set) {
         set->in_type = xcclBfloat16;
       else if (value == "fp16")
         set->in_type = xcclFloat16;
-      else if (value == "fp8")
+      else if (value == "fp8" || value == "fp8-block")
         set->in_type = xcclFloat8e4m3;
       else {
-        fprintf(stderr, "ag_gemm_perf: --dtype is bf16, fp16 or fp8, not '%s'\n", value.c_str());
+        fprintf(stderr, "ag_gemm_perf: --dtype is bf16, fp16, fp8 or fp8-block, not '%s'\n",
+                value.c_str());
         return false;
       }
+      set->scales = value == "fp8-block" ? xcclAgGemmScalesBlock128 : xcclAgGemmScalesDefault;
     } else if (flag == "--plugin") {
       set->plugin = value;
     } else {
@@ -664,7 +723,9 @@ void PrintOwnUsage() {
       "\t\t(default \"4096 8192\" / \"4096 8192 16384 32768\")\n"
       "\t[--shapes \"NxK ...\"] N x K list, N a multiple of 16 (default \"96x32 48x32\" /\n"
       "\t\t\"6288x7168 3648x7168 6400x7168 3840x7168\")\n"
-      "\t[--dtype bf16|fp16|fp8] input type, output bf16 (default bf16)\n"
+      "\t[--dtype bf16|fp16|fp8|fp8-block] input type, output bf16 (default bf16); fp8: e4m3\n"
+      "\t\twith per-token / per-channel scales; fp8-block: e4m3 with DeepSeek-V3 block scales\n"
+      "\t\t(1x128 A, 128x128 B; split-vendor and gemm-only then run one GEMM per source)\n"
       "\t[--plugin NAME|PATH] GEMM plugin (default XCCL_GEMM_PLUGIN, else the reference plugin)\n"
       "\t[--rounds R] rounds of interleaved variants, the median reported (1 to 10000,\n"
       "\t\tdefault 3)\n"
@@ -706,9 +767,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const char* in_name = set.in_type == xcclFloat8e4m3 ? "fp8 e4m3 (ptpc)"
-                        : set.in_type == xcclFloat16  ? "fp16"
-                                                      : "bf16";
+  const char* in_name = BlockScales(set)                ? "fp8 e4m3 (blockscale 1x128 / 128x128)"
+                        : set.in_type == xcclFloat8e4m3 ? "fp8 e4m3 (ptpc)"
+                        : set.in_type == xcclFloat16    ? "fp16"
+                                                        : "bf16";
   printf(
       "# ag_gemm_perf: world %d, %s -> bf16, plugin %s, median of %d rounds (variants "
       "interleaved) of %d calls after %d warm-up, each call the slowest rank's; times in us; "
@@ -726,6 +788,11 @@ int main(int argc, char** argv) {
       "the default's count): that count is not run and not in best. relL2max: the largest "
       "relative L2 error; each variant's C is checked once, in the first round, on a poisoned "
       "output (0xFF bytes, NaN: 'inf' if any sampled element stays unwritten)\n");
+  if (BlockScales(set))
+    printf(
+        "# blockscale: split-vendor and gemm-only run one GEMM per source (m rows, a_scale_ld = "
+        "m): the all-gather leaves the A scales [world][KB][m], not the [KB][world*m] of one "
+        "GEMM over all rows, and this binary has no 2D copy to re-pack them\n");
   xcclUniqueId id;
   if (xcclGetUniqueId(&id) != xcclSuccess) {
     fprintf(stderr, "ag_gemm_perf: xcclGetUniqueId: %s\n", xcclGetLastError(nullptr));

@@ -27,9 +27,20 @@
 // and the relative L2 distance of the plugin's C from direct's (different algorithms sum in
 // different orders, so not zero, but bf16-rounding small). Times are the median of --rounds
 // rounds of -n calls after -w warm-ups, the variants interleaved within each round, each round
-// starting at another variant.
+// starting at another variant. Every run also checks the plugin's C (full, c1, g2x2, op) and
+// direct's against a double-precision GEMM of the decoded operands on 64 rows x 128 columns
+// (over 1e-2: named on stderr, exit status 1), so that a mistake shared by both, or by all
+// banded calls, still shows.
 //
-// Usage: gemm_plugin_perf [--plugin NAME|PATH] [--dtype fp8|bf16] [--m "8192 16384"]
+// --dtype fp8-block: e4m3 with DeepSeek-V3 block scales (xcclGemmScaleBlock128), each block's
+// scale drawn on its own. Every banded call is then what the op makes (AgGemmOp::RunGemm): a
+// sub-problem of the call's rows, m = rows, a_scale a packed [KB][rows] tile with a_scale_ld =
+// rows, band [0, rows). A call that is one band reads that band's tile (as the op's window holds
+// one per band); one over several bands (g2x2, op's own rows and paired sources) first packs
+// their tiles into a call tile with one 2D copy per band on its stream, as the op does. direct
+// is cuBLASLt's block-scale modes over the whole problem.
+//
+// Usage: gemm_plugin_perf [--plugin NAME|PATH] [--dtype fp8|fp8-block|bf16] [--m "8192 16384"]
 //                         [--shapes "6400x7168 ..."] [--world W] [--rounds R] [-n N] [-w W]
 //                         [-d device]
 // Every M must be a multiple of 256 x world (whole 256-row tiles per source, as ag_gemm pads).
@@ -53,6 +64,14 @@
 #include "platform/gpu.h"
 #include "xccl_gemm.h"
 
+// cuBLASLt's block-scale modes came with cuBLAS 12.9; built against an older one, direct
+// refuses fp8-block (its rows say "not supported").
+#if CUBLAS_VER_MAJOR > 12 || (CUBLAS_VER_MAJOR == 12 && CUBLAS_VER_MINOR >= 9)
+#define XCCL_PERF_CUBLASLT_BLOCK_SCALES 1
+#else
+#define XCCL_PERF_CUBLASLT_BLOCK_SCALES 0
+#endif
+
 namespace {
 
 struct Shape {
@@ -62,6 +81,7 @@ struct Shape {
 struct Settings {
   std::string plugin;
   xcclDataType_t in_type = xcclFloat8e4m3;
+  bool block = false;  // fp8 with block scales (--dtype fp8-block), else ptpc
   std::vector<int64_t> global_m{8192, 16384, 32768};
   std::vector<Shape> shapes{{6400, 7168}, {3840, 7168}, {6288, 7168}, {3648, 7168}};
   int world = 8;
@@ -96,11 +116,13 @@ bool ParseArgs(int argc, char** argv, Settings* set) {
     if (flag == "--plugin") {
       set->plugin = value;
     } else if (flag == "--dtype") {
-      if (value != "fp8" && value != "bf16") {
-        fprintf(stderr, "gemm_plugin_perf: --dtype is fp8 or bf16, not %s\n", value.c_str());
+      if (value != "fp8" && value != "fp8-block" && value != "bf16") {
+        fprintf(stderr, "gemm_plugin_perf: --dtype is fp8, fp8-block or bf16, not %s\n",
+                value.c_str());
         return false;
       }
-      set->in_type = value == "fp8" ? xcclFloat8e4m3 : xcclBfloat16;
+      set->in_type = value == "bf16" ? xcclBfloat16 : xcclFloat8e4m3;
+      set->block = value == "fp8-block";
     } else if (flag == "--m") {
       set->global_m.clear();
       for (int64_t m; list >> m;) set->global_m.push_back(m);
@@ -157,9 +179,13 @@ class Plugin {
       fprintf(stderr, "gemm_plugin_perf: %s\n", dlerror());
       return false;
     }
-    api_ = static_cast<const xcclGemmPlugin_v1_t*>(dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1));
-    if (api_ == nullptr || api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V1) {
-      fprintf(stderr, "gemm_plugin_perf: %s is not a v1 GEMM plugin\n", path.c_str());
+    // The newest symbol first, as the op's loader takes it: block scales need version 2.
+    void* sym = dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V2);
+    if (sym == nullptr) sym = dlsym(handle, XCCL_GEMM_PLUGIN_SYMBOL_V1);
+    api_ = static_cast<const xcclGemmPlugin_v1_t*>(sym);
+    if (api_ == nullptr || (api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V1 &&
+                            api_->abi_version != XCCL_GEMM_PLUGIN_ABI_V2)) {
+      fprintf(stderr, "gemm_plugin_perf: %s is not a v1 or v2 GEMM plugin\n", path.c_str());
       api_ = nullptr;
       return false;
     }
@@ -168,6 +194,10 @@ class Plugin {
   // A fresh context for `p` (the previous one finalized), with supports() asked for p.
   bool Prepare(const xcclGemmProblem& p, int device) {
     Finalize();
+    if (p.scale_mode == xcclGemmScaleBlock128 && api_->abi_version < XCCL_GEMM_PLUGIN_ABI_V2) {
+      fprintf(stderr, "gemm_plugin_perf: a version 1 plugin takes no block scales\n");
+      return false;
+    }
     if (api_->init(&ctx_, device) != xcclSuccess) {
       ctx_ = nullptr;
       fprintf(stderr, "gemm_plugin_perf: the plugin's init failed\n");
@@ -222,12 +252,24 @@ class DirectGemm {
         !Ok(cublasLtMatrixLayoutCreate(&layout_c_, CUDA_R_16BF, p.n, p.m, p.ldc), "layout C"))
       return false;
     if (fp8) {
-      const int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-      if (!Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outer,
-                                             sizeof(outer)),
+      // cuBLASLt's A is our B and its B our A: ptpc is a vector over each; block scales are
+      // 128x128 blocks on our B (p.b_scale must be cuBLASLt's padded layout: BlockScaleArrays)
+      // and 1x128 on our A ([KB][m], m contiguous).
+      int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, b_mode = a_mode;
+      if (p.scale_mode == xcclGemmScaleBlock128) {
+#if XCCL_PERF_CUBLASLT_BLOCK_SCALES
+        a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+        b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+#else
+        fprintf(stderr, "gemm_plugin_perf: this cuBLASLt (before 12.9) has no block scales\n");
+        return false;
+#endif
+      }
+      if (!Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode,
+                                             sizeof(a_mode)),
               "A scale mode") ||
-          !Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outer,
-                                             sizeof(outer)),
+          !Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode,
+                                             sizeof(b_mode)),
               "B scale mode") ||
           !Ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
                                              &p.b_scale, sizeof(p.b_scale)),
@@ -338,6 +380,107 @@ double RelativeL2(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
   return norm > 0 ? std::sqrt(diff / norm) : (diff > 0 ? INFINITY : 0.0);
 }
 
+// Block scales of the operand set, drawn once for the largest sizes with each block's scale on
+// its own: A's [max KB][max M], B's [ceil(max N / 128)][max KB]. A problem takes the leading
+// blocks and rows of them, laid out as each of its readers wants (below).
+struct BlockScaleSource {
+  const xccl_test::GemmOperands* operands;
+  int64_t max_m, max_blocks;
+  float a(int64_t kb, int64_t row) const { return operands->a_scale[kb * max_m + row]; }
+  float b(int64_t column_block, int64_t kb) const {
+    return operands->b_scale[column_block * max_blocks + kb];
+  }
+};
+
+// A's scales as the op's window holds them for these bands (row ranges in order from row 0):
+// one packed [KB][rows] tile per band, the tile of a band starting at row r at r * KB floats.
+std::vector<float> BandTiles(const BlockScaleSource& src, const std::vector<xccl::RowRange>& bands,
+                             int64_t blocks) {
+  std::vector<float> tiles(static_cast<size_t>(bands.back().end * blocks));
+  for (const xccl::RowRange& band : bands) {
+    const int64_t rows = band.end - band.begin;
+    float* tile = tiles.data() + band.begin * blocks;
+    for (int64_t kb = 0; kb < blocks; ++kb)
+      for (int64_t i = band.begin; i < band.end; ++i)
+        tile[kb * rows + i - band.begin] = src.a(kb, i);
+  }
+  return tiles;
+}
+
+// B's scales [ceil(n/128)][KB] (xccl's layout, what the plugin gets), or with each row padded
+// to a multiple of 4 blocks, zeros after: the layout cuBLASLt reads (measured on an H200 for the
+// cublaslt plugin, whose header note has the numbers), what direct gets.
+std::vector<float> ColumnBlockScales(const BlockScaleSource& src, int64_t n, int64_t blocks,
+                                     bool padded) {
+  const int64_t column_blocks = (n + 127) / 128, pitch = padded ? (blocks + 3) / 4 * 4 : blocks;
+  std::vector<float> scales(static_cast<size_t>(column_blocks * pitch), 0.0f);
+  for (int64_t jb = 0; jb < column_blocks; ++jb)
+    for (int64_t kb = 0; kb < blocks; ++kb) scales[jb * pitch + kb] = src.b(jb, kb);
+  return scales;
+}
+
+// The double-precision GEMM of the decoded operands on a sample of C: up to 64 rows and 128
+// columns spread evenly, enough to hit every band of every banding here (at most 4 x world).
+struct Reference {
+  std::vector<int64_t> rows, cols;
+  std::vector<double> value;  // [rows][cols]
+};
+
+Reference MakeReference(const xccl_test::GemmOperands& host, int64_t ld, xcclDataType_t type,
+                        bool block, const BlockScaleSource& scales, int64_t m, int64_t n,
+                        int64_t k) {
+  Reference ref;
+  const int64_t row_count = std::min<int64_t>(m, 64), col_count = std::min<int64_t>(n, 128);
+  for (int64_t t = 0; t < row_count; ++t) ref.rows.push_back((2 * t + 1) * m / (2 * row_count));
+  for (int64_t t = 0; t < col_count; ++t) ref.cols.push_back((2 * t + 1) * n / (2 * col_count));
+  // Each sampled row of A and of B decoded once.
+  auto decode = [&](const std::vector<uint8_t>& codes, const std::vector<int64_t>& which) {
+    std::vector<double> out;
+    for (const int64_t r : which)
+      for (int64_t q = 0; q < k; ++q)
+        out.push_back(xccl_test::Value(type, codes.data(), r * ld + q));
+    return out;
+  };
+  const std::vector<double> a = decode(host.a, ref.rows), b = decode(host.b, ref.cols);
+  const int64_t blocks = (k + 127) / 128;
+  for (size_t x = 0; x < ref.rows.size(); ++x) {
+    for (size_t y = 0; y < ref.cols.size(); ++y) {
+      const int64_t i = ref.rows[x], j = ref.cols[y];
+      auto part = [&](int64_t q_begin, int64_t q_end) {
+        double sum = 0;
+        for (int64_t q = q_begin; q < q_end; ++q) sum += a[x * k + q] * b[y * k + q];
+        return sum;
+      };
+      double sum = 0;
+      if (block) {  // xccl_gemm.h's blockscale arithmetic, K block by K block
+        for (int64_t kb = 0; kb < blocks; ++kb)
+          sum += part(kb * 128, std::min(k, kb * 128 + 128)) * double(scales.a(kb, i)) *
+                 scales.b(j / 128, kb);
+      } else {
+        sum = part(0, k);
+        if (type == xcclFloat8e4m3) sum *= double(host.a_scale[i]) * host.b_scale[j];
+      }
+      ref.value.push_back(sum);
+    }
+  }
+  return ref;
+}
+
+// Relative L2 distance of a bf16 C [m][n] from the reference on its sample.
+double ReferenceL2(const Reference& ref, const std::vector<uint16_t>& c, int64_t n) {
+  double diff = 0, norm = 0;
+  for (size_t x = 0; x < ref.rows.size(); ++x) {
+    for (size_t y = 0; y < ref.cols.size(); ++y) {
+      const double want = ref.value[x * ref.cols.size() + y];
+      const double got = xccl_test::Bf16Value(c[ref.rows[x] * n + ref.cols[y]]);
+      diff += (got - want) * (got - want);
+      norm += want * want;
+    }
+  }
+  const double l2 = std::sqrt(diff / (norm > 0 ? norm : 1));
+  return std::isfinite(l2) ? l2 : INFINITY;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -374,10 +517,14 @@ int main(int argc, char** argv) {
   // B [n][k] keep lda = ldb = the largest K, so every shape reads valid codes).
   std::mt19937_64 rng(20261129);
   const xccl_test::GemmOperands host =
-      xccl_test::RandomGemmOperands(max_m, max_n, max_k, set.in_type, rng);
+      set.block ? xccl_test::RandomBlockscaleOperands(max_m, max_n, max_k, rng)
+                : xccl_test::RandomGemmOperands(max_m, max_n, max_k, set.in_type, rng);
+  const BlockScaleSource block_scales{&host, max_m, host.k_blocks};
+  // Block scales are laid out per problem (in the loop); ptpc's are one vector each.
   if (!a.Upload(host.a.data(), host.a.size()) || !b.Upload(host.b.data(), host.b.size()) ||
-      (fp8 && (!a_scale.Upload(host.a_scale.data(), host.a_scale.size() * 4) ||
-               !b_scale.Upload(host.b_scale.data(), host.b_scale.size() * 4))) ||
+      (fp8 && !set.block &&
+       (!a_scale.Upload(host.a_scale.data(), host.a_scale.size() * 4) ||
+        !b_scale.Upload(host.b_scale.data(), host.b_scale.size() * 4))) ||
       !c_plugin.Allocate(static_cast<size_t>(max_m) * max_n * 2) ||
       !c_direct.Allocate(static_cast<size_t>(max_m) * max_n * 2) ||
       !workspace.Allocate(kWorkspaceBytes))
@@ -386,8 +533,19 @@ int main(int argc, char** argv) {
   printf(
       "# gemm_plugin_perf: %s -> bf16, plugin %s, device %d; median of %d rounds of %d calls "
       "after %d warm-ups, variants interleaved; bands over world %d\n",
-      fp8 ? "fp8 e4m3 (ptpc)" : "bf16", set.plugin.c_str(), set.device, set.rounds, set.iters,
-      set.warmup, set.world);
+      set.block ? "fp8 e4m3 (blockscale 1x128 / 128x128)"
+      : fp8     ? "fp8 e4m3 (ptpc)"
+                : "bf16",
+      set.plugin.c_str(), set.device, set.rounds, set.iters, set.warmup, set.world);
+  if (set.block)
+    printf(
+        "# blockscale: each banded call a sub-problem of its rows reading a packed [KB][rows] "
+        "scale tile (a_scale_ld = rows), as ag_gemm calls the plugin; calls over several bands "
+        "(g2x2, op) pack their bands' tiles by 2D copies first; direct: cuBLASLt's "
+        "VEC128 / BLK128x128 scale modes\n");
+  printf(
+      "# C of full, direct, c1, g2x2 and op checked against an fp64 GEMM on 64 rows x 128 "
+      "columns (over 1e-2 fails)\n");
   printf("# %7s %6s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %9s %6s %10s\n", "M", "N", "K",
          "direct(TF/s)", "full(TF/s)", "full/dir", "c1(+%)", "c2(+%)", "c4(+%)", "c1x2(+%)",
          "g2x2(+%)", "op(+%)", "nosk/dir", "x2same", "relL2");
@@ -401,8 +559,92 @@ int main(int argc, char** argv) {
       p.a_scale = fp8 ? a_scale.as<float>() : nullptr;
       p.b_scale = fp8 ? b_scale.as<float>() : nullptr;
       p.c = c_plugin.as<void>();
+      // What fused ag_gemm would run on rank 0 with its defaults (without the exchange).
+      const int64_t per_rank = m / set.world;
+      const std::vector<xccl::RowRange> op_bands =
+          xccl::BandRows(per_rank, xccl::ChooseChunks(per_rank, shape.n, set.world, 0));
+      const int op_chunks = static_cast<int>(op_bands.size());
+      const std::vector<xccl::GemmStep> op_steps = xccl::FusedGemmSchedule(
+          0, set.world, per_rank, op_bands,
+          xccl::SourcesPerGemm(per_rank, shape.n, set.world, op_chunks, 0), 2);
+      // The bandings whose band tiles a call may read (block scales): the whole problem, c = 1,
+      // 2, 4 equal bands per source, and the op's bands of every source's slot.
+      struct Banding {
+        std::vector<xccl::RowRange> bands;
+        DeviceMemory tiles;
+      };
+      enum { kWhole, kC1, kC2, kC4, kOp, kBandings };
+      Banding bandings[kBandings];
+      auto equal_bands = [&](int64_t count) {
+        std::vector<xccl::RowRange> bands;
+        for (int64_t i = 0; i < count; ++i) bands.push_back({m * i / count, m * (i + 1) / count});
+        return bands;
+      };
+      bandings[kWhole].bands = equal_bands(1);
+      bandings[kC1].bands = equal_bands(set.world);
+      bandings[kC2].bands = equal_bands(2 * set.world);
+      bandings[kC4].bands = equal_bands(4 * set.world);
+      for (int source = 0; source < set.world; ++source)
+        for (const xccl::RowRange& band : op_bands)
+          bandings[kOp].bands.push_back(
+              {source * per_rank + band.begin, source * per_rank + band.end});
+      const int64_t blocks = (shape.k + 127) / 128;
+      DeviceMemory plugin_b_scale, direct_b_scale, call_tiles;
+      bool staged = true;
+      if (set.block) {
+        p.scale_mode = xcclGemmScaleBlock128;
+        p.a_scale_ld = m;
+        for (Banding& banding : bandings) {
+          const std::vector<float> tiles = BandTiles(block_scales, banding.bands, blocks);
+          staged = staged && banding.tiles.Upload(tiles.data(), tiles.size() * sizeof(float));
+        }
+        const std::vector<float> plugin_b = ColumnBlockScales(block_scales, shape.n, blocks, false),
+                                 direct_b = ColumnBlockScales(block_scales, shape.n, blocks, true);
+        staged = staged &&
+                 plugin_b_scale.Upload(plugin_b.data(), plugin_b.size() * sizeof(float)) &&
+                 direct_b_scale.Upload(direct_b.data(), direct_b.size() * sizeof(float)) &&
+                 call_tiles.Allocate(static_cast<size_t>(m * blocks) * sizeof(float));
+        if (!staged) return 1;
+        p.a_scale = bandings[kWhole].tiles.as<float>();  // [KB][m]
+        p.b_scale = plugin_b_scale.as<float>();
+      }
       xcclGemmProblem direct_problem = p;
       direct_problem.c = c_direct.as<void>();
+      if (set.block) direct_problem.b_scale = direct_b_scale.as<float>();
+      // Rows [begin, end) of C by `lane`, as the op calls the plugin (AgGemmOp::RunGemm): a band
+      // of p, or, with block scales, a sub-problem of those rows reading their packed scale tile:
+      // the band's own where the call is one band of `banding`, else one packed from the bands'
+      // tiles by 2D copies on the call's stream (each call its own rows of call_tiles, so calls
+      // on two streams never share one).
+      auto run_call = [&](const Plugin& lane, const Banding& banding, int64_t begin, int64_t end,
+                          gpuStream_t stream) {
+        if (!set.block) return lane.Run(p, begin, end, stream);
+        xcclGemmProblem call = p;
+        call.m = end - begin;
+        call.a = static_cast<const uint8_t*>(p.a) + begin * p.lda;  // e4m3: a byte an element
+        call.c = static_cast<uint16_t*>(p.c) + begin * p.ldc;       // bf16
+        call.a_scale_ld = call.m;
+        call.a_scale = nullptr;
+        const float* tiles = banding.tiles.as<float>();
+        for (const xccl::RowRange& band : banding.bands)
+          if (band.begin == begin && band.end == end) call.a_scale = tiles + begin * blocks;
+        if (call.a_scale == nullptr) {
+          float* tile = call_tiles.as<float>() + begin * blocks;
+          for (const xccl::RowRange& band : banding.bands) {
+            const int64_t lo = std::max(begin, band.begin), hi = std::min(end, band.end);
+            if (lo >= hi) continue;
+            const size_t band_pitch = static_cast<size_t>(band.end - band.begin) * sizeof(float);
+            if (!Ok(gpuMemcpy2DAsync(tile + (lo - begin), call.m * sizeof(float),
+                                     tiles + band.begin * blocks + (lo - band.begin), band_pitch,
+                                     (hi - lo) * sizeof(float), blocks, gpuMemcpyDeviceToDevice,
+                                     stream),
+                    "call scale tile"))
+              return false;
+          }
+          call.a_scale = tile;
+        }
+        return lane.Run(call, 0, call.m, stream);
+      };
       DirectGemm direct, split_k_free;
       if (!plugin.Prepare(p, set.device) || !side_plugin.Prepare(p, set.device) ||
           !direct.Prepare(handle, direct_problem, workspace.as<void>(), kWorkspaceBytes)) {
@@ -415,13 +657,14 @@ int main(int argc, char** argv) {
                                                   kWorkspaceBytes, /*split_k_free=*/true);
       // GEMM calls over rows [begin, end) on lane 0 (the timed stream) or 1 (the second), the
       // second forked from and joined into the timed stream.
-      auto on_two_streams = [&](const std::vector<xccl::GemmStep>& steps) {
+      auto on_two_streams = [&](const std::vector<xccl::GemmStep>& steps, const Banding& banding) {
         if (!Ok(gpuEventRecord(fork, timer.stream), "record") ||
             !Ok(gpuStreamWaitEvent(second, fork, 0), "wait"))
           return false;
         for (const xccl::GemmStep& step : steps) {
           const Plugin& lane = step.lane == 0 ? plugin : side_plugin;
-          if (!lane.Run(p, step.row_begin, step.row_end, step.lane == 0 ? timer.stream : second))
+          if (!run_call(lane, banding, step.row_begin, step.row_end,
+                        step.lane == 0 ? timer.stream : second))
             return false;
         }
         return Ok(gpuEventRecord(join, second), "record") &&
@@ -436,31 +679,21 @@ int main(int argc, char** argv) {
       };
       const std::vector<xccl::GemmStep> c1x2 = alternating(set.world),
                                         g2x2 = alternating(std::max(1, set.world / 2));
-      // What fused ag_gemm would run on rank 0 with its defaults (without the exchange).
-      const int64_t per_rank = m / set.world;
-      const std::vector<xccl::RowRange> op_bands =
-          xccl::BandRows(per_rank, xccl::ChooseChunks(per_rank, shape.n, set.world, 0));
-      const int op_chunks = static_cast<int>(op_bands.size());
-      const std::vector<xccl::GemmStep> op_steps = xccl::FusedGemmSchedule(
-          0, set.world, per_rank, op_bands,
-          xccl::SourcesPerGemm(per_rank, shape.n, set.world, op_chunks, 0), 2);
       // Variant 0: direct; 1: the plugin's full run; 2-4: c = 1, 2, 4 bands per source; 5: the
       // c = 1 bands on two streams in turn; 6: direct without split-K; 7: bands of two
       // sources' rows on two streams in turn; 8: the op's default schedule.
       constexpr int kVariants = 9;
-      const int cs[] = {1, 2, 4};
       auto run_variant = [&](int v) {
         if (v == 0) return direct.Run(timer.stream);
-        if (v == 1) return plugin.Run(p, 0, m, timer.stream);
-        if (v == 5) return on_two_streams(c1x2);
+        if (v == 1) return run_call(plugin, bandings[kWhole], 0, m, timer.stream);
+        if (v == 5) return on_two_streams(c1x2, bandings[kC1]);
         if (v == 6) return !have_nosk || split_k_free.Run(timer.stream);
-        if (v == 7) return on_two_streams(g2x2);
-        if (v == 8) return on_two_streams(op_steps);
-        const int64_t bands = static_cast<int64_t>(set.world) * cs[v - 2];
-        for (int64_t i = 0; i < bands; ++i) {
-          const int64_t begin = m * i / bands, end = m * (i + 1) / bands;
-          if (!plugin.Run(p, begin, end, timer.stream)) return false;
-        }
+        // g2x2's calls each cover two sources' c = 1 bands, as paired sources do in the op.
+        if (v == 7) return on_two_streams(g2x2, bandings[kC1]);
+        if (v == 8) return on_two_streams(op_steps, bandings[kOp]);
+        const Banding& banding = bandings[kC1 + (v - 2)];
+        for (const xccl::RowRange& band : banding.bands)
+          if (!run_call(plugin, banding, band.begin, band.end, timer.stream)) return false;
         return true;
       };
       std::vector<double> times[kVariants];
@@ -486,7 +719,8 @@ int main(int argc, char** argv) {
       // once more on fresh outputs.
       const size_t c_bytes = static_cast<size_t>(m) * shape.n * 2;
       std::vector<uint16_t> got(c_bytes / 2), want(got.size());
-      std::vector<uint16_t> one_stream(got.size()), two_streams(got.size()), op(got.size());
+      std::vector<uint16_t> one_stream(got.size()), two_streams(got.size()), op(got.size()),
+          pairs(got.size());
       auto banded_c = [&](int v, std::vector<uint16_t>* out) {
         return Ok(gpuMemsetAsync(p.c, 0xFF, c_bytes, timer.stream), "poison") && run_variant(v) &&
                Ok(gpuMemcpyAsync(out->data(), p.c, c_bytes, gpuMemcpyDefault, timer.stream),
@@ -494,7 +728,7 @@ int main(int argc, char** argv) {
       };
       ok =
           ok && banded_c(2, &one_stream) && banded_c(5, &two_streams) && banded_c(8, &op) &&
-          Ok(gpuMemsetAsync(p.c, 0xFF, c_bytes, timer.stream), "poison") &&
+          banded_c(7, &pairs) && Ok(gpuMemsetAsync(p.c, 0xFF, c_bytes, timer.stream), "poison") &&
           Ok(gpuMemsetAsync(direct_problem.c, 0xFF, c_bytes, timer.stream), "poison") &&
           run_variant(0) && run_variant(1) &&
           Ok(gpuMemcpyAsync(got.data(), p.c, c_bytes, gpuMemcpyDefault, timer.stream),
@@ -527,6 +761,22 @@ int main(int argc, char** argv) {
       if (!(rel <= 1e-2)) {
         fprintf(stderr, "gemm_plugin_perf: M %ld N %ld: plugin and cuBLASLt differ (rel L2 %g)\n",
                 m, shape.n, rel);
+        ++failures;
+      }
+      const Reference ref =
+          MakeReference(host, max_k, set.in_type, set.block, block_scales, m, shape.n, shape.k);
+      const struct {
+        const char* name;
+        const std::vector<uint16_t>* c;
+      } checked[] = {
+          {"full", &got}, {"direct", &want}, {"c1", &one_stream}, {"g2x2", &pairs}, {"op", &op}};
+      for (const auto& each : checked) {
+        const double l2 = ReferenceL2(ref, *each.c, shape.n);
+        if (l2 <= 1e-2) continue;
+        fprintf(stderr,
+                "gemm_plugin_perf: M %ld N %ld K %ld: %s's C is off the fp64 GEMM "
+                "(rel L2 %g)\n",
+                m, shape.n, shape.k, each.name, l2);
         ++failures;
       }
     }

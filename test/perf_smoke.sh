@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The perf binaries on the host platform, small and quick, as the README's main job would run
 # them: each must exit 0, all_gather_perf must report 0 wrong values, barrier_perf a latency,
-# and ag_gemm_perf a row whose largest relative error is within bf16's rounding (5e-3).
+# and ag_gemm_perf (bf16, and fp8 with block scales) a row whose largest relative error is within
+# bf16's rounding (5e-3).
 # Usage: perf_smoke.sh <build>/perf
 set -uo pipefail
 perf=$1
@@ -17,12 +18,23 @@ grep -qE "Avg barrier latency +: [0-9.]+ us" <<<"$out" || fail "barrier_perf: no
 # One row per sub-communicator (2, then 4 ranks): ranks outside a row must still meet its members.
 [ "$(grep -cE '^ +[24] +[0-9.]+ ' <<<"$out")" -eq 2 ] || fail "barrier_perf: no rows for 2 and 4 ranks: $out"
 
+# ag_gemm_row "M N K": $out must hold that row, its relative error a number within 5e-3.
+ag_gemm_row() {
+  local row l2
+  row=$(grep -E "^ +${1// / +} " <<<"$out")
+  [ -n "$row" ] || { fail "ag_gemm_perf printed no row $1: $out"; return; }
+  l2=$(awk '{print $NF}' <<<"$row")
+  [[ $l2 =~ ^[0-9]+(\.[0-9]+)?e[-+][0-9]+$ ]] || fail "ag_gemm_perf relative error '$l2' is not a number: $row"
+  awk -v e="${l2:-1}" 'BEGIN { exit !(e + 0 <= 5e-3) }' || fail "ag_gemm_perf relative error $l2: $row"
+}
 out=$("$perf/ag_gemm_perf" -np 2 --m 1024 --shapes 32x16 --rounds 1 2>&1) || fail "ag_gemm_perf exited $?"
-row=$(grep -E '^ +1024 +32 +16 ' <<<"$out")
-[ -n "$row" ] || fail "ag_gemm_perf printed no row: $out"
-l2=$(awk '{print $NF}' <<<"$row")
-[[ $l2 =~ ^[0-9]+(\.[0-9]+)?e[-+][0-9]+$ ]] || fail "ag_gemm_perf relative error '$l2' is not a number: $row"
-awk -v e="${l2:-1}" 'BEGIN { exit !(e + 0 <= 5e-3) }' || fail "ag_gemm_perf relative error $l2: $row"
+ag_gemm_row "1024 32 16"
+# Block scales: K 160 is two K blocks (the last short), N 144 two column blocks, so a scale read
+# from the wrong block moves the error far past 5e-3 (about 0.25 when B's K block is ignored).
+out=$("$perf/ag_gemm_perf" -np 2 --m 512 --shapes 144x160 --dtype fp8-block --rounds 1 -n 1 -w 0 \
+  2>&1) || fail "ag_gemm_perf --dtype fp8-block exited $?: $(tail -3 <<<"$out")"
+grep -q "fp8 e4m3 (blockscale 1x128 / 128x128)" <<<"$out" || fail "ag_gemm_perf fp8-block header: $out"
+ag_gemm_row "512 144 160"
 
 # Bad input ends the run at once with a non-zero status and a message naming it: a receive
 # buffer no machine can give (the run used to go on allocating and filling the send buffers
