@@ -157,21 +157,25 @@ inline void DestroyOps(RankContext& ctx, xcclAgGemm_t* ops, int count) {
 
 // ---- operands and the reference ----
 
-// Rank `rank`'s operands of call `call`: any rank can regenerate any rank's.
+// Rank `rank`'s operands of call `call`: any rank can regenerate any rank's. `block_scales`:
+// fp8 with DeepSeek-V3 block scales instead of ptpc.
 inline GemmOperands MakeAgGemmOperands(uint64_t seed, int rank, uint64_t call, int64_t m, int64_t n,
-                                       int64_t k, xcclDataType_t t) {
+                                       int64_t k, xcclDataType_t t, bool block_scales = false) {
   std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ull * (rank + 1)) ^ (call << 20));
-  return RandomGemmOperands(m, n, k, t, rng);
+  return block_scales ? RandomBlockscaleOperands(m, n, k, rng)
+                      : RandomGemmOperands(m, n, k, t, rng);
 }
 
 // Relative L2 of C (host copy of [world][PaddedRows(m)][n] bf16) of call `call` against the
 // double reference of every source's regenerated operands; counts padding values not zero.
 inline double AgGemmError(RankContext& ctx, const unsigned char* c, xcclDataType_t in, int64_t m,
-                          int64_t n, int64_t k, uint64_t call, int64_t* bad_padding) {
-  const GemmOperands mine = MakeAgGemmOperands(ctx.seed, ctx.rank, call, m, n, k, in);
+                          int64_t n, int64_t k, uint64_t call, int64_t* bad_padding,
+                          bool block_scales = false) {
+  const GemmOperands mine = MakeAgGemmOperands(ctx.seed, ctx.rank, call, m, n, k, in, block_scales);
   return GatheredGemmError(
       c, xcclBfloat16, ctx.nranks, m, PaddedRows(m), n, k, in, mine,
-      [&](int s) { return MakeAgGemmOperands(ctx.seed, s, call, m, n, k, in); }, bad_padding);
+      [&](int s) { return MakeAgGemmOperands(ctx.seed, s, call, m, n, k, in, block_scales); },
+      bad_padding);
 }
 
 // Rounding C to bf16 alone stays under 2e-3 against the double reference (docs/perf-history.md,
@@ -182,9 +186,10 @@ constexpr double kAgGemmTolerance = 4e-3;
 
 // Records a failure unless C of call `call` matches the reference and its padding rows are 0.
 inline bool ExpectGemmC(RankContext& ctx, const unsigned char* c, xcclDataType_t in, int64_t m,
-                        int64_t n, int64_t k, uint64_t call, const std::string& what) {
+                        int64_t n, int64_t k, uint64_t call, const std::string& what,
+                        bool block_scales = false) {
   int64_t bad_padding = 0;
-  const double rel = AgGemmError(ctx, c, in, m, n, k, call, &bad_padding);
+  const double rel = AgGemmError(ctx, c, in, m, n, k, call, &bad_padding, block_scales);
   const bool ok = rel <= kAgGemmTolerance && std::isfinite(rel) && bad_padding == 0;
   RANK_EXPECT(ctx, ok,
               what << ": relative L2 " << rel << " (at most " << kAgGemmTolerance << "), "
@@ -238,12 +243,16 @@ class AgGemmCalls {
     void* c;
   };
 
-  // Room for calls of ms[i] rows each, shape n x k, inputs `in`, output bf16.
+  // Room for calls of ms[i] rows each, shape n x k, inputs `in`, output bf16; fp8 with block
+  // scales where `block_scales`.
   bool Allocate(RankContext& ctx, int64_t n, int64_t k, xcclDataType_t in,
-                const std::vector<int64_t>& ms) {
+                const std::vector<int64_t>& ms, bool block_scales = false) {
     n_ = n;
     k_ = k;
     in_ = in;
+    block_ = block_scales;
+    const int64_t blocks = block_scales ? (k + 127) / 128 : 1;
+    const int64_t b_scales = block_scales ? (n + 127) / 128 * blocks : n;
     ms_ = ms;
     layout_.assign(ms.size(), Layout());
     size_t operand_bytes = 0, c_bytes = 0;
@@ -256,8 +265,8 @@ class AgGemmCalls {
       Layout& l = layout_[i];
       l.a = take(&operand_bytes, ms[i] * k * TypeSize(in));
       l.b = take(&operand_bytes, n * k * TypeSize(in));
-      l.a_scale = take(&operand_bytes, ms[i] * sizeof(float));
-      l.b_scale = take(&operand_bytes, n * sizeof(float));
+      l.a_scale = take(&operand_bytes, ms[i] * blocks * sizeof(float));
+      l.b_scale = take(&operand_bytes, b_scales * sizeof(float));
       l.c_bytes = static_cast<size_t>(ctx.nranks * PaddedRows(ms[i]) * n) * 2;
       l.c = take(&c_bytes, l.c_bytes + kGuardBytes);
       l.guard_bytes = (l.c_bytes + kGuardBytes + 255) / 256 * 256 - l.c_bytes;
@@ -284,7 +293,8 @@ class AgGemmCalls {
       const Layout& l = layout_[i];
       ids_[i] = first_id + i;
       labels_[i].clear();
-      const GemmOperands o = MakeAgGemmOperands(ctx.seed, ctx.rank, ids_[i], ms_[i], n_, k_, in_);
+      const GemmOperands o =
+          MakeAgGemmOperands(ctx.seed, ctx.rank, ids_[i], ms_[i], n_, k_, in_, block_);
       memcpy(operands_host_.data() + l.a, o.a.data(), o.a.size());
       memcpy(operands_host_.data() + l.b, o.b.data(), o.b.size());
       if (!o.a_scale.empty())
@@ -334,7 +344,7 @@ class AgGemmCalls {
     for (int i = 0; i < count() && ctx.failures.size() < 8; ++i) {
       if (labels_[i].empty()) continue;
       const Layout& l = layout_[i];
-      ExpectGemmC(ctx, c_host_.data() + l.c, in_, ms_[i], n_, k_, ids_[i], labels_[i]);
+      ExpectGemmC(ctx, c_host_.data() + l.c, in_, ms_[i], n_, k_, ids_[i], labels_[i], block_);
       const std::string guard = CheckPoisoned(c_host_.data() + l.c + l.c_bytes, l.guard_bytes);
       RANK_EXPECT(ctx, guard.empty(), labels_[i] << ": past its output: " << guard);
     }
@@ -351,6 +361,7 @@ class AgGemmCalls {
   };
   int64_t n_ = 0, k_ = 0;
   xcclDataType_t in_ = xcclBfloat16;
+  bool block_ = false;
   std::vector<int64_t> ms_;
   std::vector<Layout> layout_;
   std::vector<uint64_t> ids_;
