@@ -1,9 +1,9 @@
 // xcclCommShrink on the host platform: survivors make a new communicator without the excluded
 // ranks, which take no part - alive and busy elsewhere (threads), or killed at a random step of
-// a random sequence of all_gathers and barriers (processes): every survivor names the dead rank
-// within a second at the default deadline, shrinks right after the failed call, and makes 100
-// all_gathers on the new communicator, every byte checked; repeated kill-and-shrink cycles leave
-// no shm names or file descriptors behind; and every argument check.
+// a random sequence of all_gathers, barriers and ag_gemm calls (processes): every survivor names
+// the dead rank within a second at the default deadline, shrinks right after the failed call, and
+// makes 100 all_gathers on the new communicator, every byte checked; repeated kill-and-shrink
+// cycles leave no shm names or file descriptors behind; and every argument check.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -16,6 +16,10 @@
 #include "mp/checked_all_gather.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"
+
+#ifndef XCCL_GEMM_REFERENCE_PATH
+#error "the build passes the reference plugin's path"
+#endif
 
 namespace xccl_test {
 namespace {
@@ -66,10 +70,11 @@ TEST(ShrinkTest, AliveExcludedRankTakesNoPart) {
   }
 }
 
-// Processes, world 4: one rank killed at a random step of a random sequence of all_gathers and
-// barriers; every survivor's next call fails naming it within a second (XCCL_TIMEOUT_MS at its
-// default), then shrink with XCCL_SHRINK_ABORT right after, 100 checked calls on the new
-// communicator, abort of the old one. 100 cycles, each a fresh run: nothing left behind.
+// Processes, world 4: one rank killed at a random step of a random sequence of all_gathers,
+// barriers and ag_gemm calls (fused and split, reference plugin); every survivor's next call fails
+// naming it within a second (XCCL_TIMEOUT_MS at its default), then shrink with XCCL_SHRINK_ABORT
+// right after, 100 checked calls on the new communicator, abort of the old one. 100 cycles, each a
+// fresh run: nothing left behind.
 TEST(ShrinkTest, KilledRankThenShrinkAndGoOn) {
   const size_t fds_before = OpenFileDescriptors();
   std::mt19937_64 draw(std::random_device{}());
@@ -82,16 +87,28 @@ TEST(ShrinkTest, KilledRankThenShrinkAndGoOn) {
         RankMode::kProcesses, world,
         [victim, kill_at](RankContext& ctx) {
           std::mt19937_64 rng(ctx.seed);
-          xcclResult_t r = xcclSuccess;
+          const int64_t n = 32, k = 16, m = 256;
+          xcclAgGemm_t ops[2] = {nullptr, nullptr};
+          for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit})
+            RANK_EXPECT(
+                ctx,
+                xcclAgGemmCreate(ctx.comm, n, k, m, xcclBfloat16, xcclBfloat16, mode, 0,
+                                 XCCL_GEMM_REFERENCE_PATH, nullptr, &ops[mode]) == xcclSuccess,
+                "ag_gemm create: " << xcclGetLastError(ctx.comm));
+          const std::vector<unsigned char> a(m * k * 2, 0x3c), b(n * k * 2, 0x3c);
+          xcclResult_t r = ctx.failures.empty() ? xcclSuccess : xcclInternalError;
           double seconds = 0;
           for (int step = 0; step < 1000 && r == xcclSuccess; ++step) {
             if (step == kill_at && ctx.rank == victim) raise(SIGKILL);
-            const bool barrier = rng() % 4 == 0;
+            const int kind = static_cast<int>(rng() % 6);  // 0: barrier, 1, 2: ag_gemm
             const size_t count = 1 + rng() % 5000;
             const int dtype = static_cast<int>(rng() % xcclNumTypes);
             const auto start = std::chrono::steady_clock::now();
-            if (barrier) {
+            if (kind == 0) {
               r = xcclBarrier(ctx.comm, nullptr);
+            } else if (kind <= 2) {
+              r = xcclAgGemmRun(ops[kind - 1], a.data(), nullptr, b.data(), nullptr, m, nullptr,
+                                nullptr, nullptr);
             } else {
               std::vector<unsigned char> send(count * 8, 1), recv(count * 8 * ctx.nranks);
               r = xcclAllGather(send.data(), recv.data(), count, static_cast<xcclDataType_t>(dtype),
@@ -116,6 +133,9 @@ TEST(ShrinkTest, KilledRankThenShrinkAndGoOn) {
             HundredCheckedCalls(ctx, small, ctx.rank - (ctx.rank > victim ? 1 : 0), ctx.nranks - 1);
             RANK_EXPECT(ctx, xcclCommDestroy(small) == xcclSuccess, xcclGetLastError(nullptr));
           }
+          for (xcclAgGemm_t op : ops)
+            if (op != nullptr)
+              RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
           RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, xcclGetLastError(nullptr));
         },
         options);
