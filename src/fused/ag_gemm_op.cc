@@ -346,9 +346,10 @@ xcclResult_t AgGemmOp::CallScaleTile(int64_t padded, int64_t row_begin, int64_t 
   // Band tiles follow each other in row order over all sources, so a band starting at global
   // row r lies at r * KB floats from source 0's.
   const float* tiles = reinterpret_cast<const float*>(window() + scale_base);
+  const std::vector<RowRange> bands = BandsOf(padded);
   std::vector<RowRange> pieces;  // the band tiles the call covers, in global rows
   for (int64_t source = row_begin / padded; source * padded < row_end; ++source) {
-    for (const RowRange& band : BandsOf(padded)) {
+    for (const RowRange& band : bands) {
       const RowRange global{source * padded + band.begin, source * padded + band.end};
       if (global.end > row_begin && global.begin < row_end) pieces.push_back(global);
     }
