@@ -57,6 +57,15 @@ struct Topology {
       if (!SameProcess(r)) return true;
     return false;
   }
+  // Whether two ranks of one node, any node, run in different processes (the same answer on
+  // every rank).
+  bool AnyNodeSharedByProcesses() const {
+    for (int a = 0; a < nranks; ++a)
+      for (int b = a + 1; b < nranks; ++b)
+        if (node_of_rank[a] == node_of_rank[b] && ranks[a].process_token != ranks[b].process_token)
+          return true;
+    return false;
+  }
   // The most ranks of this node on one device (the same answer on every rank).
   int MostRanksOnOneDevice() const {
     int most = 0;

@@ -117,6 +117,10 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   XCCL_TRY(uploaded);
   if (failed >= 0)
     return Fail(xcclRemoteError, "rank %d could not set up its GPU device tables", failed);
+  // Collective (topology is the same on every rank): a watch wherever processes share a node.
+  if (topology_.AnyNodeSharedByProcesses())
+    XCCL_TRY(watch_.Start(bootstrap, topology_, timeout_ms_,
+                          [this](int peer, const PlatformFailure& f) { LinkFailed(peer, f); }));
   XCCL_TRY(CreateQueues());
   remote_index_.assign(nranks, -1);
   if (topology_.node_count > 1) XCCL_TRY(ConnectNodes(bootstrap));
@@ -228,9 +232,9 @@ xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
   // A failed link put its own record into the device's (so the waits gave up): its words, which
   // name the rank and why, rather than the record's "timed out".
   {
-    std::lock_guard<std::mutex> lock(net_failure_mutex_);
-    if (net_failure_.result != xcclSuccess) {
-      *failure = net_failure_;
+    std::lock_guard<std::mutex> lock(peer_failure_mutex_);
+    if (peer_failure_.result != xcclSuccess) {
+      *failure = peer_failure_;
       return failure->result;
     }
   }
@@ -245,6 +249,7 @@ xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
 }
 
 void P2pTransport::Abort(int failed_peer) {
+  watch_.Abort(failed_peer);
   windows_.Abort();
   trigger_feed_.GiveUp();
   if (proxy_) proxy_->Abort(failed_peer);
@@ -284,8 +289,8 @@ void P2pTransport::Landed(int /*peer*/, const NetOp& op) {
 
 void P2pTransport::LinkFailed(int peer, const PlatformFailure& failure) {
   {
-    std::lock_guard<std::mutex> lock(net_failure_mutex_);
-    if (net_failure_.result == xcclSuccess) net_failure_ = failure;
+    std::lock_guard<std::mutex> lock(peer_failure_mutex_);
+    if (peer_failure_.result == xcclSuccess) peer_failure_ = failure;
   }
   // Every device wait of this rank gives up at its next check, whatever it waits for: a wait on
   // a rank of this node may wait for data that rank can only send after hearing from `peer`.
@@ -441,6 +446,7 @@ xcclResult_t P2pTransport::CreateQueues() {
 }
 
 void P2pTransport::Release() {
+  watch_.Close();  // this rank leaves in order: no peer is to count it dead
   if (gpuSetDevice(device_) != gpuSuccess) return;
   if (proxy_) {
     // Every trigger still on a stream fires and the proxy takes it, then sends what it queued,

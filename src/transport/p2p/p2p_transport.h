@@ -29,6 +29,7 @@
 #include "core/params.h"
 #include "core/topology.h"
 #include "platform/gpu.h"
+#include "proxy/peer_watch.h"
 #include "proxy/proxy.h"
 #include "transport/p2p/copy_engine_queues.h"
 #include "transport/p2p/device_windows.h"
@@ -141,6 +142,7 @@ class P2pTransport final : public Transport, public NetLanding {
                            PlatformFailure* failure) override;
   void Landed(int peer, const NetOp& op) override;
   void Abandoned(int /*peer*/, const NetOp& /*op*/) override {}
+  // Also the peer watch's (its thread): a rank of this node died or aborted.
   void LinkFailed(int peer, const PlatformFailure& failure) override;
 
  private:
@@ -202,9 +204,12 @@ class P2pTransport final : public Transport, public NetLanding {
   char* send_staging_ = nullptr;  // [remote index] -> this rank's piece for it
   NetTriggerFeed trigger_feed_;
   std::unique_ptr<Proxy> proxy_;  // stops before the staging and the feed are freed
-  mutable std::mutex net_failure_mutex_;
-  PlatformFailure net_failure_;  // the first link failure (LinkFailed)
+  mutable std::mutex peer_failure_mutex_;
+  PlatformFailure peer_failure_;  // the first peer failure found on the host (LinkFailed)
   std::atomic<bool> net_state_logged_{false};
+  // Other processes of this node, whose deaths end this rank's device waits at once. Last, so
+  // that it stops before anything its thread touches (LinkFailed) goes.
+  PeerWatch watch_;
 };
 
 }  // namespace xccl
