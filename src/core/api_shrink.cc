@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/api_guard.h"
@@ -60,6 +61,24 @@ xcclResult_t Survivors(const Communicator& comm, const int* exclude, int n_exclu
   return xcclSuccess;
 }
 
+// XCCL_FAKE_NODES for the survivors (testing): the parent's spec sizes nodes of all its ranks,
+// so the child's keeps each survivor on the node it was on ("2,2" without rank 1: "1,2").
+// Survivors keep their order, so each node's ranks stay contiguous; a node left empty goes.
+std::string SurvivorsFakeNodes(const Topology& parent, const std::vector<int>& survivors,
+                               const std::string& spec) {
+  if (spec.empty()) return spec;
+  std::string out;
+  for (size_t i = 0; i < survivors.size();) {
+    size_t j = i;
+    while (j < survivors.size() &&
+           parent.node_of_rank[survivors[j]] == parent.node_of_rank[survivors[i]])
+      ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
 xcclResult_t Shrink(xcclComm_t comm, const int* exclude, int n_exclude, xcclComm_t* newcomm,
                     const xcclConfig_t* config, int flags) {
   if (newcomm == nullptr) return Fail(xcclInvalidArgument, "xcclCommShrink: newcomm is NULL");
@@ -104,9 +123,11 @@ xcclResult_t Shrink(xcclComm_t comm, const int* exclude, int n_exclude, xcclComm
   }
   if (offers[0].has_id != 1)
     return Fail(xcclInternalError, "xcclCommShrink: the new rank 0 sent no rendezvous");
+  Params params = GetParams();
+  params.fake_nodes = SurvivorsFakeNodes(impl->topology(), survivors, params.fake_nodes);
   std::unique_ptr<Communicator> child;
   XCCL_TRY(Communicator::Create(offers[0].id, static_cast<int>(survivors.size()), new_rank,
-                                impl->device(), resolved, &child));
+                                impl->device(), resolved, &child, &params));
   auto handle = new xcclComm();
   handle->impl = std::move(child);
   *newcomm = handle;

@@ -11,12 +11,13 @@
 namespace xccl {
 
 xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, int device,
-                                  const CommConfig& config, std::unique_ptr<Communicator>* out) {
+                                  const CommConfig& config, std::unique_ptr<Communicator>* out,
+                                  const Params* given) {
   std::unique_ptr<Communicator> comm(new Communicator());
   comm->config_ = config;
   comm->device_ = device;
   // The parameters are read here, once, and handed down.
-  const Params& params = GetParams();
+  const Params& params = given != nullptr ? *given : GetParams();
   comm->epoch_ = params.epoch_base;
   comm->net_chunk_bytes_ = static_cast<size_t>(params.net_chunk_bytes);
   XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_,

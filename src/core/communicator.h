@@ -24,9 +24,11 @@ class DeviceEngine;
 
 class Communicator {
  public:
-  // Collective over the `nranks` callers of `id`.
+  // Collective over the `nranks` callers of `id`, with the process's parameters unless
+  // `params` gives others (a shrunk communicator's fake nodes).
   static xcclResult_t Create(const xcclUniqueId& id, int nranks, int rank, int device,
-                             const CommConfig& config, std::unique_ptr<Communicator>* out);
+                             const CommConfig& config, std::unique_ptr<Communicator>* out,
+                             const Params* params = nullptr);
   ~Communicator();
 
   int rank() const { return topology_.rank; }

@@ -1,9 +1,10 @@
 // xcclCommShrink on the host platform: survivors make a new communicator without the excluded
 // ranks, which take no part - alive and busy elsewhere (threads), or killed at a random step of
-// a random sequence of all_gathers, barriers and ag_gemm calls (processes): every survivor names
-// the dead rank within a second at the default deadline, shrinks right after the failed call, and
-// makes 100 all_gathers on the new communicator, every byte checked; repeated kill-and-shrink
-// cycles leave no shm names or file descriptors behind; and every argument check.
+// a random sequence of all_gathers, barriers and ag_gemm calls (processes, on one node and on
+// every fake-node shape): every survivor names the dead rank within a second at the default
+// deadline, shrinks right after the failed call, and makes 100 all_gathers on the new
+// communicator, every byte checked; repeated kill-and-shrink cycles leave no shm names or file
+// descriptors behind; and every argument check.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -70,31 +71,35 @@ TEST(ShrinkTest, AliveExcludedRankTakesNoPart) {
   }
 }
 
-// Processes, world 4: one rank killed at a random step of a random sequence of all_gathers,
-// barriers and ag_gemm calls (fused and split, reference plugin); every survivor's next call fails
-// naming it within a second (XCCL_TIMEOUT_MS at its default), then shrink with XCCL_SHRINK_ABORT
-// right after, 100 checked calls on the new communicator, abort of the old one. 100 cycles, each a
-// fresh run: nothing left behind.
-TEST(ShrinkTest, KilledRankThenShrinkAndGoOn) {
+// Processes over `nodes` (XCCL_FAKE_NODES; "": one node): one rank killed at a random step of
+// a random sequence of all_gathers, barriers and ag_gemm calls (split always, fused on one node,
+// reference plugin); every survivor's next call fails naming it within a second (XCCL_TIMEOUT_MS
+// at its default), then shrink with XCCL_SHRINK_ABORT right after, 100 checked calls on the new
+// communicator (each survivor on the node it was on), abort of the old one. `cycles` cycles, each
+// a fresh run: nothing left behind.
+void KillAndShrinkCycles(int world, const std::string& nodes, int cycles) {
   const size_t fds_before = OpenFileDescriptors();
   std::mt19937_64 draw(std::random_device{}());
-  for (int cycle = 0; cycle < 100; ++cycle) {
-    const int world = 4, victim = static_cast<int>(draw() % world);
+  for (int cycle = 0; cycle < cycles; ++cycle) {
+    const int victim = static_cast<int>(draw() % world);
     const int kill_at = static_cast<int>(draw() % 20);
     RunOptions options = KilledRankOptions(victim);
-    options.before_init = nullptr;  // XCCL_TIMEOUT_MS at its default (300 s)
+    options.before_init = WithFakeNodes(nodes);  // XCCL_TIMEOUT_MS at its default (300 s)
+    const bool fused = nodes.empty();  // the fused mode reaches the ranks of one node only
     auto failures = RunRanks(
         RankMode::kProcesses, world,
-        [victim, kill_at](RankContext& ctx) {
+        [victim, kill_at, fused](RankContext& ctx) {
           std::mt19937_64 rng(ctx.seed);
           const int64_t n = 32, k = 16, m = 256;
           xcclAgGemm_t ops[2] = {nullptr, nullptr};
-          for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit})
+          for (xcclAgGemmMode_t mode : {xcclAgGemmFused, xcclAgGemmSplit}) {
+            if (mode == xcclAgGemmFused && !fused) continue;
             RANK_EXPECT(
                 ctx,
                 xcclAgGemmCreate(ctx.comm, n, k, m, xcclBfloat16, xcclBfloat16, mode, 0,
                                  XCCL_GEMM_REFERENCE_PATH, nullptr, &ops[mode]) == xcclSuccess,
                 "ag_gemm create: " << xcclGetLastError(ctx.comm));
+          }
           const std::vector<unsigned char> a(m * k * 2, 0x3c), b(n * k * 2, 0x3c);
           xcclResult_t r = ctx.failures.empty() ? xcclSuccess : xcclInternalError;
           double seconds = 0;
@@ -106,7 +111,7 @@ TEST(ShrinkTest, KilledRankThenShrinkAndGoOn) {
             const auto start = std::chrono::steady_clock::now();
             if (kind == 0) {
               r = xcclBarrier(ctx.comm, nullptr);
-            } else if (kind <= 2) {
+            } else if (kind <= 2 && ops[kind - 1] != nullptr) {
               r = xcclAgGemmRun(ops[kind - 1], a.data(), nullptr, b.data(), nullptr, m, nullptr,
                                 nullptr, nullptr);
             } else {
@@ -140,14 +145,35 @@ TEST(ShrinkTest, KilledRankThenShrinkAndGoOn) {
         },
         options);
     for (const auto& failure : failures)
-      ADD_FAILURE() << "cycle " << cycle << " (rank " << victim << " killed at step " << kill_at
-                    << "): " << failure;
+      ADD_FAILURE() << "nodes \"" << nodes << "\" cycle " << cycle << " (rank " << victim
+                    << " killed at step " << kill_at << "): " << failure;
     const auto left = LeftoverShm(LastChildPids());
     EXPECT_TRUE(left.empty()) << "cycle " << cycle << " left " << left.size() << " shm names";
-    if (HasFailure()) return;
+    if (::testing::Test::HasFailure()) return;
   }
   EXPECT_EQ(OpenFileDescriptors(), fds_before) << "file descriptors left by the cycles";
 }
+
+// One node, world 4, 100 cycles.
+TEST(ShrinkTest, KilledRankThenShrinkAndGoOn) { KillAndShrinkCycles(4, "", 100); }
+
+// The node shapes of the multi-node issue (fake nodes over sockets), 5 cycles each.
+class ShrinkAcrossNodesTest : public ::testing::TestWithParam<std::pair<int, const char*>> {};
+
+TEST_P(ShrinkAcrossNodesTest, KilledRankThenShrinkAndGoOn) {
+  KillAndShrinkCycles(GetParam().first, GetParam().second, 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(HostNodes, ShrinkAcrossNodesTest,
+                         ::testing::Values(std::make_pair(4, "2,2"), std::make_pair(8, "4,4"),
+                                           std::make_pair(8, "2,2,2,2"), std::make_pair(3, "2,1"),
+                                           std::make_pair(6, "3,1,2"), std::make_pair(3, "1,1,1")),
+                         [](const ::testing::TestParamInfo<std::pair<int, const char*>>& info) {
+                           std::string nodes = info.param.second;
+                           for (char& c : nodes)
+                             if (c == ',') c = 'x';
+                           return "World" + std::to_string(info.param.first) + "Nodes" + nodes;
+                         });
 
 // Every argument check answers with its code and a message, and the communicator still works.
 TEST(ShrinkTest, BadArgumentsAreRefused) {

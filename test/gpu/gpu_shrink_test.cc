@@ -1,0 +1,150 @@
+// A lost rank on a GPU platform, and going on without it: processes sharing a GPU, one killed
+// after a few checked calls while the others wait for it on the device; with XCCL_TIMEOUT_MS at
+// its default (300 s) every survivor's stream drains and its async error names the dead rank
+// within a second (the peer watch), then it shrinks the communicator and makes 100 checked
+// all_gathers on the new one. Threads: a rank left out while alive takes no part in the shrink.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpu/gpu_harness.h"
+#include "mp/data_pattern.h"
+
+namespace xccl_test {
+namespace {
+
+// 100 checked all_gathers (random dtypes, counts, in and out of place, misaligned outputs) on
+// `comm`, where this rank is `rank` of `nranks`; failures into ctx.
+void HundredCheckedCalls(RankContext& ctx, const Stream& stream, xcclComm_t comm, int rank,
+                         int nranks) {
+  RankContext sub;
+  sub.comm = comm;
+  sub.rank = rank;
+  sub.nranks = nranks;
+  sub.seed = ctx.seed ^ 0x5EED;
+  std::mt19937_64 rng(sub.seed);  // the same draws on every survivor
+  for (uint64_t call = 0; call < 100 && sub.failures.empty(); ++call) {
+    const int dtype = static_cast<int>(rng() % xcclNumTypes);
+    const size_t count = 1 + rng() % 70000;
+    CheckedAllGather(sub, stream, count, dtype, rng() % 2 == 0, rng() % 4, 1000 + call);
+  }
+  for (const std::string& f : sub.failures) ctx.Fail("new communicator: " + f);
+}
+
+// Polls the async error for up to `patience_s`; the time it was first seen in *seen_ns.
+xcclResult_t AwaitAsyncError(RankContext& ctx, double patience_s, uint64_t* seen_ns) {
+  const auto start = std::chrono::steady_clock::now();
+  xcclResult_t async = xcclSuccess;
+  while (xcclCommGetAsyncError(ctx.comm, &async) == xcclSuccess && async == xcclSuccess &&
+         SecondsSince(start) < patience_s)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  *seen_ns = MonotonicNs();
+  return async;
+}
+
+void KillShrinkAndGoOn(int world) {
+  const int victim = static_cast<int>(getpid() % world);
+  RunOptions options;
+  options.may_die = {victim};
+  options.skip_destroy = true;
+  options.timeout_s = 120;  // the default deadline is 300 s: a missed death fails here
+  auto failures = RunGpuRanks(
+      RankMode::kProcesses, std::vector<int>(world, 0),
+      [victim](RankContext& ctx) {
+        Stream stream;
+        if (!stream.Create(ctx)) return;
+        for (uint64_t call = 0; call < 3; ++call)
+          CheckedAllGather(ctx, stream, 4096 + call, xcclFloat32, call == 1, 0, call);
+        if (!ctx.failures.empty()) return;
+        // Everyone is past the checked calls (their streams drained) before the kill.
+        if (!HostBarrier(ctx, 1, 0)) return;
+        if (ctx.rank == victim) {
+          ctx.shared[100] = MonotonicNs();
+          raise(SIGKILL);
+        }
+        DeviceBuffer send, recv;
+        constexpr size_t kCount = 1 << 16;
+        if (!send.Allocate(ctx, kCount * 4) || !recv.Allocate(ctx, kCount * 4 * ctx.nranks)) return;
+        // Waits on the device for the dead rank, then drains.
+        const xcclResult_t enqueued =
+            xcclAllGather(send.get(), recv.get(), kCount, xcclUint32, ctx.comm, stream.xccl());
+        RANK_EXPECT(ctx, enqueued == xcclSuccess || enqueued == xcclRemoteError,
+                    "the call after the kill returned " << xcclGetErrorString(enqueued));
+        (void)gpu::StreamSynchronize(stream.get());
+        uint64_t seen_ns = 0;
+        const xcclResult_t async = AwaitAsyncError(ctx, 5.0, &seen_ns);
+        const double after_s = (seen_ns - ctx.shared[100]) / 1e9;
+        const std::string message = xcclGetLastError(ctx.comm);
+        RANK_EXPECT(ctx, async == xcclRemoteError,
+                    "async error " << xcclGetErrorString(async) << ": " << message);
+        RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+                    "the error does not name rank " << victim << ": " << message);
+        RANK_EXPECT(ctx, after_s < 1.0, "named the dead rank " << after_s << " s after the kill");
+        xcclComm_t small = nullptr;
+        const int list[] = {victim};
+        if (!XCCL_OK(ctx, xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_ABORT)))
+          return;
+        int rank = -1, count = -1;
+        RANK_EXPECT(ctx,
+                    xcclCommUserRank(small, &rank) == xcclSuccess &&
+                        xcclCommCount(small, &count) == xcclSuccess &&
+                        rank == ctx.rank - (ctx.rank > victim ? 1 : 0) && count == ctx.nranks - 1,
+                    "new rank " << rank << " of " << count);
+        HundredCheckedCalls(ctx, stream, small, rank, count);
+        RANK_EXPECT(ctx, xcclCommDestroy(small) == xcclSuccess, xcclGetLastError(nullptr));
+        RANK_EXPECT(ctx, xcclCommAbort(ctx.comm) == xcclSuccess, xcclGetLastError(nullptr));
+      },
+      options);
+  ExpectNoFailures(failures);
+}
+
+// Three processes share the card with or without MPS (the caller's environment decides).
+TEST(GpuShrink, KilledProcessNamedWithinASecondThenShrinkAndGoOnWorld3) {
+  XCCL_SKIP_WITHOUT_GPU(true);
+  KillShrinkAndGoOn(3);
+}
+
+// Four processes: without MPS only (under MPS a fourth context fails on this H200).
+TEST(GpuShrink, KilledProcessNamedWithinASecondThenShrinkAndGoOnWorld4) {
+  XCCL_SKIP_WITHOUT_GPU(true);
+  if (getenv("CUDA_MPS_PIPE_DIRECTORY") != nullptr)
+    GTEST_SKIP() << "four processes under MPS do not start on this card";
+  KillShrinkAndGoOn(4);
+}
+
+// Threads on GPU 0, world 4: the last rank is left out alive and takes no part (threads die
+// together, so nothing is killed); the survivors shrink and make 100 checked calls.
+TEST(GpuShrink, AliveExcludedThreadTakesNoPart) {
+  XCCL_SKIP_WITHOUT_GPU(false);
+  RunOptions options;
+  options.skip_destroy = true;
+  auto failures = RunGpuRanks(
+      RankMode::kThreads, std::vector<int>(4, 0),
+      [](RankContext& ctx) {
+        Stream stream;
+        if (!stream.Create(ctx)) return;
+        CheckedAllGather(ctx, stream, 1000, xcclFloat32, false, 0, 1);
+        const int excluded = ctx.nranks - 1;
+        if (ctx.rank != excluded) {
+          xcclComm_t small = nullptr;
+          const int list[] = {excluded};
+          if (!XCCL_OK(ctx,
+                       xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_DEFAULT)))
+            return;
+          HundredCheckedCalls(ctx, stream, small, ctx.rank, ctx.nranks - 1);
+          RANK_EXPECT(ctx, xcclCommDestroy(small) == xcclSuccess, xcclGetLastError(nullptr));
+        }
+        RANK_EXPECT(ctx, xcclCommDestroy(ctx.comm) == xcclSuccess, xcclGetLastError(nullptr));
+      },
+      options);
+  ExpectNoFailures(failures);
+}
+
+}  // namespace
+}  // namespace xccl_test
