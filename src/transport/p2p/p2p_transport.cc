@@ -249,6 +249,13 @@ xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
 }
 
 void P2pTransport::Abort(int failed_peer) {
+  // A failure that names no other rank (a launch refused after a link failed) blames the rank the
+  // host already saw fail, so that the last words to the peers name the root cause.
+  if (failed_peer < 0 || failed_peer == topology_.rank) {
+    std::lock_guard<std::mutex> lock(peer_failure_mutex_);
+    if (peer_failure_.result != xcclSuccess && peer_failure_.peer >= 0)
+      failed_peer = peer_failure_.peer;
+  }
   watch_.Abort(failed_peer);
   windows_.Abort();
   trigger_feed_.GiveUp();
