@@ -23,18 +23,12 @@ namespace {
 // `comm`, where this rank is `rank` of `nranks`; failures into ctx.
 void HundredCheckedCalls(RankContext& ctx, const Stream& stream, xcclComm_t comm, int rank,
                          int nranks) {
-  RankContext sub;
-  sub.comm = comm;
-  sub.rank = rank;
-  sub.nranks = nranks;
-  sub.seed = ctx.seed ^ 0x5EED;
-  std::mt19937_64 rng(sub.seed);  // the same draws on every survivor
-  for (uint64_t call = 0; call < 100 && sub.failures.empty(); ++call) {
-    const int dtype = static_cast<int>(rng() % xcclNumTypes);
-    const size_t count = 1 + rng() % 70000;
-    CheckedAllGather(sub, stream, count, dtype, rng() % 2 == 0, rng() % 4, 1000 + call);
-  }
-  for (const std::string& f : sub.failures) ctx.Fail("new communicator: " + f);
+  CheckedCallsOn(
+      ctx, comm, rank, nranks, 100, [&stream](RankContext& sub, std::mt19937_64& rng, int call) {
+        const int dtype = static_cast<int>(rng() % xcclNumTypes);
+        const size_t count = 1 + rng() % 70000;
+        CheckedAllGather(sub, stream, count, dtype, rng() % 2 == 0, rng() % 4, 1000 + call);
+      });
 }
 
 // Polls the async error for up to `patience_s`; the time it was first seen in *seen_ns.

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -43,6 +44,22 @@ struct RunOptions {
   // Processes only: runs in rank r's process after before_init (per-rank parameters).
   std::function<void(int rank)> before_rank_init;
 };
+
+// `calls` checked calls on `comm` (made from ctx's, a shrunk one), where this rank is `rank` of
+// `nranks`: check(sub, rng, call) makes each on a context for `comm`, its draws from `rng` the
+// same on every rank; the failures go into ctx.
+template <typename Check>
+void CheckedCallsOn(RankContext& ctx, xcclComm_t comm, int rank, int nranks, int calls,
+                    Check check) {
+  RankContext sub;
+  sub.comm = comm;
+  sub.rank = rank;
+  sub.nranks = nranks;
+  sub.seed = ctx.seed ^ 0x5EED;
+  std::mt19937_64 rng(sub.seed);
+  for (int call = 0; call < calls && sub.failures.empty(); ++call) check(sub, rng, call);
+  for (const std::string& f : sub.failures) ctx.Fail("new communicator: " + f);
+}
 
 // Returns the failures of every rank, each prefixed with "rank N: ".
 std::vector<std::string> RunRanks(RankMode mode, int nranks,

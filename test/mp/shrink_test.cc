@@ -28,18 +28,12 @@ namespace {
 // 100 checked all_gathers (random dtypes, counts, in and out of place) on `comm`, whose rank
 // is `rank` of `nranks`; failures into ctx.
 void HundredCheckedCalls(RankContext& ctx, xcclComm_t comm, int rank, int nranks) {
-  RankContext sub;
-  sub.comm = comm;
-  sub.rank = rank;
-  sub.nranks = nranks;
-  sub.seed = ctx.seed ^ 0x5EED;
-  std::mt19937_64 rng(sub.seed);  // the same draws on every survivor
-  for (uint64_t call = 0; call < 100 && sub.failures.empty(); ++call) {
-    const int dtype = static_cast<int>(rng() % xcclNumTypes);
-    const size_t count = 1 + rng() % 3000;
-    CheckedAllGather(sub, count, dtype, rng() % 2 == 0, rng() % 4, 1000 + call);
-  }
-  for (const std::string& f : sub.failures) ctx.Fail("new communicator: " + f);
+  CheckedCallsOn(ctx, comm, rank, nranks, 100,
+                 [](RankContext& sub, std::mt19937_64& rng, int call) {
+                   const int dtype = static_cast<int>(rng() % xcclNumTypes);
+                   const size_t count = 1 + rng() % 3000;
+                   CheckedAllGather(sub, count, dtype, rng() % 2 == 0, rng() % 4, 1000 + call);
+                 });
 }
 
 // Threads, world 4 and 8: the last rank is excluded while alive; it never calls shrink and goes
