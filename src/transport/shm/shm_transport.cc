@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include "core/error.h"
 #include "core/logging.h"
@@ -392,8 +394,17 @@ xcclResult_t ShmTransport::CopyToPeer(int peer, uint32_t epoch, const void* src,
     __atomic_fetch_add(writers, 1, __ATOMIC_SEQ_CST);
     xcclResult_t copied = xcclSuccess;
     if (__atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == ready) {
-      copied = SetFailure(failure, xcclRemoteError, peer,
-                          "rank %d gave up the call before this put", peer);
+      // The peer gave up because of some rank's failure, which it announces right after closing:
+      // that rank is the root cause to name, not the peer (up to 200 ms for the announcement).
+      const Deadline announced(200);
+      bool named = AnnouncedFailure(failure);
+      while (!named && !announced.Expired()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        named = AnnouncedFailure(failure);
+      }
+      copied = named ? failure->result
+                     : SetFailure(failure, xcclRemoteError, peer,
+                                  "rank %d gave up the call before this put", peer);
     } else {
       const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
       copied = CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure);
