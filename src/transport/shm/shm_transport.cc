@@ -392,24 +392,27 @@ xcclResult_t ShmTransport::CopyToPeer(int peer, uint32_t epoch, const void* src,
     // CloseRecvBuffer): either this put sees the buffer given up, or its owner waits for it.
     uint32_t* writers = &theirs[ControlLayout::kRecvWriters];
     __atomic_fetch_add(writers, 1, __ATOMIC_SEQ_CST);
+    const bool given_up =
+        __atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == ready;
     xcclResult_t copied = xcclSuccess;
-    if (__atomic_load_n(&theirs[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == ready) {
-      // The peer gave up because of some rank's failure, which it announces right after closing:
-      // that rank is the root cause to name, not the peer (up to 200 ms for the announcement).
+    if (!given_up) {
+      const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
+      copied = CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure);
+    }
+    __atomic_fetch_sub(writers, 1, __ATOMIC_SEQ_CST);
+    if (given_up) {
+      // The owner gave up because of some rank's failure, which it announces once its writers
+      // (this put too) have left: that rank is the root cause to name (up to 200 ms for it).
       const Deadline announced(200);
       bool named = AnnouncedFailure(failure);
       while (!named && !announced.Expired()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         named = AnnouncedFailure(failure);
       }
-      copied = named ? failure->result
-                     : SetFailure(failure, xcclRemoteError, peer,
-                                  "rank %d gave up the call before this put", peer);
-    } else {
-      const pid_t pid = topology_.SameProcess(peer) ? 0 : topology_.ranks[peer].pid;
-      copied = CopyToProcess(pid, peer, dst, src, bytes, StopCheck(peer), failure);
+      return named ? failure->result
+                   : SetFailure(failure, xcclRemoteError, peer,
+                                "rank %d gave up the call before this put", peer);
     }
-    __atomic_fetch_sub(writers, 1, __ATOMIC_SEQ_CST);
     if (copied != xcclSuccess) return copied;
   }
   if (signal_slot != ControlLayout::kNoSignal) SignalPeer(peer, signal_slot, epoch);
