@@ -4,7 +4,6 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,14 +48,10 @@ struct Word {
 static_assert(sizeof(Word) == 8, "the partial buffer holds one word");
 
 sockaddr_storage AddressOf(const ListenerName& name) {
-  sockaddr_storage storage;
-  memset(&storage, 0, sizeof(storage));
-  sockaddr_un* un = reinterpret_cast<sockaddr_un*>(&storage);
-  un->sun_family = AF_UNIX;
-  // Abstract (leading NUL): nothing in the file system to clean up after a crash.
-  snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xccl-watch-%016llx-%016llx",
+  char text[64];
+  snprintf(text, sizeof(text), "xccl-watch-%016llx-%016llx",
            static_cast<unsigned long long>(name.token), static_cast<unsigned long long>(name.key));
-  return storage;
+  return AbstractUnixAddress(text);
 }
 
 int OpenPidfd(pid_t pid) {
@@ -190,7 +185,7 @@ void PeerWatch::Run() {
         slow = slow || peer.pid > 0;
       }
     }
-    const int ready = poll(fds.data(), fds.size(), slow ? 100 : 1000);
+    const int ready = poll(fds.data(), fds.size(), slow ? 100 : -1);  // the wake ends it
     if (ready < 0 && errno != EINTR) {
       XCCL_WARN(kLogPlatform, "peer watch: poll failed (%s); peers now found at the deadline",
                 strerror(errno));

@@ -1,7 +1,6 @@
 #include "transport/peer_imports.h"
 
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -45,14 +44,9 @@ struct ImportReply {
 };
 
 sockaddr_storage ServiceAddress(uint64_t token) {
-  sockaddr_storage storage;
-  memset(&storage, 0, sizeof(storage));
-  sockaddr_un* un = reinterpret_cast<sockaddr_un*>(&storage);
-  un->sun_family = AF_UNIX;
-  // Abstract (leading NUL): nothing in the file system to clean up after a crash.
-  snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xccl-imports-%016llx",
-           static_cast<unsigned long long>(token));
-  return storage;
+  char name[64];
+  snprintf(name, sizeof(name), "xccl-imports-%016llx", static_cast<unsigned long long>(token));
+  return AbstractUnixAddress(name);
 }
 
 void Serve(Socket connection) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -20,6 +21,15 @@
 #include "core/error.h"
 
 namespace xccl {
+
+sockaddr_storage AbstractUnixAddress(const std::string& name) {
+  sockaddr_storage storage;
+  memset(&storage, 0, sizeof(storage));
+  sockaddr_un* un = reinterpret_cast<sockaddr_un*>(&storage);
+  un->sun_family = AF_UNIX;
+  snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "%s", name.c_str());
+  return storage;
+}
 
 namespace {
 

@@ -51,6 +51,10 @@ void PackAddress(const sockaddr_storage& addr, uint8_t out[kWireAddressBytes]);
 // False for an unknown family code (also for the all-zero "no address").
 bool UnpackAddress(const uint8_t in[kWireAddressBytes], sockaddr_storage* addr);
 
+// A unix socket address in the abstract namespace (a leading NUL: nothing in the file system
+// to clean up after a crash), for sockets between processes of one node.
+sockaddr_storage AbstractUnixAddress(const std::string& name);
+
 // Owns one socket descriptor, always non-blocking; waits happen in poll() with a deadline.
 class Socket {
  public:
