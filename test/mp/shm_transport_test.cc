@@ -1,8 +1,8 @@
 // The host transport on its own, below the collectives: two and three ranks as threads over a
 // real bootstrap, each with a ShmTransport. Puts land in the published buffer and raise the
 // slot, in order per connection; inbox puts leave their size; a put that does not fit the
-// published buffer is refused, not written; a closed buffer refuses late puts; waits give up at
-// their deadline naming the peer.
+// published buffer is refused, not written; a closed buffer refuses late puts, naming the rank
+// its owner announces as failed; waits give up at their deadline naming the peer.
 #include "transport/shm/shm_transport.h"
 
 #include <gtest/gtest.h>
@@ -167,7 +167,43 @@ TEST(ShmTransport, AClosedBufferRefusesLatePuts) {
       PlatformFailure failure;
       EXPECT_EQ(t.PutNow(0, epoch, src.data(), 32, 32, ControlLayout::Arrival(1), &failure),
                 xcclRemoteError);
-      EXPECT_NE(failure.message.find("gave up"), std::string::npos) << failure.message;
+      // No rank announced a failure: the owner that gave the buffer up is named.
+      EXPECT_EQ(failure.peer, 0) << failure.message;
+      EXPECT_NE(failure.message.find("rank 0 gave up the call before this put"), std::string::npos)
+          << failure.message;
+    }
+    ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);
+    if (rank == 0) {
+      for (uint8_t b : recv) ASSERT_EQ(b, 0xEE);
+    }
+  });
+}
+
+// The owner of a buffer gives it up because rank 2 failed and announces that only afterwards (as
+// a real owner does once its writers have left). A put that finds the buffer closed must name
+// rank 2, the root cause, not the owner that closed it; and nothing lands.
+TEST(ShmTransport, APutIntoAGivenUpBufferNamesTheAnnouncedRank) {
+  OnRanks(3, [](int rank, ShmTransport& t, Bootstrap* bootstrap) {
+    const uint32_t epoch = 9;
+    const int culprit = 2;
+    std::vector<uint8_t> recv(3 * 48, 0xEE);
+    if (rank == 0) {
+      t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 48);
+      t.CloseRecvBuffer(epoch, Deadline(kTimeoutMs));
+    }
+    ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);  // the put comes after the close
+    if (rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));  // the put is waiting by now
+      t.Abort(culprit);
+    }
+    if (rank == 1) {
+      const std::vector<uint8_t> src = RandomBytes(48, 3);
+      PlatformFailure failure;
+      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 48, 48, ControlLayout::Arrival(1), &failure),
+                xcclRemoteError);
+      EXPECT_EQ(failure.peer, culprit) << failure.message;
+      EXPECT_NE(failure.message.find("rank 0 reported that rank 2 failed"), std::string::npos)
+          << failure.message;
     }
     ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);
     if (rank == 0) {
