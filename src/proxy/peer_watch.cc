@@ -18,7 +18,7 @@
 #include "core/repeat_limiter.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
-#include "transport/shm/peer_liveness.h"
+#include "core/process_alive.h"
 
 namespace xccl {
 

@@ -19,7 +19,7 @@
 #include "transport/net/net_choice.h"
 #include "transport/net/net_connection.h"
 #include "transport/shm/peer_copy.h"
-#include "transport/shm/peer_liveness.h"
+#include "core/process_alive.h"
 #include "transport/window.h"
 
 namespace xccl {

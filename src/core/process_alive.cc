@@ -1,4 +1,4 @@
-#include "transport/shm/peer_liveness.h"
+#include "core/process_alive.h"
 
 #include <cstdio>
 #include <cstring>
