@@ -102,6 +102,10 @@ typedef struct xcclConfig_v100 {
 /* Library version as XCCL_VERSION_CODE. */
 xcclResult_t xcclGetVersion(int* version);
 
+/* The platform this library was built for: "host", "cuda" or "hip" (a binding picks its
+ * tensors' device and stream handling by it). Never NULL. */
+const char* xcclGetPlatformName(void);
+
 /* Makes a unique id in the calling process (the rendezvous root runs here, in a thread, until
  * every rank has joined). With XCCL_COMM_ID=host:port set, the id names that address and
  * rank 0 serves the rendezvous instead. An id initialises one communicator only. */

@@ -7,6 +7,7 @@
 #include "core/comm_handle.h"
 #include "core/error.h"
 #include "core/topology.h"
+#include "platform/runtime.h"
 
 namespace xccl {
 
@@ -74,6 +75,8 @@ xcclResult_t xcclGetVersion(int* version) {
     return xcclSuccess;
   });
 }
+
+const char* xcclGetPlatformName(void) { return PlatformName(); }
 
 xcclResult_t xcclCommCount(const xcclComm_t comm, int* count) {
   return QueryInt("xcclCommCount", comm, count, [](Communicator* c) { return c->nranks(); });

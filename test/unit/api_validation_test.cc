@@ -114,6 +114,14 @@ TEST(ApiValidationTest, Version) {
   EXPECT_EQ(version, XCCL_MAJOR * 10000 + XCCL_MINOR * 100 + XCCL_PATCH);
 }
 
+TEST(ApiValidationTest, PlatformNameIsTheBuilt) {
+  const std::string name = xcclGetPlatformName();
+  EXPECT_TRUE(name == "host" || name == "cuda" || name == "hip") << name;
+#if defined(XCCL_PLATFORM_HOST)
+  EXPECT_EQ(name, "host");
+#endif
+}
+
 TEST(ApiValidationTest, ErrorStringsNonEmptyAndDistinct) {
   std::set<std::string> seen;
   for (int code = 0; code < xcclNumResults; ++code) {
