@@ -9,6 +9,12 @@ command -v make >/dev/null || needed+=(make)
 command -v pkg-config >/dev/null || needed+=(pkg-config)
 command -v objdump >/dev/null || needed+=(binutils)
 [ -f /usr/include/infiniband/verbs.h ] || needed+=(libibverbs-dev)
+# The Python binding's tests run on Debian's interpreter (python/CMakeLists.txt: XCCL_PYTHON).
+py=/usr/bin/python3
+[ -x $py ] || needed+=(python3)
+for module in numpy:python3-numpy pytest:python3-pytest pip:python3-pip setuptools:python3-setuptools; do
+  [ -x $py ] && $py -c "import ${module%%:*}" 2>/dev/null || needed+=("${module#*:}")
+done
 if [ ${#needed[@]} -gt 0 ]; then
   echo "xccl: installing ${needed[*]}"
   sudo_cmd=""

@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import queue
 import threading
+import time
 import traceback
 
 import xccl
@@ -54,13 +55,21 @@ def _processes(world, body, args):
     for p in procs:
         p.start()
     results, errors = [None] * world, [None] * world
+    reported = set()
+    deadline = time.monotonic() + LIMIT_S
     try:
-        for _ in range(world):
+        while len(reported) < world:
             try:
-                rank, status, value = out.get(timeout=LIMIT_S)
+                rank, status, value = out.get(timeout=0.2)
             except queue.Empty:
-                missing = [r for r in range(world) if results[r] is None and errors[r] is None]
-                raise AssertionError(f"ranks {missing} gave no result within {LIMIT_S} s")
+                # A rank that died without a word (a killed one) has no result to wait for.
+                if all(procs[r].exitcode is not None for r in range(world) if r not in reported):
+                    break
+                if time.monotonic() > deadline:
+                    missing = sorted(set(range(world)) - reported)
+                    raise AssertionError(f"ranks {missing} gave no result within {LIMIT_S} s")
+                continue
+            reported.add(rank)
             if status == "ok":
                 results[rank] = value
             else:

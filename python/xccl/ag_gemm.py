@@ -167,10 +167,24 @@ class AgGemmOp:
             raise ValueError(f"xccl: {what} holds {got}, the op needs {dtype.name}")
         return info
 
+    def _a_scale_shape(self, a_info, a_scale, m, shape):
+        """The shape a blockscale a_scale must have: [KB][m], or, where a and a_scale are
+        local_rows' own rows and scales, their tiles' [KB * padded_m]."""
+        info = self.comm.check_tensor(a_scale, "a_scale")
+        if info.shape == shape:
+            return shape
+        rows, scales = ctypes.c_void_p(), ctypes.POINTER(ctypes.c_float)()
+        check("xcclAgGemmLocalRows", lib.xcclAgGemmLocalRows(self._handle, m, ctypes.byref(rows),
+                                                             ctypes.byref(scales)))
+        if a_info.ptr == rows.value and info.ptr == ctypes.cast(scales, ctypes.c_void_p).value:
+            return (self._kb * self.padded_m(m),)
+        return shape
+
     def __call__(self, a, b, a_scale=None, b_scale=None, out=None, stream=None):
         """C for this call, into `out` when given, else a view of the op's own buffer (valid
         until the next call). a [m][k], b [n][k]; fp8: a_scale and b_scale in the op's format
-        (ptpc [m] and [n]; block128 [ceil(k/128)][m] and [ceil(n/128)][ceil(k/128)])."""
+        (ptpc [m] and [n]; block128 [ceil(k/128)][m] and [ceil(n/128)][ceil(k/128)]). With
+        local_rows' rows[:m] as a, pass its scales (ptpc: scales[:m]; block128: scales whole)."""
         op = self._op("AgGemmOp call")
         first = self.comm.check_tensor(a, "a")
         if len(first.shape) != 2:
@@ -195,6 +209,8 @@ class AgGemmOp:
                                                   ("b_scale", b_scale, shapes[1]))):
                 if s is None:
                     raise ValueError(f"xccl: {what} is required for {self.scale} fp8 inputs")
+                if i == 0 and self.scale == "block128":
+                    shape = self._a_scale_shape(first, s, m, shape)
                 info = self._operand(s, what, shape, DataType.float32)
                 scale_ptrs[i] = info.ptr
                 infos.append(info)
