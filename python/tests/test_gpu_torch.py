@@ -1,0 +1,234 @@
+"""On a GPU, with torch: all_gather of torch tensors with 2 and 4 thread ranks sharing GPU 0
+(each on its own stream, taken as torch's current one), ag_gemm through the cublaslt plugin
+(bf16, fp8 ptpc, fp8 block128) against a float64 torch reference, and one all_gather and one
+ag_gemm captured in a torch.cuda.graph, replayed with fresh data."""
+
+import os
+import threading
+import traceback
+
+import pytest
+
+import xccl
+
+torch = pytest.importorskip("torch", reason="the GPU tests need torch")
+pytestmark = pytest.mark.skipif(
+    xccl.platform == "host" or not torch.cuda.is_available(),
+    reason=f"needs a GPU build of libxccl and a GPU (libxccl: {xccl.platform}, "
+           f"torch sees a GPU: {torch.cuda.is_available()})")
+
+DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.float32,
+          torch.float64, torch.bfloat16, "float8_e4m3fn"]
+LIMIT_S = 120
+
+
+def on_threads(world, body, *args):
+    """body(comm, stream, *args) on `world` ranks sharing GPU 0, one thread and stream each."""
+    comms = xccl.init_all(world, [0] * world)
+    results, errors = [None] * world, [None] * world
+
+    def run(comm):
+        try:
+            torch.cuda.set_device(0)
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                results[comm.rank] = body(comm, stream, *args)
+        except BaseException:  # noqa: B902 - reported below
+            errors[comm.rank] = traceback.format_exc()
+            comm.abort()
+
+    threads = [threading.Thread(target=run, args=(c,), daemon=True) for c in comms]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(LIMIT_S)
+        assert not t.is_alive(), f"a rank ran past {LIMIT_S} s"
+    for c in comms:
+        if not c._closed:
+            c.destroy()
+    failed = [f"rank {r}:\n{e}" for r, e in enumerate(errors) if e]
+    assert not failed, "\n".join(failed)
+    return results
+
+
+def random_tensor(dtype, count, generator):
+    if dtype == "float8_e4m3fn":
+        return (torch.randn(count, generator=generator, device="cuda") * 8).to(
+            torch.float8_e4m3fn)
+    if dtype.is_floating_point:
+        return torch.randn(count, generator=generator, device="cuda").to(dtype)
+    info = torch.iinfo(dtype)
+    return torch.randint(info.min, info.max, (count,), generator=generator, device="cuda",
+                         dtype=dtype)
+
+
+def bits(t):
+    """The tensor's bytes as uint8 (compares fp8 and NaN-free floats exactly)."""
+    return t.contiguous().view(torch.uint8)
+
+
+def gather_torch(comm, stream, seed):
+    checked = 0
+    for i, dtype in enumerate(DTYPES):
+        for count in (1, 4099, 1 << 20):
+            blocks = []
+            for r in range(comm.size):
+                g = torch.Generator(device="cuda").manual_seed(seed + 1000 * i + 17 * r + count)
+                blocks.append(random_tensor(dtype, count, g))
+            out = torch.empty(count * comm.size, dtype=blocks[0].dtype, device="cuda")
+            bits(out).fill_(0xA5)
+            comm.all_gather(out, blocks[comm.rank])  # on torch's current stream: `stream`
+            stream.synchronize()
+            assert torch.equal(bits(out), torch.cat([bits(b) for b in blocks])), f"{dtype} x {count}"
+            inplace = torch.empty_like(out)
+            bits(inplace).fill_(0x5A)
+            mine = inplace[comm.rank * count:(comm.rank + 1) * count]
+            mine.copy_(blocks[comm.rank])
+            comm.all_gather(inplace, mine)
+            stream.synchronize()
+            assert torch.equal(bits(inplace), torch.cat([bits(b) for b in blocks])), f"{dtype} in place"
+            checked += 2
+    return checked
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_all_gather_torch_tensors_ranks_sharing_gpu0(world):
+    seed = int.from_bytes(os.urandom(3), "little")
+    assert on_threads(world, gather_torch, seed) == [2 * 3 * len(DTYPES)] * world
+
+
+N, K, M_MAX = 384, 1024, 1024
+
+
+def make_operands(fmt, m, seed, rank, world):
+    """Every source's A (and scales) and this rank's B (and scales), fp8 or bf16 on GPU."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    kb = -(-K // 128)
+    sources, a_scales = [], []
+    for _ in range(world):
+        x = torch.randn(m, K, generator=g, device="cuda")
+        sources.append(x.to(torch.bfloat16) if fmt == "bf16" else (x * 16).to(
+            torch.float8_e4m3fn))
+        if fmt == "ptpc":
+            a_scales.append(torch.rand(m, generator=g, device="cuda") * 0.09 + 0.01)
+        elif fmt == "block":
+            a_scales.append(torch.rand(kb, m, generator=g, device="cuda") * 0.09 + 0.01)
+    g_b = torch.Generator(device="cuda").manual_seed(seed * 31 + rank)
+    y = torch.randn(N, K, generator=g_b, device="cuda")
+    b = y.to(torch.bfloat16) if fmt == "bf16" else (y * 16).to(torch.float8_e4m3fn)
+    b_scale = None
+    if fmt == "ptpc":
+        b_scale = torch.rand(N, generator=g_b, device="cuda") * 0.09 + 0.01
+    elif fmt == "block":
+        b_scale = torch.rand(-(-N // 128), kb, generator=g_b, device="cuda") * 0.09 + 0.01
+    return sources, a_scales, b, b_scale
+
+
+def reference(fmt, sources, a_scales, b, b_scale, padded):
+    b64 = b.to(torch.float64)
+    c = torch.zeros(len(sources) * padded, N, dtype=torch.float64, device="cuda")
+    for s, a in enumerate(sources):
+        a64 = a.to(torch.float64)
+        m = a.shape[0]
+        if fmt == "bf16":
+            part = a64 @ b64.T
+        elif fmt == "ptpc":
+            part = (a64 @ b64.T) * a_scales[s].double()[:, None] * b_scale.double()[None, :]
+        else:
+            part = torch.zeros(m, N, dtype=torch.float64, device="cuda")
+            for kb in range(-(-K // 128)):
+                cols = slice(kb * 128, (kb + 1) * 128)
+                block = a64[:, cols] @ b64[:, cols].T
+                column_scales = b_scale.double()[:, kb].repeat_interleave(128)[:N]
+                part += block * a_scales[s].double()[kb][:, None] * column_scales[None, :]
+        c[s * padded:s * padded + m] = part
+    return c
+
+
+def rel_l2(got, want):
+    return float(torch.linalg.norm(got.double() - want) / torch.linalg.norm(want))
+
+
+def ag_gemm_cublaslt(comm, stream, fmt, mode, seed):
+    dtype = "bfloat16" if fmt == "bf16" else "float8_e4m3"
+    scale = {"bf16": None, "ptpc": "ptpc", "block": "block128"}[fmt]
+    errors = []
+    with xccl.AgGemmOp(comm, N, K, M_MAX, dtype, scale=scale, mode=mode,
+                       plugin="cublaslt") as op:
+        op.self_test()
+        for round_, m in enumerate((1024, 512)):
+            sources, a_scales, b, b_scale = make_operands(fmt, m, seed + round_, comm.rank,
+                                                          comm.size)
+            padded = op.padded_m(m)
+            out = torch.full((comm.size * padded, N), float("nan"), dtype=torch.bfloat16,
+                             device="cuda")
+            a_scale = a_scales[comm.rank] if a_scales else None
+            op(sources[comm.rank], b, a_scale, b_scale, out=out)
+            stream.synchronize()
+            errors.append(rel_l2(out, reference(fmt, sources, a_scales, b, b_scale, padded)))
+    return errors
+
+
+@pytest.mark.parametrize("mode", ["fused", "split"])
+@pytest.mark.parametrize("fmt", ["bf16", "ptpc", "block"])
+def test_ag_gemm_cublaslt_against_torch(fmt, mode, monkeypatch):
+    monkeypatch.setenv("XCCL_GPU_QUEUES", "1")  # fused needs a DMA queue per peer
+    seed = int.from_bytes(os.urandom(3), "little")
+    for rank, errors in enumerate(on_threads(2, ag_gemm_cublaslt, fmt, mode, seed)):
+        assert all(e < 1e-2 for e in errors), f"rank {rank}: relative L2 {errors}"
+
+
+def captured(comm, stream, meet, seed):
+    """One all_gather and one fused ag_gemm captured in a torch.cuda.graph, replayed 3 times
+    with fresh data copied into the captured inputs; every replay checked."""
+    count = 12345
+    inp = torch.empty(count, device="cuda")
+    out = torch.empty(count * comm.size, device="cuda")
+    op = xccl.AgGemmOp(comm, N, K, M_MAX, "float8_e4m3", scale="ptpc", plugin="cublaslt")
+    op.self_test()
+    m = 512
+    a = torch.empty(m, K, device="cuda", dtype=torch.float8_e4m3fn)
+    a_scale = torch.empty(m, device="cuda")
+    b = torch.empty(N, K, device="cuda", dtype=torch.float8_e4m3fn)
+    b_scale = torch.empty(N, device="cuda")
+    c = torch.empty(comm.size * op.padded_m(m), N, device="cuda", dtype=torch.bfloat16)
+    stream.synchronize()
+    meet.wait()  # no rank has work pending when the captures begin (torch syncs the device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+        comm.all_gather(out, inp)
+        op(a, b, a_scale, b_scale, out=c)
+    meet.wait()
+    replays = []
+    for replay in range(3):
+        g = torch.Generator(device="cuda").manual_seed(seed + replay)
+        blocks = [torch.randn(count, generator=g, device="cuda") for _ in range(comm.size)]
+        sources, a_scales, b_new, b_scale_new = make_operands("ptpc", m, seed + replay,
+                                                              comm.rank, comm.size)
+        inp.copy_(blocks[comm.rank])
+        a.copy_(sources[comm.rank])
+        a_scale.copy_(a_scales[comm.rank])
+        b.copy_(b_new)
+        b_scale.copy_(b_scale_new)
+        out.fill_(float("nan"))
+        c.fill_(float("nan"))
+        graph.replay()
+        stream.synchronize()
+        gathered = torch.equal(out, torch.cat(blocks))
+        error = rel_l2(c, reference("ptpc", sources, a_scales, b_new, b_scale_new,
+                                    op.padded_m(m)))
+        replays.append((gathered, error))
+    stream.synchronize()
+    meet.wait()
+    op.destroy()
+    return replays
+
+
+def test_graph_capture_replays_with_fresh_data(monkeypatch):
+    monkeypatch.setenv("XCCL_GPU_QUEUES", "1")
+    meet = threading.Barrier(2, timeout=LIMIT_S)
+    seed = int.from_bytes(os.urandom(3), "little")
+    for rank, replays in enumerate(on_threads(2, captured, meet, seed)):
+        for i, (gathered, error) in enumerate(replays):
+            assert gathered, f"rank {rank}, replay {i}: all_gather differs"
+            assert error < 1e-2, f"rank {rank}, replay {i}: ag_gemm relative L2 {error}"
