@@ -27,6 +27,9 @@ def resolve(stream, platform, tensors, device_id):
     # No tensors (a barrier): the current stream of a framework in use.
     if (not tensors or "torch" in frameworks) and "torch" in sys.modules:
         import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # an int, no Stream object
+        if raw is not None:
+            return raw(device_id) or None
         return torch.cuda.current_stream(device_id).cuda_stream or None
     if "cupy" in frameworks and "cupy" in sys.modules:
         import cupy

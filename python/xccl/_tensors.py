@@ -43,14 +43,21 @@ def _count(shape):
     return n
 
 
+_TORCH_TYPES = {}  # torch dtype -> DataType (or None), filled on first sight
+
+
 def _from_torch(x):
+    torch_dtype = x.dtype
+    try:
+        dtype = _TORCH_TYPES[torch_dtype]
+    except KeyError:
+        dtype = _TORCH_TYPES.setdefault(torch_dtype, _dtypes.from_torch(torch_dtype))
     itemsize = x.element_size()
-    shape = tuple(x.shape)
-    gpu = x.device.type != "cpu"
-    return TensorInfo(ptr=x.data_ptr(), nbytes=x.numel() * itemsize, shape=shape,
-                      itemsize=itemsize, dtype=_dtypes.from_torch(x.dtype),
-                      contiguous=x.is_contiguous(), device="gpu" if gpu else "cpu",
-                      device_id=(x.device.index or 0) if gpu else -1, framework="torch")
+    device_id = x.get_device()  # -1 for host memory
+    return TensorInfo(ptr=x.data_ptr(), nbytes=x.numel() * itemsize, shape=tuple(x.shape),
+                      itemsize=itemsize, dtype=dtype, contiguous=x.is_contiguous(),
+                      device="gpu" if device_id >= 0 else "cpu", device_id=device_id,
+                      framework="torch")
 
 
 def _from_array_interface(d, device, device_id, framework):
