@@ -115,7 +115,8 @@ def time_c(perf, ranks, iters, warmup, rounds, graph, processes=False):
     """all_gather_perf's out-of-place time column (us), median over rounds (one run each)."""
     times = []
     for _ in range(rounds):
-        cmd = [perf, "-np" if processes else "-t", str(ranks), "-b", "8", "-e", "8", "-n", str(iters), "-w", str(warmup)]
+        cmd = [perf, "-np" if processes else "-t", str(ranks), "-b", "8", "-e", "8",
+               "-n", str(iters), "-w", str(warmup)]
         if graph:
             cmd += ["-G", "10"]
         text = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=300).stdout

@@ -1,6 +1,6 @@
 """AgGemmOp through the reference plugin against an fp64 numpy reference: bf16, fp8 ptpc and
-fp8 block128, fused and split, 2 and 3 ranks as threads and as processes; two fresh operand
-sets per op, out= and the op's own buffer, local_rows, padding rows, self_test."""
+fp8 block128, fused and split, 2, 3 and 4 ranks as threads, 2 and 3 as processes; two fresh
+operand sets per op, out= and the op's own buffer, local_rows, padding rows, self_test."""
 
 import numpy as np
 import pytest
@@ -53,7 +53,8 @@ def run_format(comm, fmt, mode, seed):
                 bits, values, _ = operands(fmt, m, N, K, rank_seed(seed, r, round_))
                 sources.append((bits, values))
                 if fmt != "bf16":
-                    source_scales.append(scales_for(fmt, "a", m, K, rank_seed(seed, r, 50 + round_)))
+                    source_scales.append(
+                        scales_for(fmt, "a", m, K, rank_seed(seed, r, 50 + round_)))
             b_bits, b_values, _ = operands(fmt, N, N, K, rank_seed(seed, comm.rank, 99 + round_))
             b_scale = scales_for(fmt, "b", N, K, rank_seed(seed, comm.rank, 77)) \
                 if fmt != "bf16" else None
@@ -107,8 +108,8 @@ def run_format(comm, fmt, mode, seed):
 
 @pytest.mark.parametrize("mode", ["fused", "split"])
 @pytest.mark.parametrize("fmt", ["bf16", "ptpc", "block"])
-@pytest.mark.parametrize("world,ranks", [(2, "threads"), (3, "threads"), (2, "processes"),
-                                         (3, "processes")])
+@pytest.mark.parametrize("world,ranks", [(2, "threads"), (3, "threads"), (4, "threads"),
+                                         (2, "processes"), (3, "processes")])
 def test_ag_gemm_against_fp64(world, ranks, fmt, mode):
     results = run_ranks(world, ranks, run_format, fmt, mode, fresh_seed())
     for rank, errors in enumerate(results):

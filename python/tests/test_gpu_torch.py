@@ -85,14 +85,15 @@ def gather_torch(comm, stream, seed):
             bits(out).fill_(0xA5)
             comm.all_gather(out, blocks[comm.rank])  # on torch's current stream: `stream`
             stream.synchronize()
-            assert torch.equal(bits(out), torch.cat([bits(b) for b in blocks])), f"{dtype} x {count}"
+            want = torch.cat([bits(b) for b in blocks])
+            assert torch.equal(bits(out), want), f"{dtype} x {count}"
             inplace = torch.empty_like(out)
             bits(inplace).fill_(0x5A)
             mine = inplace[comm.rank * count:(comm.rank + 1) * count]
             mine.copy_(blocks[comm.rank])
             comm.all_gather(inplace, mine)
             stream.synchronize()
-            assert torch.equal(bits(inplace), torch.cat([bits(b) for b in blocks])), f"{dtype} in place"
+            assert torch.equal(bits(inplace), want), f"{dtype} in place"
             checked += 2
     return checked
 

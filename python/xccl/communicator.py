@@ -56,7 +56,8 @@ def _set_device(device):
                 break
     if runtime is None:
         raise RuntimeError(f"xccl: cannot set device {device}: {name} is not loaded")
-    setter = getattr(ctypes.CDLL(runtime), "cudaSetDevice" if platform == "cuda" else "hipSetDevice")
+    setter_name = "cudaSetDevice" if platform == "cuda" else "hipSetDevice"
+    setter = getattr(ctypes.CDLL(runtime), setter_name)
     result = setter(ctypes.c_int(device))
     if result != 0:
         raise RuntimeError(f"xccl: setting device {device} failed (runtime error {result})")
