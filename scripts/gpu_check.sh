@@ -13,6 +13,9 @@
 #           (fp8); fp8 again with one default off: one source per GEMM call (3 or more GPUs),
 #           else one compute stream
 #   torch   scripts/torch_shim_check.sh (PyTorch over the NCCL shim)
+#   python  the Python binding on torch tensors (python/tests/test_gpu_torch.py: plain, then the
+#           fused cases with XCCL_GPU_QUEUES=1) and perf/py_call_overhead.py --graph, with the
+#           first interpreter that imports torch (GPU_CHECK_PYTHON to choose)
 #   small   the small-block all_gather (8 B - 256 KiB in all), plain and graph-launched, with the LL
 #           path at its default (8 KiB per rank), at its largest (32 KiB) and without it
 #           (XCCL_ALLGATHER_LL_BYTES=0): over all GPUs against
@@ -41,7 +44,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1  # never NVLink mul
 build=${1:-build-gpu}
 out=${OUT:-/tmp/xccl-gpu-check}
 logs=/tmp/xccl-gpu-logs
-stages=${GPU_CHECK_STAGES:-multi plugin agemm torch small lanes single zerocopy tests}
+stages=${GPU_CHECK_STAGES:-multi plugin agemm torch python small lanes single zerocopy tests}
 test_budget=${GPU_CHECK_TEST_SECONDS:-300}
 mkdir -p "$out" "$logs"
 pack() { tar -C "$logs" -czf "$out/logs.tgz" . 2>/dev/null; }
@@ -142,6 +145,29 @@ fi
 # ---- torch: PyTorch over the shim ----
 if has_stage torch; then
   timeout 300 ./scripts/torch_shim_check.sh "$build" >"$logs/torch.txt" 2>&1
+  pack
+fi
+
+# ---- python: the binding on torch tensors, and its cost per call ----
+if has_stage python; then
+  py=${GPU_CHECK_PYTHON:-}
+  for candidate in python3 /usr/bin/python3 /opt/torch/.venv/bin/python3; do
+    [ -n "$py" ] && break
+    "$candidate" -c "import torch, pytest" 2>/dev/null && py=$(command -v "$candidate")
+  done
+  if [ -z "$py" ]; then
+    echo "skipped: no python here imports torch and pytest" >"$logs/python.txt"
+  else
+    cmake --build "$build" --target xccl_python >>"$logs/setup.txt" 2>&1
+    {
+      PYTHONPATH=$build/python timeout 200 "$py" -m pytest -q -rs -p no:cacheprovider \
+        python/tests/test_gpu_torch.py
+      XCCL_GPU_QUEUES=1 PYTHONPATH=$build/python timeout 200 "$py" -m pytest -q -rs \
+        -p no:cacheprovider -k "fused or graph" python/tests/test_gpu_torch.py
+      PYTHONPATH=$build/python timeout 150 "$py" perf/py_call_overhead.py \
+        --perf "$build/perf/all_gather_perf" --graph
+    } >"$logs/python.txt" 2>&1
+  fi
   pack
 fi
 
@@ -275,6 +301,10 @@ fi
   if [ -f "$logs/chunk_fit.txt" ]; then
     echo "# chunk rule against the measured fused times (perf/fit_chunk_rule.py):"
     grep -E "^(#|threshold)" "$logs/chunk_fit.txt" | head -4
+  fi
+  if [ -f "$logs/python.txt" ]; then
+    echo "# the Python binding (pytest summaries, then us per call against the C API):"
+    grep -E "passed|failed|skipped:|^ +[0-9]+ (thread|threads) " "$logs/python.txt"
   fi
   if [ -f "$logs/torch.txt" ]; then
     echo "# torch over the shim:"
