@@ -5,7 +5,7 @@ import ctypes
 import sys
 
 from . import _dtypes, _streams, _tensors
-from ._errors import check
+from ._errors import XcclError, check
 from ._library import ConfigStruct, UniqueIdStruct, lib, platform
 
 _CONFIG_MAGIC = 0x7863636C
@@ -161,7 +161,6 @@ class Communicator:
               handle)
         if result.value == 0:
             return None
-        from ._errors import XcclError
         text = lib.xcclGetLastError(handle)
         return XcclError("xcclCommGetAsyncError", result.value, text.decode(errors="replace"))
 
