@@ -6,6 +6,7 @@
 
 #include "collectives/device_engine.h"
 #include "collectives/hierarchical_all_gather.h"
+#include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
 #include "collectives/zero_copy_targets.h"
 #include "core/error.h"
@@ -139,13 +140,9 @@ xcclResult_t AllGatherAlone(Communicator* comm, const void* send, void* recv, si
   return comm->RecordFailure("xcclAllGather", failure);
 }
 
-}  // namespace
-
-xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes,
-                       xcclStream_t stream) {
-  // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
-  if (bytes == 0) return xcclSuccess;
-  if (comm->nranks() == 1) return AllGatherAlone(comm, send, recv, bytes, stream);
+// The engine's or the transport's enqueueing, by size and topology.
+xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, size_t bytes,
+                              xcclStream_t stream) {
   Transport* transport = comm->transport();
   DeviceEngine* engine = comm->device_engine();
   if (engine != nullptr && engine->kernel_all_gather()) {
@@ -164,6 +161,18 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
   if (direct != nullptr && bytes > transport->inbox_limit())
     return AllGatherDirect(comm, direct, send, recv, bytes, stream);
   return AllGatherThroughInboxes(comm, send, recv, bytes, stream);
+}
+
+}  // namespace
+
+xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes,
+                       xcclStream_t stream) {
+  // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
+  if (bytes == 0) return xcclSuccess;
+  if (comm->nranks() == 1) return AllGatherAlone(comm, send, recv, bytes, stream);
+  XCCL_TRY(PassLaunchGate(comm, "xcclAllGather", stream));
+  XCCL_TRY(AllGatherEnqueue(comm, send, recv, bytes, stream));
+  return PassLaunchGate(comm, "xcclAllGather", stream);
 }
 
 }  // namespace xccl

@@ -1,6 +1,7 @@
 #include "collectives/barrier.h"
 
 #include "collectives/device_engine.h"
+#include "collectives/launch_gate.h"
 #include "core/error.h"
 
 namespace xccl {
@@ -26,6 +27,7 @@ xcclResult_t SignalsThenWaits(Communicator* comm, uint32_t epoch, const Deadline
 }  // namespace
 
 xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
+  XCCL_TRY(PassLaunchGate(comm, "xcclBarrier", stream));
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
   Transport* transport = comm->transport();
@@ -38,7 +40,7 @@ xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
                  : SignalsThenWaits(comm, epoch, deadline, &failure);
   }
   if (result != xcclSuccess) return comm->RecordFailure("xcclBarrier", failure);
-  return xcclSuccess;
+  return PassLaunchGate(comm, "xcclBarrier", stream);
 }
 
 }  // namespace xccl

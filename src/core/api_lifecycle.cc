@@ -62,7 +62,8 @@ xcclResult_t ReleaseComm(xcclComm_t comm, const char* op, bool abort) {
   // both wait for every other call in flight on the handle to leave before freeing what they
   // use. Past their own deadline and a margin, the communicator is left allocated rather than
   // freed under a call that still runs.
-  if (abort) impl->Abort();
+  // A failed communicator's destroy is an abort: its peers' waits must end, naming it.
+  if (abort || impl->async_error() != xcclSuccess) impl->Abort();
   const Deadline deadline(impl->timeout_ms() + 2000);
   while (comm->in_flight.load() > 1) {  // this call is one of them
     if (deadline.Expired())

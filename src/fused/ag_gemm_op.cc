@@ -10,6 +10,7 @@
 
 #include "collectives/all_gather.h"
 #include "collectives/barrier.h"
+#include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
 #include "core/byte_range.h"
 #include "core/datatype.h"
@@ -521,6 +522,7 @@ xcclResult_t AgGemmOp::Exchange(
   const std::vector<RowRange> bands = BandsOf(padded);
   const size_t scale_row_bytes = static_cast<size_t>(layout_.scale_blocks()) * sizeof(float);
   const Deadline deadline(comm_->timeout_ms());
+  XCCL_TRY(PassLaunchGate(comm_, "ag_gemm", stream));
   const uint32_t epoch = comm_->NextEpoch();  // the host's; GPUs advance theirs on the stream
   {
     PlatformFailure failure;

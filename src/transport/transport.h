@@ -83,6 +83,12 @@ class Transport {
   // connections (GPU: the device epoch advances on the stream and the queues fork from there).
   virtual xcclResult_t BeginOperation(xcclStream_t stream, bool queued,
                                       PlatformFailure* failure) = 0;
+  // Called by every collective at its start and after it has enqueued its kernels, on every
+  // rank: where ranks of this process share a device, waits until each of them got as far
+  // (ProcessClique's launch gate, docs/ARCHITECTURE.md "Ranks sharing a GPU"); else nothing.
+  virtual xcclResult_t PassLaunchGate(xcclStream_t /*stream*/, PlatformFailure* /*failure*/) {
+    return xcclSuccess;
+  }
   // Every connection flushed; the first failure.
   virtual xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) = 0;
 

@@ -64,6 +64,11 @@ inline Error StreamDestroy(StreamHandle stream) { return XCCL_TEST_GPU(StreamDes
 inline Error StreamSynchronize(StreamHandle stream) {
   return XCCL_TEST_GPU(StreamSynchronize)(stream);
 }
+inline Error DeviceSynchronize() { return XCCL_TEST_GPU(DeviceSynchronize)(); }
+// A synchronous copy from pageable memory (staged by the runtime).
+inline Error CopyPageableToDevice(void* dst, const void* src, size_t bytes) {
+  return XCCL_TEST_GPU(Memcpy)(dst, src, bytes, XCCL_TEST_GPU(MemcpyHostToDevice));
+}
 
 // Thread-local capture: each rank's thread captures its own stream while the other ranks'
 // threads capture theirs, and a stray unsafe call from another thread does not break it.

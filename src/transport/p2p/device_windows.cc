@@ -53,7 +53,12 @@ xcclResult_t DeviceWindows::PollAsyncFailure(const Topology& topology, int64_t t
   const std::string pid = peer >= 0 && peer < topology.nranks && !topology.SameProcess(peer)
                               ? " (pid " + std::to_string(topology.ranks[peer].pid) + ")"
                               : std::string();
-  return SetFailure(failure, static_cast<xcclResult_t>(packed & 0xFFu), peer,
+  const auto code = static_cast<xcclResult_t>(packed & 0xFFu);
+  if (code != xcclTimeout)
+    return SetFailure(failure, code, peer,
+                      "rank %d%s failed or aborted; this rank's device waits gave up", peer,
+                      pid.c_str());
+  return SetFailure(failure, code, peer,
                     "a device-side wait timed out after %lld ms waiting for rank %d%s",
                     static_cast<long long>(timeout_ms), peer, pid.c_str());
 }
@@ -73,13 +78,19 @@ void DeviceWindows::RecordHostFailure(int peer, xcclResult_t code) {
                               __ATOMIC_ACQUIRE);
 }
 
-void DeviceWindows::Release() {
-  ClosePeerBuffers(&mapped_);
-  if (own_ != nullptr) (void)gpuFree(own_);
-  if (record_ != nullptr) (void)gpuFreeHost(record_);
+void DeviceWindows::Release() { TakeRelease()(); }
+
+std::function<void()> DeviceWindows::TakeRelease() {
+  auto release = [mapped = mapped_, own = own_, record = record_]() mutable {
+    ClosePeerBuffers(&mapped);
+    if (own != nullptr) (void)gpuFree(own);
+    if (record != nullptr) (void)gpuFreeHost(record);
+  };
+  mapped_ = PeerBuffers();
   own_ = nullptr;
   record_ = nullptr;
   record_device_ = nullptr;
+  return release;
 }
 
 }  // namespace xccl

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "core/failure.h"
 #include "core/topology.h"
@@ -50,6 +51,9 @@ class DeviceWindows {
   // current). The owner frees what waits for the device (its tables) first, so no queued store
   // reaches a closed mapping.
   void Release();
+  // The same release, to run later (when no other rank of this process can touch the window:
+  // ProcessClique); this object holds nothing afterwards.
+  std::function<void()> TakeRelease();
 
  private:
   void* own_ = nullptr;

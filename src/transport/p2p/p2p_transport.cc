@@ -117,6 +117,10 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   XCCL_TRY(uploaded);
   if (failed >= 0)
     return Fail(xcclRemoteError, "rank %d could not set up its GPU device tables", failed);
+  XCCL_TRY(ProcessClique::Join(bootstrap, topology_, &clique_));
+  gated_ = clique_->Gated(topology_.rank);
+  clique_->Enter(topology_.rank,
+                 [this](int blamed) { windows_.RecordHostFailure(blamed, xcclRemoteError); });
   // Collective (topology is the same on every rank): a watch wherever processes share a node.
   if (topology_.AnyNodeSharedByProcesses())
     XCCL_TRY(watch_.Start(bootstrap, topology_, timeout_ms_,
@@ -161,6 +165,16 @@ xcclResult_t P2pTransport::BeginOperation(xcclStream_t stream, bool queued,
     Check(queues_.MarkFork(), "event record (fork)");
   }
   return TakeLaunchFailure(failure);
+}
+
+xcclResult_t P2pTransport::PassLaunchGate(xcclStream_t stream, PlatformFailure* failure) {
+  if (!gated_) return xcclSuccess;
+  // A capture enqueues nothing; its replays are the caller's launches.
+  gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
+  if (gpuStreamIsCapturing(static_cast<gpuStream_t>(stream), &capture) == gpuSuccess &&
+      capture != gpuStreamCaptureStatusNone)
+    return xcclSuccess;
+  return clique_->PassGate(topology_.rank, timeout_ms_, failure);
 }
 
 xcclResult_t P2pTransport::Flush(const Deadline& /*deadline*/, PlatformFailure* failure) {
@@ -258,6 +272,7 @@ void P2pTransport::Abort(int failed_peer) {
   }
   watch_.Abort(failed_peer);
   windows_.Abort();
+  if (clique_) clique_->Abort(topology_.rank, failed_peer);
   trigger_feed_.GiveUp();
   if (proxy_) proxy_->Abort(failed_peer);
 }
@@ -454,7 +469,11 @@ xcclResult_t P2pTransport::CreateQueues() {
 
 void P2pTransport::Release() {
   watch_.Close();  // this rank leaves in order: no peer is to count it dead
-  if (gpuSetDevice(device_) != gpuSuccess) return;
+  if (gpuSetDevice(device_) != gpuSuccess) {
+    if (clique_) clique_->Leave(topology_.rank, nullptr);
+    clique_.reset();
+    return;
+  }
   if (proxy_) {
     // Every trigger still on a stream fires and the proxy takes it, then sends what it queued,
     // before the proxy goes; the destroy waits for the device anyway (the frees below).
@@ -475,11 +494,29 @@ void P2pTransport::Release() {
   queues_.Destroy();
   // The frees first: cudaFree waits for the device, so no kernel queued on a caller's stream
   // (after an abort they give up at once) still stores into a peer's window when its mapping is
-  // closed below.
-  if (peer_slots_device_ != nullptr) (void)gpuFree(peer_slots_device_);
-  if (staging_device_ != nullptr) (void)gpuFree(staging_device_);
-  if (inbox_device_ != nullptr) (void)gpuFree(inbox_device_);
-  windows_.Release();
+  // closed. Other ranks of this process store into this window too: it goes when the last of
+  // them has left (ProcessClique).
+  if (clique_) clique_->Enter(topology_.rank, nullptr);  // no abort of a peer reaches it now
+  auto release = [device = device_,
+                  tables = std::vector<void*>{peer_slots_device_, staging_device_, inbox_device_},
+                  windows = windows_.TakeRelease()] {
+    int current = -1;
+    const bool restore = gpuGetDevice(&current) == gpuSuccess && current != device;
+    if (gpuSetDevice(device) != gpuSuccess) return;
+    for (void* table : tables)
+      if (table != nullptr) (void)gpuFree(table);
+    windows();
+    if (restore) (void)gpuSetDevice(current);
+  };
+  peer_slots_device_ = nullptr;
+  staging_device_ = nullptr;
+  inbox_device_ = nullptr;
+  if (clique_) {
+    clique_->Leave(topology_.rank, std::move(release));
+  } else {
+    release();
+  }
+  clique_.reset();
 }
 
 }  // namespace xccl

@@ -34,6 +34,7 @@
 #include "transport/p2p/copy_engine_queues.h"
 #include "transport/p2p/device_windows.h"
 #include "transport/p2p/net_trigger_feed.h"
+#include "transport/p2p/process_clique.h"
 #include "transport/transport.h"
 
 namespace xccl {
@@ -104,6 +105,7 @@ class P2pTransport final : public Transport, public NetLanding {
   const DeviceView* device_view() const override { return &view_; }
 
   xcclResult_t BeginOperation(xcclStream_t stream, bool queued, PlatformFailure* failure) override;
+  xcclResult_t PassLaunchGate(xcclStream_t stream, PlatformFailure* failure) override;
   // The queues join the operation's stream; a launch failure of the operation so far.
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
   // A one-thread wait kernel on `stream` against the device epoch (read when it runs, so a
@@ -191,6 +193,10 @@ class P2pTransport final : public Transport, public NetLanding {
   gpuStream_t stream_ = nullptr;                          // the operation's
   std::string launch_error_;
   bool kernel_copies_ = false;  // ranks share this rank's device (copy_kernel.h)
+  // The ranks of this process (gate, abort, the end of the windows); gated_: another of them
+  // shares this rank's device.
+  std::shared_ptr<ProcessClique> clique_;
+  bool gated_ = false;
 
   // Across nodes (empty, null where every rank is on this node).
   std::vector<int> remote_index_;  // [rank] -> its index among the remote peers, -1 on this node
