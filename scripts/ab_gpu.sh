@@ -7,27 +7,35 @@
 # loops; the table gives per (run, size) the median over the rounds of each build, their ratio
 # and, last, the verdict against the bounds: within 3% from 64 MiB up and within 0.5 us below
 # 64 KiB (out-of-place time).
-# Usage: OLD_TREE=.old-tree [ROUNDS=2] scripts/ab_gpu.sh      Output also in $OUT/ab_gpu.txt.
+# Usage: OLD_TREE=.old-tree [ROUNDS=2] scripts/ab_gpu.sh (or AB_OLD_BUILD=dir AB_NEW_BUILD=dir)      Output also in $OUT/ab_gpu.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-old=${OLD_TREE:?set OLD_TREE to the source tree of the earlier commit}
+old=${OLD_TREE:-}
+[ -n "$old" ] || [ -n "${AB_OLD_BUILD:-}" ] || { echo "set OLD_TREE or AB_OLD_BUILD" >&2; exit 2; }
 rounds=${ROUNDS:-2}
 out=${OUT:-/tmp}
 export NCCL_NVLS_ENABLE=0 CUDA_VISIBLE_DEVICES=0 XCCL_TIMEOUT_MS=${XCCL_TIMEOUT_MS:-20000}
 jobs=$(nproc)
 targets=(--target all_gather_perf barrier_perf)
-{ cmake -S "$old" -B build-ab-old -DXCCL_PLATFORM=cuda -DXCCL_BUILD_TESTS=OFF -DXCCL_BUILD_SHIM=OFF &&
-    cmake --build build-ab-old -j"$jobs" "${targets[@]}"; } >/tmp/ab-old.log 2>&1 &
-old_pid=$!
-{ cmake -S . -B build-ab-new -DXCCL_PLATFORM=cuda -DXCCL_BUILD_TESTS=OFF -DXCCL_BUILD_SHIM=OFF &&
-    cmake --build build-ab-new -j"$jobs" "${targets[@]}"; } >/tmp/ab-new.log 2>&1 &
-new_pid=$!
-wait $old_pid || { tail -20 /tmp/ab-old.log; exit 1; }
-wait $new_pid || { tail -20 /tmp/ab-new.log; exit 1; }
+# AB_OLD_BUILD / AB_NEW_BUILD: build folders made beforehand (carried), used as they are.
+old_build=${AB_OLD_BUILD:-build-ab-old}
+new_build=${AB_NEW_BUILD:-build-ab-new}
+if [ -z "${AB_OLD_BUILD:-}" ]; then
+  { cmake -S "$old" -B "$old_build" -DXCCL_PLATFORM=cuda -DXCCL_BUILD_TESTS=OFF -DXCCL_BUILD_SHIM=OFF &&
+      cmake --build "$old_build" -j"$jobs" "${targets[@]}"; } >/tmp/ab-old.log 2>&1 &
+  old_pid=$!
+fi
+if [ -z "${AB_NEW_BUILD:-}" ]; then
+  { cmake -S . -B "$new_build" -DXCCL_PLATFORM=cuda -DXCCL_BUILD_TESTS=OFF -DXCCL_BUILD_SHIM=OFF &&
+      cmake --build "$new_build" -j"$jobs" "${targets[@]}"; } >/tmp/ab-new.log 2>&1 &
+  new_pid=$!
+fi
+[ -z "${old_pid:-}" ] || wait $old_pid || { tail -20 /tmp/ab-old.log; exit 1; }
+[ -z "${new_pid:-}" ] || wait $new_pid || { tail -20 /tmp/ab-new.log; exit 1; }
 raw=$(mktemp)
 for ((round = 1; round <= rounds; ++round)); do
   for side in old new; do
-    bin=build-ab-$side/perf
+    if [ "$side" = old ]; then bin=$old_build/perf; else bin=$new_build/perf; fi
     for t in 1 2 4 8; do
       timeout 200 "$bin/all_gather_perf" -t "$t" -b $((8 * t)) -e 1G -f 2 -n 20 -w 5 --repeats 3 2>&1 |
         awk -v run="ag-t$t" -v side="$side" '/^ +[0-9]/ {print run, $1, side, $6}' >>"$raw"

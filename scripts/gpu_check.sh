@@ -28,6 +28,9 @@
 #   zerocopy the zero-copy all_gather on GPU 0: 2, 4, 8 threads at 64 MiB - 1 GiB with
 #           XCCL_ZERO_COPY=1 and 0 beside a same-run memcpy; 2 processes under MPS with a window
 #           (-R 2) and plain buffers; 8 B - 64 KiB with and without; world 1 against NCCL
+#   soak    scripts/gpu_soak.sh: 8 thread ranks sharing GPU 0, each case 30 times (barrier_perf
+#           plain and -G 10, with and without CUDA_DEVICE_MAX_CONNECTIONS=8, all_gather_perf,
+#           ag_gemm_perf split and fused with XCCL_GPU_QUEUES=7): stalls counted
 #   tests   ctest -L gpu (one GPU with ranks sharing it, and all GPUs where there are several);
 #           GPU_CHECK_TEST_REGEX narrows it (ctest -R), GPU_CHECK_TEST_EXCLUDE leaves tests out
 #           (ctest -E), GPU_CHECK_TEST_REPEAT=N runs each up to N times until it fails (for
@@ -44,7 +47,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1  # never NVLink mul
 build=${1:-build-gpu}
 out=${OUT:-/tmp/xccl-gpu-check}
 logs=/tmp/xccl-gpu-logs
-stages=${GPU_CHECK_STAGES:-multi plugin agemm torch python small lanes single zerocopy tests}
+stages=${GPU_CHECK_STAGES:-multi plugin agemm torch python small lanes single zerocopy soak tests}
 test_budget=${GPU_CHECK_TEST_SECONDS:-300}
 mkdir -p "$out" "$logs"
 pack() { tar -C "$logs" -czf "$out/logs.tgz" . 2>/dev/null; }
@@ -246,6 +249,12 @@ if has_stage zerocopy; then
     echo quit | nvidia-cuda-mps-control >>"$logs/zc_mps.txt" 2>&1
   fi
   unset CUDA_VISIBLE_DEVICES
+  pack
+fi
+
+# ---- soak: ranks sharing GPU 0, stalls counted ----
+if has_stage soak; then
+  SOAK_LOG="$logs/soak.log" timeout 900 scripts/gpu_soak.sh "$build" >"$logs/soak_table.txt" 2>&1
   pack
 fi
 

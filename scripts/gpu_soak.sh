@@ -40,9 +40,10 @@ for c in $cases; do
     ag_fused)
       XCCL_GPU_QUEUES=7 run_case "$c" 90 "$build/perf/ag_gemm_perf" -t 8 --dtype bf16 \
         --plugin "$lt" --m 8192 --shapes 3648x7168 --rounds 1 ;;
-    sharing_program)
-      [ -x "$build/test/gpu/shared_gpu_program" ] &&
-        run_case "$c" 90 "$build/test/gpu/shared_gpu_program" 8 ;;
+    sharing_program)  # thread ranks that make their streams and buffers and call at once
+      [ -x "$build/test/xccl_gpu_tests" ] &&
+        run_case "$c" 90 "$build/test/xccl_gpu_tests" \
+          --gtest_filter='GpuSharedDevice.EightThreadsEnqueueAtOnce*' ;;
   esac
 done
 printf '| tree | case | runs | stalled or failed |\n|---|---|---|---|\n%s' "$table"

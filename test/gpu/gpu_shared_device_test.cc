@@ -25,7 +25,8 @@ void EnqueueAtOnce(int world) {
   auto failures = RunGpuRanks(RankMode::kThreads, std::vector<int>(world, 0), [](RankContext& ctx) {
     Stream stream;
     if (!stream.Create(ctx)) return;
-    std::mt19937_64 rng(ctx.seed + ctx.rank);
+    std::mt19937_64 rng(ctx.seed);                 // the same counts and types on every rank
+    std::mt19937_64 own(ctx.seed + 1 + ctx.rank);  // what this rank does between calls
     for (uint64_t call = 0; call < 30 && ctx.failures.empty(); ++call) {
       const int dtype = static_cast<int>(rng() % xcclNumTypes);
       CheckedAllGather(ctx, stream, 1 + rng() % 50000, dtype, call % 3 == 0, rng() % 4, call);
@@ -33,7 +34,7 @@ void EnqueueAtOnce(int world) {
                   xcclGetLastError(ctx.comm));
       if (call % 4 == ctx.rank % 4) {
         DeviceBuffer scratch;  // cudaMalloc, a pageable copy and cudaFree between calls
-        const size_t bytes = (1 + rng() % 64) << 16;
+        const size_t bytes = (1 + own() % 64) << 16;
         if (!scratch.Allocate(ctx, bytes)) return;
         std::vector<unsigned char> pageable(bytes, static_cast<unsigned char>(call));
         RANK_EXPECT(
