@@ -170,9 +170,10 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
   // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
   if (bytes == 0) return xcclSuccess;
   if (comm->nranks() == 1) return AllGatherAlone(comm, send, recv, bytes, stream);
-  XCCL_TRY(PassLaunchGate(comm, "xcclAllGather", stream));
+  LaunchGate gate(comm, "xcclAllGather");
+  XCCL_TRY(gate.Enter(stream));
   XCCL_TRY(AllGatherEnqueue(comm, send, recv, bytes, stream));
-  return PassLaunchGate(comm, "xcclAllGather", stream);
+  return gate.Leave();
 }
 
 }  // namespace xccl

@@ -27,7 +27,8 @@ xcclResult_t SignalsThenWaits(Communicator* comm, uint32_t epoch, const Deadline
 }  // namespace
 
 xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
-  XCCL_TRY(PassLaunchGate(comm, "xcclBarrier", stream));
+  LaunchGate gate(comm, "xcclBarrier");
+  XCCL_TRY(gate.Enter(stream));
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
   Transport* transport = comm->transport();
@@ -40,7 +41,7 @@ xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
                  : SignalsThenWaits(comm, epoch, deadline, &failure);
   }
   if (result != xcclSuccess) return comm->RecordFailure("xcclBarrier", failure);
-  return PassLaunchGate(comm, "xcclBarrier", stream);
+  return gate.Leave();
 }
 
 }  // namespace xccl

@@ -522,7 +522,8 @@ xcclResult_t AgGemmOp::Exchange(
   const std::vector<RowRange> bands = BandsOf(padded);
   const size_t scale_row_bytes = static_cast<size_t>(layout_.scale_blocks()) * sizeof(float);
   const Deadline deadline(comm_->timeout_ms());
-  XCCL_TRY(PassLaunchGate(comm_, "ag_gemm", stream));
+  LaunchGate gate(comm_, "ag_gemm");
+  XCCL_TRY(gate.Enter(stream));
   const uint32_t epoch = comm_->NextEpoch();  // the host's; GPUs advance theirs on the stream
   {
     PlatformFailure failure;
@@ -628,6 +629,7 @@ xcclResult_t AgGemmOp::Exchange(
     direct->CloseRecvBuffer(epoch, Deadline(comm_->timeout_ms()));
   if (result != xcclSuccess) return result;
   if (ended != xcclSuccess) return comm_->RecordFailure("ag_gemm", end_failure);
+  XCCL_TRY(gate.Leave());
   return gemm;
 }
 

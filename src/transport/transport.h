@@ -83,10 +83,15 @@ class Transport {
   // connections (GPU: the device epoch advances on the stream and the queues fork from there).
   virtual xcclResult_t BeginOperation(xcclStream_t stream, bool queued,
                                       PlatformFailure* failure) = 0;
-  // Called by every collective at its start and after it has enqueued its kernels, on every
-  // rank: where ranks of this process share a device, waits until each of them got as far
-  // (ProcessClique's launch gate, docs/ARCHITECTURE.md "Ranks sharing a GPU"); else nothing.
-  virtual xcclResult_t PassLaunchGate(xcclStream_t /*stream*/, PlatformFailure* /*failure*/) {
+  // Around the enqueue of every collective's kernels, on every rank (collectives/launch_gate.h):
+  // where ranks of this process share a device, Enter waits until each of them has reached the
+  // call, Leave (with `wait`) until each has enqueued it; without `wait` (the call failed half
+  // way) Leave only keeps the count (ProcessClique, docs/ARCHITECTURE.md "Ranks sharing a GPU").
+  // Elsewhere nothing.
+  virtual xcclResult_t EnterLaunchGate(xcclStream_t /*stream*/, PlatformFailure* /*failure*/) {
+    return xcclSuccess;
+  }
+  virtual xcclResult_t LeaveLaunchGate(bool /*wait*/, PlatformFailure* /*failure*/) {
     return xcclSuccess;
   }
   // Every connection flushed; the first failure.

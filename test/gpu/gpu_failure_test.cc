@@ -20,18 +20,6 @@
 namespace xccl_test {
 namespace {
 
-// Polls xcclCommGetAsyncError for up to `patience_s`: the error is recorded by the host side
-// once it sees the drained device wait, which may trail the stream by a moment.
-xcclResult_t AwaitAsyncError(RankContext& ctx, double patience_s) {
-  auto start = std::chrono::steady_clock::now();
-  xcclResult_t async = xcclSuccess;
-  while (true) {
-    if (!XCCL_OK(ctx, xcclCommGetAsyncError(ctx.comm, &async))) return xcclInternalError;
-    if (async != xcclSuccess || SecondsSince(start) > patience_s) return async;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
 // Three processes on one GPU make three checked calls; then one SIGKILLs itself before its
 // fourth, and the survivors enqueue `queued` calls and synchronise once. Their streams must
 // drain within ~20 s (XCCL_TIMEOUT_MS is 3 s here), the async error must say timeout or remote
@@ -93,7 +81,7 @@ void RunKilledProcess(int queued) {
                     "the stream took " << sync_s << " s to drain " << queued
                                        << " call(s) after rank " << victim
                                        << " died (XCCL_TIMEOUT_MS 3000)");
-        xcclResult_t async = AwaitAsyncError(ctx, 5.0);
+        xcclResult_t async = AwaitAsyncError(ctx.comm, 5.0);
         const std::string message = xcclGetLastError(ctx.comm);
         RANK_EXPECT(ctx, async == xcclTimeout || async == xcclRemoteError,
                     "async error " << xcclGetErrorString(async)
@@ -154,7 +142,7 @@ TEST(GpuStalledRank, OthersTimeOutNamingIt) {
               "enqueue returned " << xcclGetErrorString(enqueued));
           gpu::Error synced = gpu::StreamSynchronize(stream.get());
           const double sync_s = SecondsSince(start);
-          xcclResult_t async = AwaitAsyncError(ctx, 5.0);
+          xcclResult_t async = AwaitAsyncError(ctx.comm, 5.0);
           const std::string message = xcclGetLastError(ctx.comm);
           RANK_EXPECT(ctx, async == xcclTimeout || async == xcclRemoteError,
                       "async error " << xcclGetErrorString(async) << " (stream sync: "

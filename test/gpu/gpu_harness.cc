@@ -519,4 +519,44 @@ size_t ThreadCount() {
   return count;
 }
 
+xcclResult_t AwaitAsyncError(xcclComm_t comm, double patience_s, uint64_t* seen_ns) {
+  const auto start = std::chrono::steady_clock::now();
+  xcclResult_t async = xcclSuccess;
+  while (xcclCommGetAsyncError(comm, &async) == xcclSuccess && async == xcclSuccess &&
+         SecondsSince(start) < patience_s)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  if (seen_ns != nullptr) *seen_ns = MonotonicNs();
+  return async;
+}
+
+void HundredCheckedAllGathers(RankContext& ctx, const Stream& stream, xcclComm_t comm, int rank,
+                              int nranks) {
+  CheckedCallsOn(ctx, comm, rank, nranks, 100,
+                 [&stream](RankContext& sub, std::mt19937_64& rng, int call) {
+                   const int dtype = static_cast<int>(rng() % xcclNumTypes);
+                   CheckedAllGather(sub, stream, 1 + rng() % 70000, dtype, rng() % 2 == 0,
+                                    rng() % 4, 1000 + call);
+                 });
+}
+
+void ExpectNamedThenShrinkAndGoOn(RankContext& ctx, const Stream& stream, int victim,
+                                  xcclResult_t async) {
+  const std::string message = xcclGetLastError(ctx.comm);
+  RANK_EXPECT(ctx, async == xcclRemoteError,
+              "async error " << xcclGetErrorString(async) << ": " << message);
+  RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+              "the error does not name rank " << victim << ": " << message);
+  xcclComm_t small = nullptr;
+  const int list[] = {victim};
+  if (!XCCL_OK(ctx, xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_ABORT))) return;
+  int rank = -1, count = -1;
+  RANK_EXPECT(ctx,
+              xcclCommUserRank(small, &rank) == xcclSuccess &&
+                  xcclCommCount(small, &count) == xcclSuccess &&
+                  rank == ctx.rank - (ctx.rank > victim ? 1 : 0) && count == ctx.nranks - 1,
+              "new rank " << rank << " of " << count);
+  HundredCheckedAllGathers(ctx, stream, small, rank, count);
+  RANK_EXPECT(ctx, xcclCommDestroy(small) == xcclSuccess, xcclGetLastError(nullptr));
+}
+
 }  // namespace xccl_test

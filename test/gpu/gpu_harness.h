@@ -189,6 +189,21 @@ void ExpectNoAsyncError(RankContext& ctx, const char* when);
 bool DrainAndCopyBack(RankContext& ctx, const Stream& stream, const unsigned char* device,
                       size_t bytes, const char* when, HostBytes* host);
 
+// Polls xcclCommGetAsyncError for up to `patience_s` (the host records a drained device wait a
+// moment after the stream drains); *seen_ns, where given: when it was first seen.
+xcclResult_t AwaitAsyncError(xcclComm_t comm, double patience_s, uint64_t* seen_ns = nullptr);
+
+// 100 checked all_gathers (random types, counts, in and out of place, misaligned outputs) on
+// `stream` over `comm`, where this rank is `rank` of `nranks`; failures into ctx.
+void HundredCheckedAllGathers(RankContext& ctx, const Stream& stream, xcclComm_t comm, int rank,
+                              int nranks);
+
+// After `victim` died or aborted: expects `async` to be a remote error whose message names it,
+// then shrinks it away (XCCL_SHRINK_ABORT), checks the new rank and count, makes
+// HundredCheckedAllGathers on the new communicator and destroys it. Failures into ctx.
+void ExpectNamedThenShrinkAndGoOn(RankContext& ctx, const Stream& stream, int victim,
+                                  xcclResult_t async);
+
 // A host-side meeting point of every rank of the run (threads or processes), through
 // ctx.shared[slot]; `round` counts the meetings on that slot from 0. Fails after `timeout_s`.
 bool HostBarrier(RankContext& ctx, int slot, uint64_t round, double timeout_s = 60);

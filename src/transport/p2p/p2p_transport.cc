@@ -167,14 +167,21 @@ xcclResult_t P2pTransport::BeginOperation(xcclStream_t stream, bool queued,
   return TakeLaunchFailure(failure);
 }
 
-xcclResult_t P2pTransport::PassLaunchGate(xcclStream_t stream, PlatformFailure* failure) {
+xcclResult_t P2pTransport::EnterLaunchGate(xcclStream_t stream, PlatformFailure* failure) {
   if (!gated_) return xcclSuccess;
   // A capture enqueues nothing; its replays are the caller's launches.
   gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
   if (gpuStreamIsCapturing(static_cast<gpuStream_t>(stream), &capture) == gpuSuccess &&
       capture != gpuStreamCaptureStatusNone)
     return xcclSuccess;
-  return clique_->PassGate(topology_.rank, timeout_ms_, failure);
+  in_gate_ = true;
+  return clique_->PassGate(topology_.rank, /*wait=*/true, timeout_ms_, failure);
+}
+
+xcclResult_t P2pTransport::LeaveLaunchGate(bool wait, PlatformFailure* failure) {
+  if (!in_gate_) return xcclSuccess;
+  in_gate_ = false;
+  return clique_->PassGate(topology_.rank, wait, timeout_ms_, failure);
 }
 
 xcclResult_t P2pTransport::Flush(const Deadline& /*deadline*/, PlatformFailure* failure) {

@@ -105,7 +105,8 @@ class P2pTransport final : public Transport, public NetLanding {
   const DeviceView* device_view() const override { return &view_; }
 
   xcclResult_t BeginOperation(xcclStream_t stream, bool queued, PlatformFailure* failure) override;
-  xcclResult_t PassLaunchGate(xcclStream_t stream, PlatformFailure* failure) override;
+  xcclResult_t EnterLaunchGate(xcclStream_t stream, PlatformFailure* failure) override;
+  xcclResult_t LeaveLaunchGate(bool wait, PlatformFailure* failure) override;
   // The queues join the operation's stream; a launch failure of the operation so far.
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
   // A one-thread wait kernel on `stream` against the device epoch (read when it runs, so a
@@ -197,6 +198,7 @@ class P2pTransport final : public Transport, public NetLanding {
   // shares this rank's device.
   std::shared_ptr<ProcessClique> clique_;
   bool gated_ = false;
+  bool in_gate_ = false;  // between EnterLaunchGate and LeaveLaunchGate of a gated call
 
   // Across nodes (empty, null where every rank is on this node).
   std::vector<int> remote_index_;  // [rank] -> its index among the remote peers, -1 on this node

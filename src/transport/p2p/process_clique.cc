@@ -80,9 +80,12 @@ xcclResult_t ProcessClique::Join(Bootstrap* bootstrap, const Topology& topology,
   return xcclSuccess;
 }
 
-xcclResult_t ProcessClique::PassGate(int rank, int64_t timeout_ms, PlatformFailure* failure) {
+xcclResult_t ProcessClique::PassGate(int rank, bool wait, int64_t timeout_ms,
+                                     PlatformFailure* failure) {
   const uint64_t mine = counters_[rank].passed.fetch_add(1, std::memory_order_acq_rel) + 1;
-  const Deadline deadline(timeout_ms);
+  if (!wait) return xcclSuccess;
+  Deadline deadline;  // read from the clock only once a wait is long
+  bool deadline_set = false;
   for (int peer : gate_peers_[rank]) {
     const Counter& theirs = counters_[peer];
     for (unsigned spins = 0; theirs.passed.load(std::memory_order_acquire) < mine; ++spins) {
@@ -96,6 +99,10 @@ xcclResult_t ProcessClique::PassGate(int rank, int64_t timeout_ms, PlatformFailu
       if (spins < 4096) {
         CpuRelax();
         continue;
+      }
+      if (!deadline_set) {
+        deadline = Deadline(timeout_ms);
+        deadline_set = true;
       }
       if (spins % 64 == 0 && deadline.Expired())
         return SetFailure(failure, xcclTimeout, peer,

@@ -45,9 +45,10 @@ class ProcessClique {
 
   // Whether `rank` shares its device with another member (only those pass gates).
   bool Gated(int rank) const { return !gate_peers_[rank].empty(); }
-  // Waits until every member on `rank`'s device has reached this gate (the same count of gates).
-  // Fails naming the peer on the deadline, at once where a peer aborted or left.
-  xcclResult_t PassGate(int rank, int64_t timeout_ms, PlatformFailure* failure);
+  // Counts one gate passed by `rank` and, with `wait`, waits until every member on its device has
+  // passed as many. Fails naming the peer on the deadline, at once where a peer aborted or left.
+  // Without `wait` (a call that failed half way) it only counts, so the members stay in step.
+  xcclResult_t PassGate(int rank, bool wait, int64_t timeout_ms, PlatformFailure* failure);
 
   void Enter(int rank, OnPeerAbort on_peer_abort);
   // `rank` aborted (blaming `blamed`): every other member's waits give up, gates fail.
