@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/params.h"
 #include "core/user_memory.h"
 #include "transport/peer_imports.h"
 
@@ -12,7 +11,7 @@ void ZeroCopyTargets(Communicator* comm, void* recv, size_t total_bytes, std::ve
   const Topology& topology = comm->topology();
   const int rank = topology.rank;
   at->assign(topology.nranks, nullptr);
-  if (GetParams().zero_copy == 0) return;
+  if (comm->params().zero_copy == 0) return;
   // Ranks of this process reach recv itself: only a peer of another process needs the window or
   // allocation holding it, whose lookups take locks on every call.
   const bool other_process = topology.AnyPeerInOtherProcess();

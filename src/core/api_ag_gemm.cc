@@ -125,7 +125,8 @@ xcclResult_t xcclAgGemmCreateScaled(xcclComm_t comm, int64_t n, int64_t k, int64
         return Fail(xcclInvalidArgument,
                     "xcclAgGemmCreate: pass a plugin name or a plugin struct, not both");
       return plugin != nullptr ? GemmPlugin::FromStruct(plugin, &gemm)
-                               : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "", &gemm);
+                               : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "",
+                                                  impl->params().gemm_plugin, &gemm);
     };
     const xcclResult_t local = local_steps();
     AgGemmOp::Shape shape;

@@ -93,7 +93,7 @@ xcclResult_t Shrink(xcclComm_t comm, const int* exclude, int n_exclude, xcclComm
   std::vector<int> survivors;
   XCCL_TRY(Survivors(*impl, exclude, n_exclude, &survivors));
   CommConfig resolved = impl->config();
-  if (config != nullptr) XCCL_TRY(ResolveConfig(config, GetParams(), &resolved));
+  if (config != nullptr) XCCL_TRY(ResolveConfig(config, impl->params(), &resolved));
   Communicator::OperationGuard exclusive(impl);
   XCCL_TRY(exclusive.Acquire("xcclCommShrink"));
   // The parent's queued work stops (its waits on the dead end now), its bootstrap stays.
@@ -107,7 +107,7 @@ xcclResult_t Shrink(xcclComm_t comm, const int* exclude, int n_exclude, xcclComm
   mine.old_rank = impl->rank();
   if (new_rank == 0) {
     mine.has_id = 1;
-    XCCL_TRY(Bootstrap::CreateUniqueId(&mine.id, GetParams()));
+    XCCL_TRY(Bootstrap::CreateUniqueId(&mine.id, impl->params()));
   }
   const xcclResult_t gathered =
       impl->bootstrap()->GroupAllGather(survivors, offers.data(), sizeof(ShrinkOffer));
@@ -123,7 +123,8 @@ xcclResult_t Shrink(xcclComm_t comm, const int* exclude, int n_exclude, xcclComm
   }
   if (offers[0].has_id != 1)
     return Fail(xcclInternalError, "xcclCommShrink: the new rank 0 sent no rendezvous");
-  Params params = GetParams();
+  // The parent's own parameters, not the process's (which may have changed since).
+  Params params = impl->params();
   params.fake_nodes = SurvivorsFakeNodes(impl->topology(), survivors, params.fake_nodes);
   std::unique_ptr<Communicator> child;
   XCCL_TRY(Communicator::Create(offers[0].id, static_cast<int>(survivors.size()), new_rank,

@@ -17,7 +17,8 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   comm->config_ = config;
   comm->device_ = device;
   // The parameters are read here, once, and handed down.
-  const Params& params = given != nullptr ? *given : GetParams();
+  comm->params_ = given != nullptr ? *given : GetParams();
+  const Params& params = comm->params_;
   comm->epoch_ = params.epoch_base;
   comm->net_chunk_bytes_ = static_cast<size_t>(params.net_chunk_bytes);
   XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_,

@@ -12,6 +12,7 @@
 
 #include "core/comm_windows.h"
 #include "core/config.h"
+#include "core/params.h"
 #include "core/local_registrations.h"
 #include "core/topology.h"
 #include "transport/bootstrap/bootstrap.h"
@@ -25,7 +26,7 @@ class DeviceEngine;
 class Communicator {
  public:
   // Collective over the `nranks` callers of `id`, with the process's parameters unless
-  // `params` gives others (a shrunk communicator's fake nodes).
+  // `params` gives others (a shrunk communicator: its parent's, with its own fake nodes).
   static xcclResult_t Create(const xcclUniqueId& id, int nranks, int rank, int device,
                              const CommConfig& config, std::unique_ptr<Communicator>* out,
                              const Params* params = nullptr);
@@ -56,6 +57,9 @@ class Communicator {
   uint32_t current_epoch() const { return epoch_; }
   // XCCL_NET_CHUNK_BYTES: the pipeline step of an operation across nodes.
   size_t net_chunk_bytes() const { return net_chunk_bytes_; }
+  // The parameters this communicator was made with (read once at init, or given by a shrink):
+  // what every layer under it reads, never the process's.
+  const Params& params() const { return params_; }
 
   // Records the first failure (later calls return it at once), tells the peers, and returns
   // the failure's code with its message as the thread's last error.
@@ -106,6 +110,7 @@ class Communicator {
   void AbsorbAsyncFailure();
 
   CommConfig config_;
+  Params params_;
   int device_ = 0;
   std::unique_ptr<Bootstrap> bootstrap_;
   Topology topology_;

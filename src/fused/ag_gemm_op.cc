@@ -17,7 +17,6 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/failure.h"
-#include "core/params.h"
 #include "core/topology.h"
 #include "fused/band_flags.h"
 #include "fused/chunk_rule.h"
@@ -44,7 +43,7 @@ bool Aligned(const void* p, size_t alignment) {
 // overlaps with the next band (docs/perf-history.md, third round); 1 on the host, whose calls are
 // synchronous (a side lane would run nothing beside the caller and cost a plugin context).
 int ComputeStreams(const Communicator& comm) {
-  const int64_t asked = GetParams().aggemm_compute_streams;
+  const int64_t asked = comm.params().aggemm_compute_streams;
   if (asked > 0) return static_cast<int>(asked);
   return comm.transport()->device_view() != nullptr ? 2 : 1;
 }
@@ -563,7 +562,7 @@ xcclResult_t AgGemmOp::Exchange(
   const std::vector<GemmStep> steps =
       FusedGemmSchedule(rank, world, padded, bands,
                         SourcesPerGemm(padded, shape_.n, world, chunks,
-                                       static_cast<int>(GetParams().aggemm_sources_per_gemm)),
+                                       static_cast<int>(comm_->params().aggemm_sources_per_gemm)),
                         two_lanes ? 2 : 1);
   xcclResult_t result = two_lanes ? ForkSideStream(side_, stream) : xcclSuccess;
   const bool forked = two_lanes && result == xcclSuccess;  // else nothing to join

@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "core/logging.h"
-#include "core/params.h"
 
 namespace xccl {
 
@@ -114,12 +113,13 @@ std::string DirectoryOfThisLibrary() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-xcclResult_t GemmPlugin::Load(const std::string& spec_in, std::unique_ptr<GemmPlugin>* out) {
+xcclResult_t GemmPlugin::Load(const std::string& spec_in, const std::string& configured,
+                              std::unique_ptr<GemmPlugin>* out) {
   if (out == nullptr) return Fail(xcclInvalidArgument, "GemmPlugin::Load: out is NULL");
   std::string spec = spec_in;
   const char* from = "argument";
   if (spec.empty()) {
-    spec = GetParams().gemm_plugin;
+    spec = configured;
     from = "XCCL_GEMM_PLUGIN";
   }
   if (spec.empty())

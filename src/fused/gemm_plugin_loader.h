@@ -33,9 +33,11 @@ class GemmPlugin {
   static xcclResult_t FromStruct(const xcclGemmPlugin_v1_t* plugin,
                                  std::unique_ptr<GemmPlugin>* out);
   // `spec` is a name ("reference": dlopen("libxccl-gemm-reference.so") on the normal library
-  // search path) or a path (anything containing '/'). Empty: XCCL_GEMM_PLUGIN; refused if that
-  // is empty too, since which GEMM runs is the caller's choice, not ours.
-  static xcclResult_t Load(const std::string& spec, std::unique_ptr<GemmPlugin>* out);
+  // search path) or a path (anything containing '/'). Empty: `configured` (the communicator's
+  // XCCL_GEMM_PLUGIN); refused if that is empty too, since which GEMM runs is the caller's
+  // choice, not ours.
+  static xcclResult_t Load(const std::string& spec, const std::string& configured,
+                           std::unique_ptr<GemmPlugin>* out);
 
  private:
   GemmPlugin() = default;

@@ -34,9 +34,9 @@ TEST_P(GpuGemmPluginTest, CublasltMatchesReferenceAndBandsMatchFull) {
   if (gpu::GetDeviceCount(&gpus) != gpu::kSuccess || gpus == 0)
     GTEST_SKIP() << "no GPU visible: the cublaslt plugin needs one";
   std::unique_ptr<xccl::GemmPlugin> lt, ref;
-  ASSERT_EQ(xccl::GemmPlugin::Load(XCCL_GEMM_CUBLASLT_PATH, &lt), xcclSuccess)
+  ASSERT_EQ(xccl::GemmPlugin::Load(XCCL_GEMM_CUBLASLT_PATH, "", &lt), xcclSuccess)
       << xcclGetLastError(nullptr);
-  ASSERT_EQ(xccl::GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, &ref), xcclSuccess)
+  ASSERT_EQ(xccl::GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, "", &ref), xcclSuccess)
       << xcclGetLastError(nullptr);
   const xcclDataType_t in = GetParam();
   const bool fp8 = in == xcclFloat8e4m3;
@@ -158,7 +158,7 @@ TEST(GpuGemmReferenceKernel, SameBitsAsTheCpuLoop) {
   if (gpu::GetDeviceCount(&gpus) != gpu::kSuccess || gpus == 0)
     GTEST_SKIP() << "no GPU visible: the reference kernel needs one";
   std::unique_ptr<xccl::GemmPlugin> ref;
-  ASSERT_EQ(xccl::GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, &ref), xcclSuccess)
+  ASSERT_EQ(xccl::GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, "", &ref), xcclSuccess)
       << xcclGetLastError(nullptr);
   void* ctx = nullptr;
   ASSERT_EQ(ref->api().init(&ctx, 0), xcclSuccess);

@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "collectives/zero_copy_targets.h"
+#include "core/comm_handle.h"
+#include "core/params.h"
 #include "mp/checked_all_gather.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"
@@ -170,6 +173,59 @@ INSTANTIATE_TEST_SUITE_P(HostNodes, ShrinkAcrossNodesTest,
                          });
 
 // Every argument check answers with its code and a message, and the communicator still works.
+// Where each of ranks of this process may write into this rank's receive buffer: all null where
+// zero-copy is off for `comm`.
+std::string ZeroCopyTargetsOn(xcclComm_t comm) {
+  std::vector<char> recv(3 * 256);
+  std::vector<char*> at;
+  xccl::ZeroCopyTargets(comm->impl.get(), recv.data(), recv.size(), &at);
+  std::string taken;
+  for (size_t r = 0; r < at.size(); ++r)
+    if (at[r] != nullptr) taken += " " + std::to_string(r);
+  return taken;
+}
+
+// A communicator reads its own parameters, and a shrunk one its parent's, not the process's as
+// they are by then: made with XCCL_ZERO_COPY=0, the process's set to 1 after init, neither the
+// communicator nor the one shrunk from it may offer a zero-copy target.
+TEST(ShrinkTest, ShrunkCommunicatorKeepsItsParentsParameters) {
+  RunOptions options;
+  options.before_init = [] {
+    xccl::Params params = xccl::GetParams();
+    params.zero_copy = 0;
+    xccl::SetParamsForTesting(params);
+  };
+  auto failures = RunRanks(
+      RankMode::kThreads, 3,
+      [](RankContext& ctx) {
+        RANK_EXPECT(ctx, xcclBarrier(ctx.comm, nullptr) == xcclSuccess, "barrier");
+        if (ctx.rank == 0) {
+          xccl::Params params = xccl::GetParams();
+          params.zero_copy = 1;
+          xccl::SetParamsForTesting(params);
+        }
+        RANK_EXPECT(ctx, xcclBarrier(ctx.comm, nullptr) == xcclSuccess, "barrier");
+        const std::string parent = ZeroCopyTargetsOn(ctx.comm);
+        RANK_EXPECT(ctx, parent.empty(), "zero-copy targets on the parent:" << parent);
+        const int excluded = ctx.nranks - 1;
+        if (ctx.rank == excluded) return;
+        xcclComm_t small = nullptr;
+        const int list[] = {excluded};
+        RANK_EXPECT(
+            ctx,
+            xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_DEFAULT) == xcclSuccess,
+            "shrink: " << xcclGetLastError(ctx.comm));
+        if (small == nullptr) return;
+        const std::string child = ZeroCopyTargetsOn(small);
+        RANK_EXPECT(ctx, child.empty(), "zero-copy targets on the shrunk communicator:" << child);
+        HundredCheckedCalls(ctx, small, ctx.rank, ctx.nranks - 1);
+        RANK_EXPECT(ctx, xcclCommDestroy(small) == xcclSuccess, xcclGetLastError(nullptr));
+      },
+      options);
+  RestoreParams();
+  for (const auto& failure : failures) ADD_FAILURE() << failure;
+}
+
 TEST(ShrinkTest, BadArgumentsAreRefused) {
   auto failures = RunRanks(RankMode::kThreads, 3, [](RankContext& ctx) {
     xcclComm_t out = nullptr;

@@ -12,7 +12,6 @@
 
 #include "common/fake_gemm_plugin.h"
 #include "core/error.h"
-#include "core/params.h"
 #include "fused/gemm_plugin_loader.h"
 #include "xccl_gemm.h"
 
@@ -120,14 +119,14 @@ TEST(GemmPluginLoaderTest, RefusesNullRequiredEntries) {
 TEST(GemmPluginLoaderTest, RefusesUnknownNameAndBadPaths) {
   std::unique_ptr<GemmPlugin> plugin;
   ClearThreadLastError();
-  ExpectRefused(GemmPlugin::Load("no-such-gemm-xyz", &plugin), xcclInvalidArgument,
+  ExpectRefused(GemmPlugin::Load("no-such-gemm-xyz", "", &plugin), xcclInvalidArgument,
                 {"unknown GEMM plugin 'no-such-gemm-xyz'", "libxccl-gemm-no-such-gemm-xyz.so"});
   ClearThreadLastError();
-  ExpectRefused(GemmPlugin::Load("bad name", &plugin), xcclInvalidArgument,
+  ExpectRefused(GemmPlugin::Load("bad name", "", &plugin), xcclInvalidArgument,
                 {"'bad name'", "neither a path"});
   ClearThreadLastError();
-  ExpectRefused(GemmPlugin::Load("/nonexistent/libxccl-gemm-x.so", &plugin), xcclInvalidArgument,
-                {"/nonexistent/libxccl-gemm-x.so", "cannot be loaded"});
+  ExpectRefused(GemmPlugin::Load("/nonexistent/libxccl-gemm-x.so", "", &plugin),
+                xcclInvalidArgument, {"/nonexistent/libxccl-gemm-x.so", "cannot be loaded"});
   EXPECT_EQ(plugin, nullptr);
 }
 
@@ -141,7 +140,7 @@ TEST(GemmPluginLoaderTest, RefusesLibraryWithoutPluginSymbol) {
   std::unique_ptr<GemmPlugin> plugin;
   ClearThreadLastError();
   ExpectRefused(
-      GemmPlugin::Load(path, &plugin), xcclInvalidUsage,
+      GemmPlugin::Load(path, "", &plugin), xcclInvalidUsage,
       {"is not an xccl GEMM plugin", XCCL_GEMM_PLUGIN_SYMBOL_V2, XCCL_GEMM_PLUGIN_SYMBOL_V1});
   EXPECT_EQ(plugin, nullptr);
 }
@@ -152,7 +151,7 @@ TEST(GemmPluginLoaderTest, RefusesANewerAbiLibrary) {
   std::unique_ptr<GemmPlugin> plugin;
   ClearThreadLastError();
   ExpectRefused(
-      GemmPlugin::Load(XCCL_TEST_FUTURE_PLUGIN_PATH, &plugin), xcclInvalidUsage,
+      GemmPlugin::Load(XCCL_TEST_FUTURE_PLUGIN_PATH, "", &plugin), xcclInvalidUsage,
       {"exports only xcclGemmPlugin_v3", "newer than this xccl", XCCL_GEMM_PLUGIN_SYMBOL_V2});
   EXPECT_EQ(plugin, nullptr);
 }
@@ -180,31 +179,20 @@ TEST(GemmPluginLoaderTest, ReferenceLoadsAsVersionTwo) {
   GTEST_SKIP() << "the reference plugin is not built";
 #else
   std::unique_ptr<GemmPlugin> plugin;
-  ASSERT_EQ(GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, &plugin), xcclSuccess) << ThreadLastError();
+  ASSERT_EQ(GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, "", &plugin), xcclSuccess)
+      << ThreadLastError();
   EXPECT_EQ(plugin->api().abi_version, XCCL_GEMM_PLUGIN_ABI_V2);
   EXPECT_EQ(plugin->CheckScaleMode(xcclGemmScaleBlock128), xcclSuccess);
 #endif
 }
 
-// Restores the process's parameters however the test ends.
-struct ParamsGuard {
-  Params saved = GetParams();
-  ~ParamsGuard() { SetParamsForTesting(saved); }
-};
-
 TEST(GemmPluginLoaderTest, NothingNamedAndNoEnvironmentIsRefused) {
-  ParamsGuard guard;
-  Params params = GetParams();
-  params.gemm_plugin = "";
-  SetParamsForTesting(params);
   std::unique_ptr<GemmPlugin> plugin;
   ClearThreadLastError();
-  ExpectRefused(GemmPlugin::Load("", &plugin), xcclInvalidUsage,
+  ExpectRefused(GemmPlugin::Load("", "", &plugin), xcclInvalidUsage,
                 {"no GEMM plugin given", "XCCL_GEMM_PLUGIN"});
-  params.gemm_plugin = "no-such-gemm-env";
-  SetParamsForTesting(params);
   ClearThreadLastError();
-  ExpectRefused(GemmPlugin::Load("", &plugin), xcclInvalidArgument,
+  ExpectRefused(GemmPlugin::Load("", "no-such-gemm-env", &plugin), xcclInvalidArgument,
                 {"no-such-gemm-env", "from XCCL_GEMM_PLUGIN"});
 }
 
@@ -230,19 +218,18 @@ void ExpectReference(const GemmPlugin& plugin) {
 TEST(GemmPluginLoaderTest, LoadsReferenceByPath) {
   REQUIRE_REFERENCE();
   std::unique_ptr<GemmPlugin> plugin;
-  ASSERT_EQ(GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, &plugin), xcclSuccess) << ThreadLastError();
+  ASSERT_EQ(GemmPlugin::Load(XCCL_GEMM_REFERENCE_PATH, "", &plugin), xcclSuccess)
+      << ThreadLastError();
   EXPECT_EQ(plugin->origin(), XCCL_GEMM_REFERENCE_PATH);
   ExpectReference(*plugin);
 }
 
+// The communicator's XCCL_GEMM_PLUGIN, where the call names none.
 TEST(GemmPluginLoaderTest, LoadsReferenceThroughEnvironment) {
   REQUIRE_REFERENCE();
-  ParamsGuard guard;
-  Params params = GetParams();
-  params.gemm_plugin = XCCL_GEMM_REFERENCE_PATH;
-  SetParamsForTesting(params);
   std::unique_ptr<GemmPlugin> plugin;
-  ASSERT_EQ(GemmPlugin::Load("", &plugin), xcclSuccess) << ThreadLastError();
+  ASSERT_EQ(GemmPlugin::Load("", XCCL_GEMM_REFERENCE_PATH, &plugin), xcclSuccess)
+      << ThreadLastError();
   ExpectReference(*plugin);
 }
 
@@ -253,7 +240,7 @@ TEST(GemmPluginLoaderTest, LoadsReferenceByNameOnceResident) {
   void* resident = dlopen(XCCL_GEMM_REFERENCE_PATH, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(resident, nullptr) << dlerror();
   std::unique_ptr<GemmPlugin> plugin;
-  EXPECT_EQ(GemmPlugin::Load("reference", &plugin), xcclSuccess) << ThreadLastError();
+  EXPECT_EQ(GemmPlugin::Load("reference", "", &plugin), xcclSuccess) << ThreadLastError();
   if (plugin) {
     EXPECT_EQ(plugin->origin(), "libxccl-gemm-reference.so");
     ExpectReference(*plugin);
@@ -271,9 +258,9 @@ TEST(GemmPluginLoaderTest, LoadsANameBesideTheLibrary) {
   const std::string name = "beside" + std::to_string(getpid());
   const std::string link = DirectoryOfThisLibrary() + "/" + GemmPluginLibraryName(name);
   std::unique_ptr<GemmPlugin> plugin;
-  ExpectRefused(GemmPlugin::Load(name, &plugin), xcclInvalidArgument, {link.c_str()});
+  ExpectRefused(GemmPlugin::Load(name, "", &plugin), xcclInvalidArgument, {link.c_str()});
   ASSERT_EQ(symlink(XCCL_GEMM_REFERENCE_PATH, link.c_str()), 0) << link << ": " << strerror(errno);
-  const xcclResult_t loaded = GemmPlugin::Load(name, &plugin);
+  const xcclResult_t loaded = GemmPlugin::Load(name, "", &plugin);
   unlink(link.c_str());
   ASSERT_EQ(loaded, xcclSuccess) << ThreadLastError();
   EXPECT_EQ(plugin->origin(), link);
