@@ -197,7 +197,7 @@ const char* xcclGetLastError(xcclComm_t comm);
 xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream);
 
-/* ---- Memory and registration (zero-copy all_gather, DESIGN.md 5) ----
+/* ---- Memory and registration (zero-copy all_gather) ----
  * xcclMemAlloc: `size` bytes (> 0) that peers of this node can map: device memory of the
  * calling thread's current device on GPU platforms (IPC-exportable), page-aligned heap memory on
  * the host platform. Not zero-filled. A peer process maps it when a zero-copy all_gather first
@@ -232,7 +232,7 @@ xcclResult_t xcclCommDeregister(const xcclComm_t comm, void* handle);
 /* Returns (host) or completes on the stream (GPU) once every rank has entered it. */
 xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t stream);
 
-/* ---- ag_gemm: fused all-gather + GEMM (DESIGN.md section 7) ----
+/* ---- ag_gemm: fused all-gather + GEMM ----
  * Each rank holds A_r [m][k] (its tokens) and B_r [n][k] (its weight shard, row-major, one
  * row per output column) and receives C = concat_s(A_s) @ B_r^T, [nranks * padded_m][n],
  * row-major, where padded_m = xcclAgGemmPaddedM(m): source s's rows start at row
@@ -296,7 +296,7 @@ xcclResult_t xcclAgGemmPaddedM(xcclAgGemm_t op, int64_t m, int64_t* padded_m);
  * the copy (the padding rows, m to padded_m, and their scales it still sets to zero). */
 xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float** scales);
 /* Blockscale ops: the slot's scales are kept as one packed tile per band of rows (the unit a
- * peer receives in one put and a GEMM call reads, DESIGN.md section 7), so a caller quantising
+ * peer receives in one put and a GEMM call reads), so a caller quantising
  * into local_rows writes tile by tile. For a call of m rows, *tiles (if not NULL) says how many
  * there are; tile `tile` (0 <= tile < *tiles; pass 0 to learn the count) covers rows
  * [*row_begin, *row_end) of the padded slot and lies at *scales, [KB][*row_end - *row_begin]

@@ -109,7 +109,7 @@ constexpr uint8_t kPoisonByte = 0xFF;
 // Whether this binary was built for a GPU platform (cuda or hip) rather than the host one.
 bool GpuPlatform() { return strcmp(xccl_perf::DeviceBuffers::Platform(), "host") != 0; }
 
-// The Kimi-K3 TP8 table (issue 4, item 7) on GPUs; small ones for the host platform's scalar
+// The Kimi-K3 TP8 table (docs/PERF.md) on GPUs; small ones for the host platform's scalar
 // reference GEMM, which needs minutes per row at K = 7168. Fills only what the flags left empty and
 // records which defaults it used, for the header.
 void ApplyDefaults(Settings* set) {

@@ -1,5 +1,5 @@
 // gemm_plugin_perf: a GEMM plugin on one GPU against cuBLASLt called directly, and the cost of
-// cutting its GEMM into the bands ag_gemm's fused mode runs (issue 4's two GPU measurements).
+// cutting its GEMM into the bands ag_gemm's fused mode runs.
 //
 // Per (global M, N, K, dtype) row:
 //   direct   cublasLtMatmul of the whole problem, cuBLASLt's first heuristic choice with its
@@ -9,8 +9,8 @@
 //            stream: what fused ag_gemm asks of it with c bands per source
 //   c1x2     the c1 bands on two streams taking them in turn (forked from and joined back into
 //            the timed stream), so one band's tail wave can overlap the next band's start: the
-//            remedy DESIGN.md section 12 measured for the banding cost; each stream has a
-//            plugin context of its own (its own workspace), as ag_gemm's two compute lanes do
+//            remedy measured for the banding cost (docs/perf-history.md, third round); each stream
+//            has a plugin context of its own (its own workspace), as ag_gemm's two compute lanes do
 //   g2x2     bands of two sources' rows (world / 2 bands) on two streams in turn: what waiting
 //            for two sources before each GEMM would cost, where bands of one source are too
 //            small to fill the GPU (M 8192 at world 8: docs/perf-history.md, third round)

@@ -103,7 +103,7 @@ if has_stage plugin; then
 fi
 
 if has_stage agemm; then
-  # Several GPUs: one process per GPU, the Kimi-K3 TP8 shapes and M 4096-32768 (issue 7's
+  # Several GPUs: one process per GPU, the Kimi-K3 TP8 shapes and M 4096-32768 (docs/PERF.md's
   # table), fp8 and bf16. One GPU: 2 thread ranks sharing it, each given one DMA queue
   # (XCCL_GPU_QUEUES=1) so that fused runs too (the machinery, not link speed), fp8 only.
   queues_env=()
@@ -240,7 +240,7 @@ if has_stage zerocopy; then
   done
   timeout 100 "$agp" -t 1 -b 8 -e 512M -f 8 -n 50 -w 10 --repeats 3 --compare vendor \
     >"$logs/zc_world1.txt" 2>&1
-  # Processes time-slice one GPU without MPS (DESIGN.md 12); the daemon is stopped after.
+  # Processes time-slice one GPU without MPS (docs/PERF.md); the daemon is stopped after.
   if nvidia-cuda-mps-control -d >>"$logs/zc_mps.txt" 2>&1; then
     for reg in 2 1 0; do
       timeout 100 "$agp" --np 2 -R "$reg" -b 64M -e 1G -f 2 -n 20 -w 5 --repeats 3 \

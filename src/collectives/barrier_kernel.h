@@ -1,5 +1,5 @@
-// The barrier of DESIGN.md section 6 as one kernel over a p2p transport's window: each rank
-// stores its epoch into every peer's slot for it and waits until its own slots from every peer
+// The barrier (docs/ARCHITECTURE.md, "barrier") as one kernel over a p2p transport's window: each
+// rank stores its epoch into every peer's slot for it and waits until its own slots from every peer
 // reach it. Also the closing step of queued operations (collectives/queued_operation.h).
 #pragma once
 

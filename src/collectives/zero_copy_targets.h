@@ -1,9 +1,9 @@
 // Which sources of an all_gather may write their blocks straight into this rank's receive buffer
-// (the zero-copy engine, DESIGN.md 5), and at what address as each addresses it: every rank of
-// this process on this node (threads reach each other's memory), and every rank of this node
-// when the buffer lies in a window registered on the communicator or in an xcclMemAlloc
-// allocation (which each peer process maps once, transport/peer_imports.h). Decided by the
-// receiver alone, per call, so ranks may mix such buffers and plain ones in one call.
+// (the zero-copy engine, docs/ARCHITECTURE.md "Zero-copy all_gather"), and at what address as each
+// addresses it: every rank of this process on this node (threads reach each other's memory), and
+// every rank of this node when the buffer lies in a window registered on the communicator or in an
+// xcclMemAlloc allocation (which each peer process maps once, transport/peer_imports.h). Decided by
+// the receiver alone, per call, so ranks may mix such buffers and plain ones in one call.
 #pragma once
 
 #include <cstddef>

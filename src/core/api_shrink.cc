@@ -1,9 +1,9 @@
 // xcclCommShrink: the survivors of a communicator make a new one without the excluded ranks
-// (DESIGN.md sections 9 and 14). Only survivors take part: the new rank 0 (the lowest survivor)
-// starts a rendezvous of its own and hands its unique id to the others in one group all-gather
-// over the old bootstrap's point-to-point connections (which the excluded ranks are not part
-// of), together with each survivor's view of the survivors, so that lists that differ fail
-// instead of pairing the wrong ranks. Then every survivor joins the new rendezvous.
+// (docs/ARCHITECTURE.md, "Waits, deadlines and failures"). Only survivors take part: the new rank 0
+// (the lowest survivor) starts a rendezvous of its own and hands its unique id to the others in one
+// group all-gather over the old bootstrap's point-to-point connections (which the excluded ranks
+// are not part of), together with each survivor's view of the survivors, so that lists that differ
+// fail instead of pairing the wrong ranks. Then every survivor joins the new rendezvous.
 #include <algorithm>
 #include <cstring>
 #include <memory>

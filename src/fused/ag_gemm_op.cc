@@ -665,7 +665,7 @@ xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin
   xcclGemmProblem call;
   if (block_scales()) {
     // A call of its own over the band's rows, reading their packed scale tile (cuBLASLt takes
-    // no scale leading dimension, DESIGN.md section 12).
+    // no scale leading dimension, cuBLAS docs, cublasLtMatmulMatrixScale_t).
     const int64_t padded = problem.m / comm_->nranks();
     call = problem;
     call.m = row_end - row_begin;

@@ -1,4 +1,5 @@
-// ag_gemm: all-gather of A fused with the GEMM against this rank's B (DESIGN.md section 7).
+// ag_gemm: all-gather of A fused with the GEMM against this rank's B (docs/ARCHITECTURE.md,
+// "ag_gemm").
 //
 // The op owns a receive window laid out by WindowLayout ([world][padded_m][k] of A, then the
 // fp8 scales), an output buffer for callers that pass none, and a GEMM plugin context.

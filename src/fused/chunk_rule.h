@@ -1,4 +1,4 @@
-// How ag_gemm cuts each source rank's rows into bands (DESIGN.md section 7, issue 4 item 5).
+// How ag_gemm cuts each source rank's rows into bands (docs/ARCHITECTURE.md, "ag_gemm").
 //
 // In fused mode every peer's rows arrive band by band, each band followed by its flag, and the
 // GEMM consumes (band, source) pairs as the flags arrive. More bands per source means the GEMM

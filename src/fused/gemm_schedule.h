@@ -1,7 +1,8 @@
 // The order in which fused ag_gemm hands the gathered rows to the GEMM plugin, band by band
-// (DESIGN.md section 7): which rows each GEMM call covers, which (source, band) flags it waits
-// for first, and which compute lane runs it. A pure function of the op's geometry, so the op,
-// gemm_plugin_perf (which times the same calls without the exchange) and the unit tests share it.
+// (docs/ARCHITECTURE.md, "ag_gemm"): which rows each GEMM call covers, which (source, band) flags
+// it waits for first, and which compute lane runs it. A pure function of the op's geometry, so the
+// op, gemm_plugin_perf (which times the same calls without the exchange) and the unit tests share
+// it.
 #pragma once
 
 #include <cstdint>

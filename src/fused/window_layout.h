@@ -1,4 +1,4 @@
-// Where ag_gemm's receive window keeps each source rank's rows (DESIGN.md section 7).
+// Where ag_gemm's receive window keeps each source rank's rows (docs/ARCHITECTURE.md, "ag_gemm").
 //
 // The window holds one receive slot per source rank, [world][M][K] elements of A's type, then
 // the fp32 scales: ptpc one per row, [world][M]; blockscale KB = ceil(K / 128) per row, each

@@ -1,13 +1,13 @@
-// The CPU proxy: one thread per communicator that progresses its net connections (DESIGN.md 13).
-// Every peer on another node has a send comm and a receive comm. Ops queued for a peer go out in
-// order, each a 32-byte header and then its bytes; on the receiving side the proxy reads the
-// headers in order, asks the transport where each op's bytes land (NetLanding: the receive
-// buffer published for its epoch, an inbox, or nothing for a signal), lands them and lets the
-// transport raise the flag, so that a receiver waits on its own slots whatever carried the data.
-// A connection that fails, or a peer silent for kSilenceMs (each proxy sends a heartbeat every
-// kHeartbeatMs on a comm pair of its own, read whatever the data stream waits for), is recorded
-// as that peer's failure for every waiter. Idle, the thread sleeps in steps up to 50 ms; a
-// call of this rank kicks it awake.
+// The CPU proxy: one thread per communicator that progresses its net connections
+// (docs/ARCHITECTURE.md, "Across nodes (host platform)"). Every peer on another node has a send
+// comm and a receive comm. Ops queued for a peer go out in order, each a 32-byte header and then
+// its bytes; on the receiving side the proxy reads the headers in order, asks the transport where
+// each op's bytes land (NetLanding: the receive buffer published for its epoch, an inbox, or
+// nothing for a signal), lands them and lets the transport raise the flag, so that a receiver waits
+// on its own slots whatever carried the data. A connection that fails, or a peer silent for
+// kSilenceMs (each proxy sends a heartbeat every kHeartbeatMs on a comm pair of its own, read
+// whatever the data stream waits for), is recorded as that peer's failure for every waiter. Idle,
+// the thread sleeps in steps up to 50 ms; a call of this rank kicks it awake.
 #pragma once
 
 #include <atomic>

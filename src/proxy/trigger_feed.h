@@ -1,7 +1,7 @@
 // Ops that reach the proxy without a call of this rank's host thread: a GPU stream's triggers,
-// written into host-mapped memory by a kernel when the stream gets there (DESIGN.md 13's FIFO).
-// The proxy thread polls the feed on every pass, so no runtime worker thread stands between a
-// stream and the network.
+// written into host-mapped memory by a kernel when the stream gets there (docs/ARCHITECTURE.md,
+// "GPU ranks across nodes"). The proxy thread polls the feed on every pass, so no runtime worker
+// thread stands between a stream and the network.
 #pragma once
 
 namespace xccl {

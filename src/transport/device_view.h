@@ -1,6 +1,7 @@
 // What kernels address of a p2p transport: this rank's window and the device tables of every
-// peer's, loaded once per launch (DESIGN.md 4: peer bases from a table, never re-read per store).
-// Plain pointers, so that portable code can hand them to a GEMM plugin's tile-wait entry.
+// peer's, loaded once per launch (docs/ARCHITECTURE.md, "The GPU platform": peer bases from a
+// table, never re-read per store). Plain pointers, so that portable code can hand them to a GEMM
+// plugin's tile-wait entry.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,8 @@
 // An all_gather and a barrier captured into a CUDA/HIP graph on every rank and replayed many
-// times. The epoch of each replay must come from device memory (DESIGN.md section 4): a value
-// baked in at capture would make the second replay wait for a past epoch (passing at once,
-// with stale data) or for one that never comes. Fresh data goes in before every replay and
-// every replay's output is copied out and checked.
+// times. The epoch of each replay must come from device memory (docs/ARCHITECTURE.md, "Control
+// window and epochs"): a value baked in at capture would make the second replay wait for a past
+// epoch (passing at once, with stale data) or for one that never comes. Fresh data goes in before
+// every replay and every replay's output is copied out and checked.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

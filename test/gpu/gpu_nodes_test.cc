@@ -1,10 +1,10 @@
-// GPU ranks across nodes (DESIGN.md 13): threads sharing GPU 0 split into fake nodes
-// (XCCL_FAKE_NODES 2,2 and 4,4), so ranks of another node are reached only through the proxy over
-// the net backend, staged through pinned memory, stream-ordered. all_gather at every size (several
-// dtypes, in and out of place, random sizes up to several MiB, so several 4 MiB pieces), barrier,
-// a graph captured once and replayed 100 times with fresh data, a rank held on the device before
-// back-to-back calls, and a rank that aborts: the ranks of the other node must give up within
-// about 2 s naming it.
+// GPU ranks across nodes (docs/ARCHITECTURE.md, "GPU ranks across nodes"): threads sharing GPU 0
+// split into fake nodes (XCCL_FAKE_NODES 2,2 and 4,4), so ranks of another node are reached only
+// through the proxy over the net backend, staged through pinned memory, stream-ordered. all_gather
+// at every size (several dtypes, in and out of place, random sizes up to several MiB, so several 4
+// MiB pieces), barrier, a graph captured once and replayed 100 times with fresh data, a rank held
+// on the device before back-to-back calls, and a rank that aborts: the ranks of the other node must
+// give up within about 2 s naming it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

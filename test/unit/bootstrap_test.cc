@@ -388,7 +388,7 @@ TEST(BootstrapRoot, SurvivesHostileClientsWhileRanksJoin) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(xcclSuccess, early[r].init) << early[r].error;
 }
 
-// A 30,000-connection flood of garbage at the root while two ranks join (issue 22): init
+// A 30,000-connection flood of garbage at the root while two ranks join: init
 // succeeds and the log holds a few lines about it, not one per connection. In a child process,
 // whose log goes to a file of its own.
 TEST(BootstrapRoot, GarbageFloodLeavesAFewLinesAndInitSucceeds) {

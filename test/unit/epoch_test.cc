@@ -1,4 +1,5 @@
-// EpochReached: the wrap-safe comparison every waiter uses (DESIGN.md section 4).
+// EpochReached: the wrap-safe comparison every waiter uses (docs/ARCHITECTURE.md, "Control window
+// and epochs").
 #include "core/epoch.h"
 
 #include <gtest/gtest.h>

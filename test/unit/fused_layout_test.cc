@@ -1,8 +1,8 @@
-// ag_gemm's pure shape rules: the chunk rule (issue 4 item 5), the band cut of one source's rows,
-// PaddedM and the receive window's layout (DESIGN.md section 7). Each is checked against an
-// independent brute-force computation written here, over tables (including the issue's default
-// Kimi-K3 TP8 shapes) and random inputs, plus hand-computed values so that a rule and a brute
-// force that drift together still fail.
+// ag_gemm's pure shape rules: the chunk rule, the band cut of one source's rows,
+// PaddedM and the receive window's layout (docs/ARCHITECTURE.md, "ag_gemm"). Each is checked
+// against an independent brute-force computation written here, over tables (including the issue's
+// default Kimi-K3 TP8 shapes) and random inputs, plus hand-computed values so that a rule and a
+// brute force that drift together still fail.
 #include <gtest/gtest.h>
 
 #include <algorithm>

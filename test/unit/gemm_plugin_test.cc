@@ -1,6 +1,6 @@
 // The GEMM plugin loader: every malformed struct and every unloadable name or path is refused
-// with the code and message DESIGN.md promises, and the built reference plugin loads by path,
-// by name (once its library is resident), through XCCL_GEMM_PLUGIN and as a caller struct.
+// with the code and message include/xccl_gemm.h promises, and the built reference plugin loads by
+// path, by name (once its library is resident), through XCCL_GEMM_PLUGIN and as a caller struct.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

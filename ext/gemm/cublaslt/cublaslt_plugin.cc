@@ -8,14 +8,14 @@
 // ld = ldb, op T) times A^T (k x m, the column-major view of A's rows, ld = lda, op N). That is
 // the "TN" form Hopper's fp8 kernels require. In those terms the per-channel B scale is a
 // vector over cuBLASLt's rows (its matrix A) and the per-token A scale one over its columns
-// (its matrix B): both set with CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F (DESIGN.md section
-// 12). A band of rows of C is a band of columns of C^T: the same call with A, a_scale and C
+// (its matrix B): both set with CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F (cuBLAS
+// docs). A band of rows of C is a band of columns of C^T: the same call with A, a_scale and C
 // offset and the column count cut.
 //
 // Block scales (Hopper, sm 9.0, only; cuBLAS 12.9 or later to build them in). Our B (weights,
 // cuBLASLt's A) takes CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, one fp32 per 128 x 128 block;
 // our A (activations, cuBLASLt's B) CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, one fp32 per row per
-// 128 of K. cuBLASLt's rules (cuBLAS docs, cublasLtMatmulMatrixScale_t; DESIGN.md section 12):
+// 128 of K. cuBLASLt's rules (cuBLAS docs, cublasLtMatmulMatrixScale_t):
 // scale pointers 16-byte aligned, M and N multiples of 4, output bf16/fp16/fp32 (never fp8), and
 // no scale leading dimension: A's scales are read as a packed [KB][rows] tile for exactly the
 // rows of the call, so only a whole problem with a_scale_ld == m (what ag_gemm hands over) passes

@@ -1,12 +1,12 @@
-// The ib backend's connections (DESIGN.md 13), as NCCL's net_ib moves data: the receiver of a
-// message tells the sender where to put it by an RDMA write of a clear-to-send (CTS) entry into
-// the sender's FIFO (the buffer's address and rkey, the room left, the tag, the message's
-// sequence number); the sender, holding both its send and that entry, RDMA-writes the bytes with
-// immediate data into that buffer; the write consumes a receive the receiver posted, whose
-// completion carries the size. Messages match in order: the i-th send takes the i-th CTS
-// message. Memory the caller did not register (registration nullptr: what the proxy passes)
-// goes through registered host staging of the comm, one piece of kIbPieceBytes at a time per
-// request. Progress happens in Test: the caller (the proxy) polls; nothing here waits.
+// The ib backend's connections (docs/ARCHITECTURE.md, "Across nodes (host platform)"), as NCCL's
+// net_ib moves data: the receiver of a message tells the sender where to put it by an RDMA write of
+// a clear-to-send (CTS) entry into the sender's FIFO (the buffer's address and rkey, the room left,
+// the tag, the message's sequence number); the sender, holding both its send and that entry,
+// RDMA-writes the bytes with immediate data into that buffer; the write consumes a receive the
+// receiver posted, whose completion carries the size. Messages match in order: the i-th send takes
+// the i-th CTS message. Memory the caller did not register (registration nullptr: what the proxy
+// passes) goes through registered host staging of the comm, one piece of kIbPieceBytes at a time
+// per request. Progress happens in Test: the caller (the proxy) polls; nothing here waits.
 //
 // Failures: a completion with an error status (retry exceeded, remote access, flush), a port
 // that is no longer ACTIVE, a peer that closed its setup socket (kept open for this), or a

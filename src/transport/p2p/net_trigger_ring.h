@@ -1,9 +1,10 @@
-// The trigger FIFO of a GPU rank across nodes (DESIGN.md 13): a kernel on the operation's stream
-// claims a position, waits for room, writes the op (its epoch read on the device, so a replayed
-// graph sends the replay's) into host-mapped memory and publishes it with a system-scope release
-// of its sequence number; the proxy thread reads the entries in order and returns room through
-// `consumed`. No runtime host function is involved: the runtime runs those for every stream of
-// a process on one worker, which a rank ahead on the host can stall (docs/ARCHITECTURE.md).
+// The trigger FIFO of a GPU rank across nodes (docs/ARCHITECTURE.md, "GPU ranks across nodes"): a
+// kernel on the operation's stream claims a position, waits for room, writes the op (its epoch read
+// on the device, so a replayed graph sends the replay's) into host-mapped memory and publishes it
+// with a system-scope release of its sequence number; the proxy thread reads the entries in order
+// and returns room through `consumed`. No runtime host function is involved: the runtime runs those
+// for every stream of a process on one worker, which a rank ahead on the host can stall
+// (docs/ARCHITECTURE.md).
 #pragma once
 
 #include <cstdint>

@@ -457,12 +457,12 @@ xcclResult_t P2pTransport::UploadTables() {
   return xcclSuccess;
 }
 
-// One copy-engine stream per peer, as DESIGN.md asks, when this rank has its device to itself.
-// Where ranks share a device no queue stream is made: copy-engine work of several ranks shares
-// the device's few copy channels, and a rank's copy for its next operation, waiting in a channel
-// for that operation's start, holds up another rank's copy for the current one, which that start
-// transitively waits for: a deadlock (docs/perf-history.md, "GPU platform on one H200, ranks
-// sharing it").
+// One copy-engine stream per peer, (docs/ARCHITECTURE.md, "The GPU platform"), when this rank has
+// its device to itself. Where ranks share a device no queue stream is made: copy-engine work of
+// several ranks shares the device's few copy channels, and a rank's copy for its next operation,
+// waiting in a channel for that operation's start, holds up another rank's copy for the current
+// one, which that start transitively waits for: a deadlock (docs/perf-history.md, "GPU platform on
+// one H200, ranks sharing it").
 xcclResult_t P2pTransport::CreateQueues() {
   const int nranks = topology_.nranks;
   int count = topology_.RanksOnMyDevice() > 1 ? 0 : nranks - 1;

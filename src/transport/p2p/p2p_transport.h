@@ -5,16 +5,16 @@
 // by a 4-byte copy of this rank's device epoch into the peer's slot; a wait is a kernel on the
 // operation's stream. Nothing waits on the host inside a call.
 //
-// Ranks of other nodes (DESIGN.md 13) are reached through the CPU proxy over the net backend,
-// staged through pinned host memory and stream-ordered: an inbox put copies the block into this
-// rank's pinned send staging for that peer on the operation's stream, then a one-thread kernel on
-// the same stream writes the op into the trigger FIFO the proxy polls, with the device epoch of
-// that point (so a captured graph sends each replay's). The peer's proxy lands the bytes in its
-// pinned receive staging for this rank, which is that peer's inbox for this rank (the receiver
-// copies out of it on its own stream), and raises the slot in host-mapped memory with a CPU store
-// after the bytes; the receiver's device waits read remote ranks' slots there. The staging buffers
-// are reused only after the closing barrier of the operation that used them (both ends have passed
-// it), so no flow control of their own is needed.
+// Ranks of other nodes (docs/ARCHITECTURE.md, "GPU ranks across nodes") are reached through the CPU
+// proxy over the net backend, staged through pinned host memory and stream-ordered: an inbox put
+// copies the block into this rank's pinned send staging for that peer on the operation's stream,
+// then a one-thread kernel on the same stream writes the op into the trigger FIFO the proxy polls,
+// with the device epoch of that point (so a captured graph sends each replay's). The peer's proxy
+// lands the bytes in its pinned receive staging for this rank, which is that peer's inbox for this
+// rank (the receiver copies out of it on its own stream), and raises the slot in host-mapped memory
+// with a CPU store after the bytes; the receiver's device waits read remote ranks' slots there. The
+// staging buffers are reused only after the closing barrier of the operation that used them (both
+// ends have passed it), so no flow control of their own is needed.
 #pragma once
 
 #include <algorithm>
