@@ -1,6 +1,6 @@
 #include "harness/data_check.h"
 
-#include "core/mix64.h"
+#include "base/mix64.h"
 #include "harness/datatypes.h"
 
 namespace xccl_perf {

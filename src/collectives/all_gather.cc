@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/failure.h"
 #include "collectives/device_engine.h"
 #include "collectives/hierarchical_all_gather.h"
 #include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
 #include "collectives/zero_copy_targets.h"
-#include "core/error.h"
-#include "core/failure.h"
 #include "platform/runtime.h"
 
 namespace xccl {

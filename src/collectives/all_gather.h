@@ -2,7 +2,7 @@
 
 #include <cstddef>
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 
 namespace xccl {
 

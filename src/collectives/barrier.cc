@@ -1,8 +1,8 @@
 #include "collectives/barrier.h"
 
+#include "base/error.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"
-#include "core/error.h"
 
 namespace xccl {
 

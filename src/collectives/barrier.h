@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 
 namespace xccl {
 

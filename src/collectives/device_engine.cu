@@ -2,13 +2,13 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/logging.h"
 #include "collectives/barrier_kernel.h"
 #include "collectives/device_engine.h"
 #include "collectives/kernel_all_gather.h"
 #include "collectives/ll_all_gather.h"
 #include "collectives/pipelined_all_gather.h"
-#include "core/error.h"
-#include "core/logging.h"
 #include "platform/gpu/gpu_call.h"
 #include "transport/p2p/device_signals.h"
 

@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <memory>
 
-#include "core/failure.h"
-#include "core/params.h"
-#include "core/topology.h"
+#include "base/failure.h"
+#include "base/params.h"
+#include "base/topology.h"
 #include "transport/transport.h"
 #include "xccl.h"
 

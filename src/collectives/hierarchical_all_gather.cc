@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/error.h"
+#include "base/failure.h"
 #include "collectives/queued_operation.h"
 #include "collectives/rail_plan.h"
-#include "core/error.h"
-#include "core/failure.h"
 #include "platform/runtime.h"
 
 namespace xccl {

@@ -9,7 +9,7 @@
 
 #include <cstddef>
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "xccl.h"
 
 namespace xccl {

@@ -1,9 +1,9 @@
 #include <algorithm>
 
+#include "base/error.h"
 #include "collectives/kernel_all_gather.h"
 #include "collectives/ll_all_gather.h"
 #include "collectives/pipelined_all_gather.h"
-#include "core/error.h"
 
 namespace xccl {
 

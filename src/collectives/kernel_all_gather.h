@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "platform/gpu.h"
 #include "transport/device_view.h"
 #include "xccl.h"

@@ -4,8 +4,8 @@
 // peers fail on their own waits naming this rank rather than at a later gate.
 #pragma once
 
-#include "core/communicator.h"
-#include "core/failure.h"
+#include "base/failure.h"
+#include "comm/communicator.h"
 #include "xccl.h"
 
 namespace xccl {

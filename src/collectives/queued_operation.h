@@ -4,9 +4,9 @@
 // rank's next operation writes an inbox or window a slower rank still reads.
 #pragma once
 
-#include "core/communicator.h"
-#include "core/deadline.h"
-#include "core/failure.h"
+#include "base/deadline.h"
+#include "base/failure.h"
+#include "comm/communicator.h"
 #include "xccl.h"
 
 namespace xccl {

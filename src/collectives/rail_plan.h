@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "core/topology.h"
+#include "base/topology.h"
 
 namespace xccl {
 

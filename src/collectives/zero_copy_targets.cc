@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/user_memory.h"
 #include "transport/peer_imports.h"
+#include "transport/user_memory.h"
 
 namespace xccl {
 

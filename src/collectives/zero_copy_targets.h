@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 
 namespace xccl {
 

@@ -8,16 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "base/byte_range.h"
+#include "base/datatype.h"
+#include "base/deadline.h"
+#include "base/error.h"
+#include "base/failure.h"
+#include "base/topology.h"
 #include "collectives/all_gather.h"
-#include "collectives/barrier.h"
 #include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
-#include "core/byte_range.h"
-#include "core/datatype.h"
-#include "core/deadline.h"
-#include "core/error.h"
-#include "core/failure.h"
-#include "core/topology.h"
 #include "fused/band_flags.h"
 #include "fused/chunk_rule.h"
 #include "fused/gemm_schedule.h"
@@ -190,18 +189,6 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
       std::min(kSelfTestStagingBytes, std::max(max_slot, SlotCheck::kIdentifyingBytes)));
 }
 
-xcclResult_t AgGemmOp::SetSelfTestStaging(size_t bytes) {
-  if (bytes < SlotCheck::kIdentifyingBytes)
-    return Fail(xcclInvalidArgument, "ag_gemm: self test staging of %zu bytes (at least %zu)",
-                bytes, SlotCheck::kIdentifyingBytes);
-  FreeStaging(staging_);
-  staging_ = nullptr;
-  staging_bytes_ = 0;
-  XCCL_TRY(AllocateStaging(bytes, &staging_));
-  staging_bytes_ = bytes;
-  return xcclSuccess;
-}
-
 xcclResult_t AgGemmOp::PrepareSideLane(const xcclGemmProblem& problem) {
   XCCL_TRY(CreateSideStream(device_, &side_));
   void* ctx = nullptr;
@@ -216,72 +203,6 @@ xcclResult_t AgGemmOp::PrepareSideLane(const xcclGemmProblem& problem) {
   if (supported != xcclSuccess)
     return Fail(supported, "ag_gemm: GEMM plugin '%s' refused the problem in its second context",
                 plugin_->name());
-  return xcclSuccess;
-}
-
-namespace {
-
-// What one rank asked create for, as the ranks compare it.
-struct CreateRequest {
-  int32_t ok;
-  int32_t in_type, out_type, mode, chunks;
-  int32_t scales;
-  int64_t n, k, m_max;
-};
-
-CreateRequest RequestOf(const AgGemmOp::Shape& shape, bool ok) {
-  CreateRequest request;
-  memset(&request, 0, sizeof(request));
-  request.ok = ok ? 1 : 0;
-  request.in_type = shape.in_type;
-  request.out_type = shape.out_type;
-  request.mode = shape.mode;
-  request.chunks = shape.pinned_chunks;
-  request.scales = shape.scales;
-  request.n = shape.n;
-  request.k = shape.k;
-  request.m_max = shape.m_max;
-  return request;
-}
-
-std::string Describe(const CreateRequest& r) {
-  char text[224];
-  snprintf(text, sizeof(text), "n=%lld k=%lld m_max=%lld %s -> %s, %s scales, %s, chunks %d",
-           static_cast<long long>(r.n), static_cast<long long>(r.k),
-           static_cast<long long>(r.m_max), DataTypeName(static_cast<xcclDataType_t>(r.in_type)),
-           DataTypeName(static_cast<xcclDataType_t>(r.out_type)),
-           r.scales == xcclGemmScaleBlock128 ? "block"
-           : r.scales == xcclGemmScalePtpc   ? "ptpc"
-                                             : "no",
-           r.mode == xcclAgGemmFused ? "fused" : "split", r.chunks);
-  return text;
-}
-
-bool SameOp(const CreateRequest& a, const CreateRequest& b) {
-  return a.in_type == b.in_type && a.out_type == b.out_type && a.mode == b.mode &&
-         a.chunks == b.chunks && a.scales == b.scales && a.n == b.n && a.k == b.k &&
-         a.m_max == b.m_max;
-}
-
-}  // namespace
-
-xcclResult_t AgGemmOp::AgreeAcrossRanks(Communicator* comm, const Shape& shape, xcclResult_t mine) {
-  const int rank = comm->rank();
-  std::vector<CreateRequest> requests(comm->nranks());
-  requests[rank] = RequestOf(shape, mine == xcclSuccess);
-  XCCL_TRY(comm->bootstrap()->AllGather(requests.data(), sizeof(CreateRequest)));
-  if (mine != xcclSuccess) return xcclSuccess;  // this rank's own failure speaks for itself
-  for (int r = 0; r < comm->nranks(); ++r) {
-    if (!requests[r].ok)
-      return Fail(xcclRemoteError, "ag_gemm: rank %d could not create its part of the op", r);
-  }
-  for (int r = 0; r < comm->nranks(); ++r) {
-    if (!SameOp(requests[r], requests[rank]))
-      return Fail(xcclInvalidUsage,
-                  "ag_gemm: the ranks disagree on the op: rank %d asked for %s, this rank (%d) "
-                  "for %s; every rank must pass the same shape, types, scales, mode and chunks",
-                  r, Describe(requests[r]).c_str(), rank, Describe(requests[rank]).c_str());
-  }
   return xcclSuccess;
 }
 
@@ -487,51 +408,39 @@ xcclResult_t AgGemmOp::FillOwnSlot(const void* a, const float* a_scale, int64_t 
   return xcclSuccess;
 }
 
-xcclResult_t AgGemmOp::Exchange(
-    int64_t m, xcclStream_t stream,
-    const std::function<xcclResult_t(int64_t, int64_t, int)>& gemm_band) {
-  const int rank = comm_->rank(), world = comm_->nranks();
-  const int64_t padded = PaddedM(m);
-  const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
+xcclResult_t AgGemmOp::Exchange(int64_t m, const xcclGemmProblem* problem, xcclStream_t stream,
+                                const GemmBandFn& gemm_band) {
+  if (shape_.mode == xcclAgGemmSplit || comm_->nranks() == 1)
+    return ExchangeSplit(m, stream, gemm_band);
+  return ExchangeFused(m, problem, stream, gemm_band);
+}
+
+xcclResult_t AgGemmOp::ExchangeSplit(int64_t m, xcclStream_t stream, const GemmBandFn& gemm_band) {
+  const int rank = comm_->rank();
   size_t slot_offset = 0, base = 0, slot_bytes = 0;
   XCCL_TRY(layout_.SlotOffset(rank, m, &slot_offset));
   XCCL_TRY(layout_.SlotOffset(0, m, &base));
   XCCL_TRY(layout_.SlotBytes(m, &slot_bytes));
-  size_t scale_offset = 0, scale_base = 0;
+  XCCL_TRY(AllGather(comm_, window() + slot_offset, window() + base, slot_bytes, stream));
   if (has_scales()) {
+    size_t scale_offset = 0, scale_base = 0, scale_bytes = 0;
     XCCL_TRY(layout_.ScaleOffset(rank, m, &scale_offset));
     XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
+    XCCL_TRY(layout_.ScaleBytes(m, &scale_bytes));
+    XCCL_TRY(AllGather(comm_, window() + scale_offset, window() + scale_base, scale_bytes, stream));
   }
+  // One GEMM over all world * padded rows.
+  return gemm_band(0, comm_->nranks() * PaddedM(m), 0);
+}
 
-  if (shape_.mode == xcclAgGemmSplit || world == 1) {
-    XCCL_TRY(AllGather(comm_, window() + slot_offset, window() + base, slot_bytes, stream));
-    if (has_scales()) {
-      size_t scale_bytes = 0;
-      XCCL_TRY(layout_.ScaleBytes(m, &scale_bytes));
-      XCCL_TRY(
-          AllGather(comm_, window() + scale_offset, window() + scale_base, scale_bytes, stream));
-    }
-    // One GEMM over all world * padded rows.
-    return gemm_band(0, world * padded, 0);
-  }
-
-  // Fused: every peer's queue gets this rank's bands (data, scales, then the band's flag).
-  Transport* transport = comm_->transport();
-  DirectPuts* direct = transport->direct_puts();
-  const std::vector<RowRange> bands = BandsOf(padded);
+xcclResult_t AgGemmOp::PushBands(uint32_t epoch, int64_t m, const std::vector<RowRange>& bands) {
+  const int rank = comm_->rank(), world = comm_->nranks();
+  const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
   const size_t scale_row_bytes = static_cast<size_t>(layout_.scale_blocks()) * sizeof(float);
-  const Deadline deadline(comm_->timeout_ms());
-  LaunchGate gate(comm_, "ag_gemm");
-  XCCL_TRY(gate.Enter(stream));
-  const uint32_t epoch = comm_->NextEpoch();  // the host's; GPUs advance theirs on the stream
-  {
-    PlatformFailure failure;
-    if (transport->BeginOperation(stream, /*queued=*/true, &failure) != xcclSuccess)
-      return comm_->RecordFailure("ag_gemm", failure);
-  }
-  // The peers' puts land in this window: published for this epoch where they go into published
-  // buffers (host), mapped at create otherwise.
-  if (direct != nullptr) direct->PublishRecvBuffer(epoch, window(), layout_.total_bytes(), 0);
+  size_t slot_offset = 0, scale_offset = 0;
+  XCCL_TRY(layout_.SlotOffset(rank, m, &slot_offset));
+  if (has_scales()) XCCL_TRY(layout_.ScaleOffset(rank, m, &scale_offset));
+  Transport* transport = comm_->transport();
   auto put = [&](int peer, size_t offset, size_t bytes, int flag) {
     transport->connection(peer).Put(epoch, peer_windows_->at(peer), offset, window() + offset,
                                     bytes, flag);
@@ -550,13 +459,45 @@ xcclResult_t AgGemmOp::Exchange(
       }
     }
   }
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::RunTileWaits(int64_t padded, const std::vector<RowRange>& bands,
+                                    const xcclGemmProblem* problem, xcclStream_t stream) {
+  const int rank = comm_->rank(), world = comm_->nranks();
+  const DeviceView& view = *comm_->transport()->device_view();
+  for (int step = 1; step < world; ++step) {
+    const int source = (rank - step + world) % world;
+    xcclGemmTileWait wait{};
+    wait.row_begin = source * padded;
+    wait.row_end = (source + 1) * padded;
+    wait.band_rows = bands[0].end - bands[0].begin;
+    wait.num_bands = static_cast<int>(bands.size());
+    wait.flags = view.own_slots + BandFlag(source, 0, world);
+    wait.epoch = view.device_epoch;
+    wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
+    const xcclResult_t gemm = plugin_->api().run_tile_wait(plugin_ctx_, problem, &wait, stream);
+    if (gemm != xcclSuccess)
+      return Fail(gemm, "ag_gemm: GEMM plugin '%s' failed on the tile-wait rows of rank %d",
+                  plugin_->name(), source);
+  }
+  return xcclSuccess;
+}
+
+xcclResult_t AgGemmOp::RunFusedSchedule(uint32_t epoch, int64_t padded,
+                                        const std::vector<RowRange>& bands,
+                                        const xcclGemmProblem* problem, const Deadline& deadline,
+                                        xcclStream_t stream, const GemmBandFn& gemm_band,
+                                        xcclResult_t* gemm) {
+  const int rank = comm_->rank(), world = comm_->nranks();
+  Transport* transport = comm_->transport();
   // Own rows first, never waiting; then the peers' rows as they arrive, in the order and
   // grouping of FusedGemmSchedule (host: the calling thread waits; GPU: a wait kernel on the
   // lane's stream per flag before the GEMM, or, with a tile-wait plugin, one launch per source
   // whose tiles wait for their own band's flag). With a side lane the peer calls take the two lanes
   // in turn, the side stream forked before the own rows' GEMM (it waits for the epoch advance
   // above) so its first call may overlap it.
-  const bool tile_wait = problem_ != nullptr && TileWait();
+  const bool tile_wait = problem != nullptr && TileWait();
   const bool two_lanes = side_plugin_ctx_ != nullptr && !tile_wait;
   const int chunks = static_cast<int>(bands.size());
   const std::vector<GemmStep> steps =
@@ -566,34 +507,14 @@ xcclResult_t AgGemmOp::Exchange(
                         two_lanes ? 2 : 1);
   xcclResult_t result = two_lanes ? ForkSideStream(side_, stream) : xcclSuccess;
   const bool forked = two_lanes && result == xcclSuccess;  // else nothing to join
-  // A GEMM that fails does not end the call: the waits go on (only the GEMMs stop), so every
-  // peer's rows have landed before this rank ends the operation, the peers see a call like any
-  // other, and only this rank reports the failure; the communicator stays usable. A failed
-  // wait ends the call and fails the communicator.
-  xcclResult_t gemm = xcclSuccess;
   // No steps only for an empty slot (nothing to multiply).
   if (result == xcclSuccess && !steps.empty())
-    gemm = gemm_band(steps[0].row_begin, steps[0].row_end, 0);
-  PlatformFailure failure;
+    *gemm = gemm_band(steps[0].row_begin, steps[0].row_end, 0);
   // Tile-wait launches are GEMM and waits in one: after a failed one nothing more is launched
   // (the device's own waits and the closing barrier bound the rest).
-  for (int step = 1; step < world && tile_wait && result == xcclSuccess && gemm == xcclSuccess;
-       ++step) {
-    const int source = (rank - step + world) % world;
-    xcclGemmTileWait wait{};
-    wait.row_begin = source * padded;
-    wait.row_end = (source + 1) * padded;
-    wait.band_rows = bands[0].end - bands[0].begin;
-    wait.num_bands = chunks;
-    const DeviceView& view = *transport->device_view();
-    wait.flags = view.own_slots + BandFlag(source, 0, world);
-    wait.epoch = view.device_epoch;
-    wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
-    gemm = plugin_->api().run_tile_wait(plugin_ctx_, problem_, &wait, stream);
-    if (gemm != xcclSuccess)
-      gemm = Fail(gemm, "ag_gemm: GEMM plugin '%s' failed on the tile-wait rows of rank %d",
-                  plugin_->name(), source);
-  }
+  if (tile_wait && result == xcclSuccess && *gemm == xcclSuccess)
+    *gemm = RunTileWaits(padded, bands, problem, stream);
+  PlatformFailure failure;
   for (size_t i = 1; i < steps.size() && !tile_wait && result == xcclSuccess; ++i) {
     const GemmStep& step = steps[i];
     for (const BandWait& w : step.waits) {
@@ -606,7 +527,7 @@ xcclResult_t AgGemmOp::Exchange(
       result = comm_->RecordFailure("ag_gemm", failure);
       break;
     }
-    if (gemm == xcclSuccess) gemm = gemm_band(step.row_begin, step.row_end, step.lane);
+    if (*gemm == xcclSuccess) *gemm = gemm_band(step.row_begin, step.row_end, step.lane);
   }
   // The caller's stream waits for the side lane's bands, even after a failure (nothing of the
   // call may be left running beside the stream).
@@ -614,6 +535,36 @@ xcclResult_t AgGemmOp::Exchange(
     const xcclResult_t joined = JoinSideStream(side_, stream);
     if (result == xcclSuccess) result = joined;
   }
+  return result;
+}
+
+xcclResult_t AgGemmOp::ExchangeFused(int64_t m, const xcclGemmProblem* problem, xcclStream_t stream,
+                                     const GemmBandFn& gemm_band) {
+  // Every peer's queue gets this rank's bands (data, scales, then the band's flag).
+  Transport* transport = comm_->transport();
+  DirectPuts* direct = transport->direct_puts();
+  const int64_t padded = PaddedM(m);
+  const std::vector<RowRange> bands = BandsOf(padded);
+  const Deadline deadline(comm_->timeout_ms());
+  LaunchGate gate(comm_, "ag_gemm");
+  XCCL_TRY(gate.Enter(stream));
+  const uint32_t epoch = comm_->NextEpoch();  // the host's; GPUs advance theirs on the stream
+  {
+    PlatformFailure failure;
+    if (transport->BeginOperation(stream, /*queued=*/true, &failure) != xcclSuccess)
+      return comm_->RecordFailure("ag_gemm", failure);
+  }
+  // The peers' puts land in this window: published for this epoch where they go into published
+  // buffers (host), mapped at create otherwise.
+  if (direct != nullptr) direct->PublishRecvBuffer(epoch, window(), layout_.total_bytes(), 0);
+  XCCL_TRY(PushBands(epoch, m, bands));
+  // A GEMM that fails does not end the call: the waits go on (only the GEMMs stop), so every
+  // peer's rows have landed before this rank ends the operation, the peers see a call like any
+  // other, and only this rank reports the failure; the communicator stays usable. A failed
+  // wait ends the call and fails the communicator.
+  xcclResult_t gemm = xcclSuccess;
+  const xcclResult_t result =
+      RunFusedSchedule(epoch, padded, bands, problem, deadline, stream, gemm_band, &gemm);
   // Host: the queues still read the own slot until they are done. GPU: the queues join the
   // stream and a closing barrier follows. Either way, even after a failure, and then with a
   // deadline of its own (the call's may have passed in a wait that timed out, and the queues
@@ -707,116 +658,9 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   problem.c = c;
   problem.a_scale = has_scales() ? reinterpret_cast<const float*>(window() + scale_base) : nullptr;
   problem.b_scale = b_scale;
-  problem_ = &problem;
-  const xcclResult_t exchanged =
-      Exchange(m, stream, [&](int64_t row_begin, int64_t row_end, int lane) {
-        return RunGemm(problem, row_begin, row_end, lane, stream);
-      });
-  problem_ = nullptr;
-  return exchanged;
-}
-
-xcclResult_t AgGemmOp::UploadPattern(size_t offset, size_t bytes, uint32_t round, bool scale,
-                                     xcclStream_t stream) {
-  unsigned char* staging = static_cast<unsigned char*>(staging_);
-  for (size_t done = 0; done < bytes; done += staging_bytes_) {
-    const size_t piece = std::min(staging_bytes_, bytes - done);
-    FillPattern(staging, done, piece, round, comm_->rank(), scale);
-    XCCL_TRY(CopyAsync(window() + offset + done, staging, piece, stream));
-    XCCL_TRY(SyncStream(stream));  // before the staging is refilled
-  }
-  return xcclSuccess;
-}
-
-xcclResult_t AgGemmOp::CheckSlot(size_t offset, size_t bytes, size_t row_bytes, uint32_t round,
-                                 int source, bool scale, xcclStream_t stream, std::string* wrong) {
-  unsigned char* staging = static_cast<unsigned char*>(staging_);
-  SlotCheck check(round, source, scale);
-  for (size_t done = 0; done < bytes; done += staging_bytes_) {
-    const size_t piece = std::min(staging_bytes_, bytes - done);
-    XCCL_TRY(CopyAsync(staging, window() + offset + done, piece, stream));
-    XCCL_TRY(SyncStream(stream));
-    check.Check(staging, done, piece);
-  }
-  if (!check.wrong()) return xcclSuccess;
-  // The bytes from the first wrong one on, which may straddle two pieces, read once more.
-  const size_t first = check.first_wrong();
-  const size_t shown = std::min(SlotCheck::kIdentifyingBytes, bytes - first);
-  XCCL_TRY(CopyAsync(staging, window() + offset + first, shown, stream));
-  XCCL_TRY(SyncStream(stream));
-  *wrong = check.Describe(bytes, row_bytes, staging, shown, comm_->nranks());
-  return xcclSuccess;
-}
-
-xcclResult_t AgGemmOp::SelfTest(int64_t m, xcclStream_t stream) {
-  int64_t padded = 0;
-  XCCL_TRY(PaddedRows(m, &padded));
-  const int rank = comm_->rank(), world = comm_->nranks();
-  // The round number is the epoch every rank is at (all ranks made the same calls).
-  const uint32_t round = comm_->current_epoch();
-  size_t slot_bytes = 0, base = 0, scale_base = 0;
-  XCCL_TRY(layout_.SlotBytes(m, &slot_bytes));
-  XCCL_TRY(layout_.SlotOffset(0, m, &base));
-  size_t scale_bytes = 0;
-  if (has_scales()) {
-    XCCL_TRY(layout_.ScaleBytes(m, &scale_bytes));
-    XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
-  }
-  // The own slot and scales through the staging (made at create), a piece at a time.
-  xcclResult_t result = UploadPattern(base + rank * slot_bytes, slot_bytes, round, false, stream);
-  if (result == xcclSuccess)
-    result = UploadPattern(scale_base + rank * scale_bytes, scale_bytes, round, true, stream);
-  if (result != xcclSuccess) {
-    // The peers are about to wait for this rank's rows: fail the communicator now, naming this
-    // rank and why, rather than leave them to their deadline (or, on a GPU, to a slot check
-    // that would blame the data).
-    PlatformFailure failure;
-    // kNoPeer: the fault is this rank's own, so the peers are told that this rank failed.
-    SetFailure(&failure, result, kNoPeer, "its self test could not stage its pattern (%s)",
-               ThreadLastError().c_str());
-    (void)SyncStream(stream);
-    return comm_->RecordFailure("ag_gemm", failure);
-  }
-  result = Exchange(m, stream, [](int64_t, int64_t, int) { return xcclSuccess; });
-  const size_t corrupt_bytes = corrupt_scales_ ? scale_bytes : slot_bytes;
-  if (result == xcclSuccess && corrupt_source_ >= 0 && corrupt_source_ < world &&
-      corrupt_bytes > 0) {
-    // Tests only: damage one byte of that source's slot (or scales) in the window itself.
-    unsigned char* bad = static_cast<unsigned char*>(staging_);
-    *bad = PatternByte(round, corrupt_source_, corrupt_bytes / 2, corrupt_scales_) ^ 0x5A;
-    const size_t at = corrupt_scales_ ? scale_base + corrupt_source_ * scale_bytes
-                                      : base + corrupt_source_ * slot_bytes;
-    result = CopyAsync(window() + at + corrupt_bytes / 2, bad, 1, stream);
-  }
-  corrupt_source_ = -1;
-  // Check every slot, but report only after the barrier, so no healthy rank waits for one that
-  // gave up.
-  std::string wrong;
-  const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
-  for (int s = 0; s < world && wrong.empty() && result == xcclSuccess; ++s) {
-    std::string data, scale;
-    result =
-        CheckSlot(base + s * slot_bytes, slot_bytes, row_bytes, round, s, false, stream, &data);
-    if (result == xcclSuccess && data.empty())
-      result = CheckSlot(scale_base + s * scale_bytes, scale_bytes, sizeof(float), round, s, true,
-                         stream, &scale);
-    if (!data.empty()) wrong = "the slot of rank " + std::to_string(s) + " is wrong: " + data;
-    if (!scale.empty()) wrong = "the scales of rank " + std::to_string(s) + " are wrong: " + scale;
-  }
-  // Also after a failure: no copy may still read or fill the staging when this returns (the
-  // next self test rewrites it, destroy frees it). Every wait on the stream has a deadline.
-  const xcclResult_t synced = SyncStream(stream);
-  if (result != xcclSuccess) return result;
-  XCCL_TRY(synced);
-  XCCL_TRY(Barrier(comm_, stream));
-  XCCL_TRY(SyncStream(stream));
-  // A failure the device recorded (a peer that never took part: GPU waits end at their deadline
-  // on the device) is the cause of any wrong slot: report it first.
-  XCCL_TRY(comm_->CheckHealthy("ag_gemm self test"));
-  if (!wrong.empty())
-    return Fail(xcclInternalError, "ag_gemm self test on rank %d (m = %lld): %s", rank,
-                static_cast<long long>(m), wrong.c_str());
-  return xcclSuccess;
+  return Exchange(m, &problem, stream, [&](int64_t row_begin, int64_t row_end, int lane) {
+    return RunGemm(problem, row_begin, row_end, lane, stream);
+  });
 }
 
 }  // namespace xccl

@@ -20,11 +20,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/communicator.h"
+#include "base/deadline.h"
+#include "comm/communicator.h"
 #include "fused/chunk_rule.h"
 #include "fused/gemm_plugin_loader.h"
 #include "fused/window_layout.h"
@@ -121,13 +123,31 @@ class AgGemmOp {
   // whose default is 2: GPUs): the side stream and a second plugin context (its own workspace:
   // two bands may run at once), asked to support `problem` too.
   xcclResult_t PrepareSideLane(const xcclGemmProblem& problem);
-  // Exchanges the slots: every rank ends with every source's rows. Fused: over the queues,
-  // band by band, calling gemm_band(row_begin, row_end, lane) for the steps of
-  // FusedGemmSchedule as their bands arrive (rows counted from source 0's slot); split:
-  // all_gather, then gemm_band over all rows. Lane 0 is the caller's stream and plugin
-  // context, lane 1 the side ones.
-  xcclResult_t Exchange(int64_t m, xcclStream_t stream,
-                        const std::function<xcclResult_t(int64_t, int64_t, int)>& gemm_band);
+  // gemm_band(row_begin, row_end, lane): one GEMM call over those rows (counted from source 0's
+  // slot); lane 0 is the caller's stream and plugin context, lane 1 the side ones.
+  using GemmBandFn = std::function<xcclResult_t(int64_t, int64_t, int)>;
+  // Exchanges the slots: every rank ends with every source's rows. `problem` is the call's GEMM
+  // (nullptr for the self test, which multiplies nothing). Split (or world 1): ExchangeSplit.
+  // Fused: ExchangeFused.
+  xcclResult_t Exchange(int64_t m, const xcclGemmProblem* problem, xcclStream_t stream,
+                        const GemmBandFn& gemm_band);
+  // all_gather of the slots, then of the scales, then gemm_band over all rows.
+  xcclResult_t ExchangeSplit(int64_t m, xcclStream_t stream, const GemmBandFn& gemm_band);
+  // Over the queues, band by band: PushBands, then RunFusedSchedule, then the operation's end.
+  xcclResult_t ExchangeFused(int64_t m, const xcclGemmProblem* problem, xcclStream_t stream,
+                             const GemmBandFn& gemm_band);
+  // This rank's bands (rows, scales, the band's flag) put to every peer's window.
+  xcclResult_t PushBands(uint32_t epoch, int64_t m, const std::vector<RowRange>& bands);
+  // The GEMM calls of FusedGemmSchedule as their bands arrive (a wait per flag first), or with
+  // a tile-wait plugin (a non-null `problem`) RunTileWaits. Returns a wait's failure; a GEMM's
+  // goes to *gemm and stops only the GEMMs.
+  xcclResult_t RunFusedSchedule(uint32_t epoch, int64_t padded, const std::vector<RowRange>& bands,
+                                const xcclGemmProblem* problem, const Deadline& deadline,
+                                xcclStream_t stream, const GemmBandFn& gemm_band,
+                                xcclResult_t* gemm);
+  // One tile-wait launch per peer source: its tiles wait on the device for their band's flag.
+  xcclResult_t RunTileWaits(int64_t padded, const std::vector<RowRange>& bands,
+                            const xcclGemmProblem* problem, xcclStream_t stream);
   xcclStream_t LaneStream(int lane, xcclStream_t stream) const;
   // The GEMM of a call whose slots hold `padded` rows per source: shape, types and strides (the
   // operand pointers are the caller's to fill).
@@ -161,9 +181,6 @@ class AgGemmOp {
   std::unique_ptr<PeerMappings> peer_windows_;
   int corrupt_source_ = -1;
   bool corrupt_scales_ = false;  // the next self test damages the scales instead of the rows
-  // The GEMM of the run in progress (Run sets it, SelfTest has none): the GPU fused path hands
-  // it to the plugin's tile-wait entry where there is one.
-  const xcclGemmProblem* problem_ = nullptr;
 };
 
 }  // namespace xccl

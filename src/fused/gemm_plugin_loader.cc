@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
 
 namespace xccl {
 

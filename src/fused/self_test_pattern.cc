@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "core/mix64.h"
+#include "base/mix64.h"
 
 namespace xccl {
 

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "fused/chunk_rule.h"
 
 namespace xccl {

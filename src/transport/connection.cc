@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/logging.h"
+#include "base/logging.h"
 
 namespace xccl {
 

@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/deadline.h"
-#include "core/failure.h"
-#include "core/topology.h"
+#include "base/deadline.h"
+#include "base/failure.h"
+#include "base/topology.h"
 #include "xccl.h"
 
 namespace xccl {

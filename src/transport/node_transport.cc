@@ -2,8 +2,8 @@
 // mappings, host memory over shared memory.
 #include <memory>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
 #include "transport/transport.h"
 #if defined(XCCL_PLATFORM_HOST)
 #include "transport/shm/shm_transport.h"

@@ -11,11 +11,11 @@
 #include <tuple>
 #include <vector>
 
-#include "core/deadline.h"
-#include "core/error.h"
-#include "core/logging.h"
-#include "core/repeat_limiter.h"
-#include "core/topology.h"
+#include "base/deadline.h"
+#include "base/error.h"
+#include "base/logging.h"
+#include "base/repeat_limiter.h"
+#include "base/topology.h"
 #include "platform/shareable_memory.h"
 #include "transport/allocation_imports.h"
 #include "transport/bootstrap/socket.h"

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "core/user_memory.h"
+#include "transport/user_memory.h"
 #include "xccl.h"
 
 namespace xccl {

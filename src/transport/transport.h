@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/deadline.h"
-#include "core/failure.h"
-#include "core/params.h"
-#include "core/topology.h"
+#include "base/deadline.h"
+#include "base/failure.h"
+#include "base/params.h"
+#include "base/topology.h"
 #include "transport/connection.h"
 #include "transport/device_view.h"
 #include "xccl.h"

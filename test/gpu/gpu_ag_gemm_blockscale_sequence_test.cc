@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm_handle.h"
+#include "api/comm_handle.h"
 #include "gpu/gpu_ag_gemm_helpers.h"
 #include "gpu/gpu_harness.h"
 #include "mp/test_params.h"

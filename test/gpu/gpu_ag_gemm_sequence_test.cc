@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/comm_handle.h"
+#include "api/comm_handle.h"
 #include "fused/ag_gemm_testing.h"
 #include "gpu/gpu_ag_gemm_helpers.h"
 #include "gpu/gpu_harness.h"

@@ -10,9 +10,9 @@
 #include <set>
 #include <vector>
 
-#include "core/comm_handle.h"
-#include "core/datatype.h"
-#include "core/params.h"
+#include "api/comm_handle.h"
+#include "base/datatype.h"
+#include "base/params.h"
 #include "gpu/gpu_harness.h"
 #include "mp/bad_arguments.h"
 #include "mp/data_pattern.h"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "gpu/gpu_harness.h"
 #include "mp/data_pattern.h"
 #include "mp/test_params.h"

@@ -15,9 +15,9 @@
 #include <random>
 #include <thread>
 
+#include "base/datatype.h"
+#include "base/params.h"
 #include "common/gpu_runtime_settings.h"
-#include "core/datatype.h"
-#include "core/params.h"
 #include "mp/data_pattern.h"
 
 namespace xccl_test {

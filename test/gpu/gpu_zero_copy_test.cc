@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/datatype.h"
+#include "base/datatype.h"
 #include "gpu/gpu_harness.h"
 #include "mp/data_pattern.h"
 

@@ -19,10 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/datatype.h"
+#include "base/params.h"
 #include "common/fake_gemm_plugin.h"
 #include "common/float_formats.h"
-#include "core/datatype.h"
-#include "core/params.h"
 #include "fused/ag_gemm_testing.h"
 #include "fused/chunk_rule.h"
 #include "fused/gemm_schedule.h"

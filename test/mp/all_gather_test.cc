@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
-#include "core/comm_handle.h"
-#include "core/datatype.h"
-#include "core/params.h"
+#include "api/comm_handle.h"
+#include "base/datatype.h"
+#include "base/params.h"
 #include "mp/checked_all_gather.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"

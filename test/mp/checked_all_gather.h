@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/datatype.h"
+#include "base/datatype.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"
 #include "xccl.h"

@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "mp/bad_arguments.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"

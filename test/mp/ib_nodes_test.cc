@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "ib_fake/fake_verbs_handle.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"

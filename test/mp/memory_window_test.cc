@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/datatype.h"
+#include "base/datatype.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"
 

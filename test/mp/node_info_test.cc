@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"
 #include "xccl.h"

@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/comm_handle.h"
+#include "api/comm_handle.h"
 #include "mp/checked_all_gather.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"

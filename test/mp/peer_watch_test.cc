@@ -4,7 +4,7 @@
 // without closing is dead too; a peer's abort names the rank it blamed; peers that close in
 // order, at any moment, are never reported; threads of one process watch nothing; and cycles of
 // start and close leave no descriptor behind.
-#include "proxy/peer_watch.h"
+#include "transport/net/proxy/peer_watch.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -21,9 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
-#include "core/params.h"
-#include "core/topology.h"
+#include "base/error.h"
+#include "base/params.h"
+#include "base/topology.h"
+#include "comm/topology_exchange.h"
 #include "mp/rank_runner.h"
 #include "transport/bootstrap/bootstrap.h"
 

@@ -15,13 +15,14 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
-#include "core/params.h"
-#include "core/topology.h"
-#include "proxy/proxy.h"
-#include "proxy/trigger_feed.h"
+#include "base/error.h"
+#include "base/params.h"
+#include "base/topology.h"
+#include "comm/topology_exchange.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/net/net_choice.h"
+#include "transport/net/proxy/proxy.h"
+#include "transport/net/proxy/trigger_feed.h"
 #include "transport/window.h"
 
 namespace xccl {

@@ -16,7 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
+#include "comm/topology_exchange.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/window.h"
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "api/comm_handle.h"
+#include "base/params.h"
 #include "collectives/zero_copy_targets.h"
-#include "core/comm_handle.h"
-#include "core/params.h"
 #include "mp/checked_all_gather.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"

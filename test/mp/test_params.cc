@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "core/params.h"
+#include "base/params.h"
 
 namespace xccl_test {
 

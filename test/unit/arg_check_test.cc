@@ -1,5 +1,5 @@
 // CheckAllGatherArgs: data type, overflow, NULL buffers, in place and overlap.
-#include "core/arg_check.h"
+#include "api/arg_check.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/datatype.h"
-#include "core/error.h"
+#include "base/datatype.h"
+#include "base/error.h"
 #include "xccl.h"
 
 namespace xccl {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "unit/bootstrap_test_util.h"
 

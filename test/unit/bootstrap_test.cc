@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
-#include "core/params.h"
+#include "base/error.h"
+#include "base/params.h"
 #include "transport/bootstrap/bootstrap_wire.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/bootstrap/unique_id.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace xccl {

@@ -1,6 +1,6 @@
 // ByteRange::Overlaps against a byte-by-byte count of the addresses two ranges share, on random
 // ranges in a small arena (so that many overlap, touch or nest), empty ranges included.
-#include "core/byte_range.h"
+#include "base/byte_range.h"
 
 #include <gtest/gtest.h>
 

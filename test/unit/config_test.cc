@@ -1,5 +1,5 @@
 // ResolveConfig: NULL, wrong magic, too small, older and newer callers, out-of-range values.
-#include "core/config.h"
+#include "base/config.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <random>
 #include <string>
 
-#include "core/error.h"
-#include "core/params.h"
+#include "base/error.h"
+#include "base/params.h"
 #include "xccl.h"
 
 namespace xccl {

@@ -1,5 +1,5 @@
 // Data types and result codes: numbered and sized as NCCL's, so values cast across.
-#include "core/datatype.h"
+#include "base/datatype.h"
 
 #include <gtest/gtest.h>
 

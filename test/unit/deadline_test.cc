@@ -1,5 +1,5 @@
 // Deadlines of every timeout the parameters accept lie in the future (no wrap into the past).
-#include "core/deadline.h"
+#include "base/deadline.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // EpochReached: the wrap-safe comparison every waiter uses (docs/ARCHITECTURE.md, "Control window
 // and epochs").
-#include "core/epoch.h"
+#include "base/epoch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // SetFailure, the one builder of a PlatformFailure: every field is filled, the message is
 // formatted at any length (no fixed buffer cuts it), and the result comes back for `return`.
-#include "core/failure.h"
+#include "base/failure.h"
 
 #include <gtest/gtest.h>
 

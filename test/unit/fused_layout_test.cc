@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "fused/chunk_rule.h"
 #include "fused/window_layout.h"
 

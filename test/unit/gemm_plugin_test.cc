@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "base/error.h"
 #include "common/fake_gemm_plugin.h"
-#include "core/error.h"
 #include "fused/gemm_plugin_loader.h"
 #include "xccl_gemm.h"
 

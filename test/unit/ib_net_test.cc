@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/deadline.h"
-#include "core/error.h"
+#include "base/deadline.h"
+#include "base/error.h"
 #include "ib_fake/fake_verbs_handle.h"
 #include "transport/net/ib_comm.h"
 #include "transport/net/ib_devices.h"

@@ -1,5 +1,5 @@
 // ParseLogLevel and ParseLogSubsys: XCCL_DEBUG and XCCL_DEBUG_SUBSYS as NCCL reads its own.
-#include "core/logging.h"
+#include "base/logging.h"
 
 #include <gtest/gtest.h>
 

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/deadline.h"
-#include "core/error.h"
+#include "base/deadline.h"
+#include "base/error.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/net/socket_net.h"
 #include "xccl.h"

@@ -1,5 +1,5 @@
 // ParseParams: every XCCL_* parameter through a fake environment, defaults, malformed values.
-#include "core/params.h"
+#include "base/params.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // RequireSharedSettings: ranks (threads over a real bootstrap) with one parameter changed on one
 // rank all refuse with xcclInvalidUsage naming that parameter; equal settings pass.
-#include "core/shared_settings.h"
+#include "comm/shared_settings.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace xccl {

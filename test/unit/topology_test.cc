@@ -1,5 +1,5 @@
 // GroupNodes on synthetic rank tables, and what DescribeThisRank reports about this process.
-#include "core/topology.h"
+#include "base/topology.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace xccl {
 namespace {

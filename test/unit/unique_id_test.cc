@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace xccl {
 namespace {

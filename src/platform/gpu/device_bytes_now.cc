@@ -1,6 +1,6 @@
 #include "platform/gpu/device_bytes_now.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 
 namespace xccl {

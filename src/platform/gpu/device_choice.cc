@@ -1,4 +1,4 @@
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 #include "platform/gpu/gpu_call.h"
 #include "platform/runtime.h"

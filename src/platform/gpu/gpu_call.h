@@ -2,7 +2,7 @@
 // message, recorded for xcclGetLastError.
 #pragma once
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 
 #define XCCL_GPU_TRY(call)                                                          \

@@ -2,7 +2,7 @@
 // copies on the caller's stream (cudaMemcpyDefault: the runtime tells device from host by
 // address). Allocation and freeing happen at op create/destroy, never inside a call: cudaFree
 // waits for the whole device (docs/ARCHITECTURE.md).
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 #include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 #include "platform/gpu/gpu_call.h"
 

@@ -3,7 +3,7 @@
 // op, never inside a call: stream and event creation may synchronise with the device.
 #include "platform/side_stream.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 #include "platform/gpu/gpu_call.h"
 

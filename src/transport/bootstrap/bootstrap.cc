@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
-#include "core/logging.h"
-#include "core/repeat_limiter.h"
+#include "base/error.h"
+#include "base/logging.h"
+#include "base/repeat_limiter.h"
 #include "transport/bootstrap/bootstrap_wire.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/bootstrap/unique_id.h"

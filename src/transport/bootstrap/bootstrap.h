@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "xccl.h"
 
 namespace xccl {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace xccl {
 

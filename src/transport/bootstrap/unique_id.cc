@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "core/error.h"
-#include "core/fnv1a.h"
+#include "base/error.h"
+#include "base/fnv1a.h"
 #include "transport/bootstrap/socket.h"
 
 namespace xccl {

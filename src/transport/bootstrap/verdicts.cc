@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace xccl {
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/error.h"
-#include "core/mix64.h"
+#include "base/error.h"
+#include "base/mix64.h"
 #include "transport/net/wire_word.h"
 
 namespace xccl {

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/net/ib_comm.h"
 #include "transport/net/ib_devices.h"

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/net/wire_word.h"
 
 namespace xccl {

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
 #include "transport/net/socket_net.h"
 #if XCCL_HAVE_IBVERBS
 #include "transport/net/ib_net.h"

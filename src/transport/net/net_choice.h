@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "core/params.h"
-#include "core/topology.h"
+#include "base/params.h"
+#include "base/topology.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/net/net.h"
 

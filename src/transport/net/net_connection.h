@@ -3,8 +3,8 @@
 // raises its slot.
 #pragma once
 
-#include "proxy/proxy.h"
 #include "transport/connection.h"
+#include "transport/net/proxy/proxy.h"
 
 namespace xccl {
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <vector>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/net/listener_handle.h"
 #include "transport/net/socket_stream.h"

@@ -4,7 +4,7 @@
 #include <cstdarg>
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/net/wire_word.h"
 
 namespace xccl {

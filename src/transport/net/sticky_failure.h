@@ -5,7 +5,7 @@
 #include <cstdarg>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "xccl.h"
 
 namespace xccl {

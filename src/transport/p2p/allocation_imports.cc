@@ -5,7 +5,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 
 namespace xccl {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "core/topology.h"
+#include "base/topology.h"
 #include "platform/gpu.h"
 #include "xccl.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 #include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"

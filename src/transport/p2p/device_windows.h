@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "core/failure.h"
-#include "core/topology.h"
+#include "base/failure.h"
+#include "base/topology.h"
 #include "transport/p2p/peer_map.h"
 #include "transport/window.h"
 #include "xccl.h"

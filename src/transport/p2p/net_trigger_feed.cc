@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
 #include "platform/gpu/gpu_call.h"
-#include "proxy/proxy.h"
+#include "transport/net/proxy/proxy.h"
 
 namespace xccl {
 

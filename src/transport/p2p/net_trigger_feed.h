@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/deadline.h"
-#include "proxy/trigger_feed.h"
+#include "base/deadline.h"
+#include "transport/net/proxy/trigger_feed.h"
 #include "transport/p2p/net_trigger_ring.h"
 #include "xccl.h"
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
 #include "platform/gpu/gpu_call.h"
 #include "platform/runtime.h"
 #include "transport/bootstrap/bootstrap.h"

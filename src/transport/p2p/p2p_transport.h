@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "core/params.h"
-#include "core/topology.h"
+#include "base/params.h"
+#include "base/topology.h"
 #include "platform/gpu.h"
-#include "proxy/peer_watch.h"
-#include "proxy/proxy.h"
+#include "transport/net/proxy/peer_watch.h"
+#include "transport/net/proxy/proxy.h"
 #include "transport/p2p/copy_engine_queues.h"
 #include "transport/p2p/device_windows.h"
 #include "transport/p2p/net_trigger_feed.h"

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/gpu.h"
 #include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"

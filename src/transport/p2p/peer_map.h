@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "core/topology.h"
+#include "base/topology.h"
 #include "xccl.h"
 
 namespace xccl {

@@ -5,8 +5,8 @@
 #include <thread>
 #include <utility>
 
-#include "core/deadline.h"
-#include "core/error.h"
+#include "base/deadline.h"
+#include "base/error.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace xccl {

@@ -19,8 +19,8 @@
 #include <mutex>
 #include <vector>
 
-#include "core/failure.h"
-#include "core/topology.h"
+#include "base/failure.h"
+#include "base/topology.h"
 #include "xccl.h"
 
 namespace xccl {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/logging.h"
+#include "base/logging.h"
 
 namespace xccl {
 

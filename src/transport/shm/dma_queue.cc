@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "core/failure.h"
+#include "base/failure.h"
 
 namespace xccl {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "core/deadline.h"
-#include "core/failure.h"
+#include "base/deadline.h"
+#include "base/failure.h"
 
 namespace xccl {
 

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <climits>
 
-#include "core/epoch.h"
-#include "core/failure.h"
+#include "base/epoch.h"
+#include "base/failure.h"
 
 namespace xccl {
 

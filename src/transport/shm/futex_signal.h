@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "core/deadline.h"
-#include "core/failure.h"
+#include "base/deadline.h"
+#include "base/failure.h"
 
 namespace xccl {
 

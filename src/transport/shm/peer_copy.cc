@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/failure.h"
+#include "base/error.h"
+#include "base/failure.h"
 
 namespace xccl {
 

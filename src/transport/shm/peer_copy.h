@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <functional>
 
-#include "core/failure.h"
+#include "base/failure.h"
 
 namespace xccl {
 

@@ -12,14 +12,14 @@
 #include <system_error>
 #include <thread>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
+#include "base/process_alive.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
 #include "transport/net/net_choice.h"
 #include "transport/net/net_connection.h"
 #include "transport/shm/peer_copy.h"
-#include "core/process_alive.h"
 #include "transport/window.h"
 
 namespace xccl {

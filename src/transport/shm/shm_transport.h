@@ -13,13 +13,13 @@
 #include <memory>
 #include <vector>
 
-#include "core/deadline.h"
-#include "core/failure.h"
-#include "core/params.h"
-#include "core/topology.h"
+#include "base/deadline.h"
+#include "base/failure.h"
+#include "base/params.h"
+#include "base/topology.h"
 #include "platform/runtime.h"
-#include "proxy/proxy.h"
 #include "transport/connection.h"
+#include "transport/net/proxy/proxy.h"
 #include "transport/shm/dma_queue.h"
 #include "transport/shm/futex_signal.h"
 #include "transport/shm/shm_window.h"

@@ -12,11 +12,11 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
-#include "core/logging.h"
+#include "base/error.h"
+#include "base/logging.h"
+#include "base/process_alive.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
-#include "core/process_alive.h"
 
 namespace xccl {
 

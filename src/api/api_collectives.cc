@@ -1,0 +1,41 @@
+// Collective entry points of the C API: argument checks, then the algorithm.
+#include "api/api_guard.h"
+#include "api/arg_check.h"
+#include "base/datatype.h"
+#include "base/logging.h"
+#include "collectives/all_gather.h"
+#include "collectives/barrier.h"
+
+using namespace xccl;
+
+extern "C" {
+
+xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream) {
+  return GuardedCall("xcclAllGather", comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, "xcclAllGather", &impl));
+    size_t block_bytes = 0;
+    XCCL_TRY(CheckAllGatherArgs(sendbuff, recvbuff, sendcount, datatype, impl->rank(),
+                                impl->nranks(), &block_bytes));
+    Communicator::OperationGuard exclusive(impl);
+    XCCL_TRY(exclusive.Acquire("xcclAllGather"));
+    XCCL_TRY(impl->CheckHealthy("xcclAllGather"));
+    XCCL_TRACE(kLogColl, "xcclAllGather rank %d send %p recv %p count %zu type %s", impl->rank(),
+               sendbuff, recvbuff, sendcount, DataTypeName(datatype));
+    return AllGather(impl, sendbuff, recvbuff, block_bytes, stream);
+  });
+}
+
+xcclResult_t xcclBarrier(xcclComm_t comm, xcclStream_t stream) {
+  return GuardedCall("xcclBarrier", comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, "xcclBarrier", &impl));
+    Communicator::OperationGuard exclusive(impl);
+    XCCL_TRY(exclusive.Acquire("xcclBarrier"));
+    XCCL_TRY(impl->CheckHealthy("xcclBarrier"));
+    return Barrier(impl, stream);
+  });
+}
+
+}  // extern "C"

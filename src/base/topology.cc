@@ -1,0 +1,107 @@
+#include "base/topology.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/fnv1a.h"
+#include "base/logging.h"
+
+namespace xccl {
+
+// One random token per process, so that ranks in one process recognise each other. A child
+// forked after the parent made communicators must not inherit the parent's token (it would
+// take its peers for threads of its own process), so the token is drawn again when the pid
+// changes.
+uint64_t ProcessToken() {
+  static std::mutex mutex;
+  static pid_t owner = 0;
+  static uint64_t token = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (owner != getpid()) {
+    owner = getpid();
+    if (getrandom(&token, sizeof(token), 0) != sizeof(token)) token = owner * 2654435761ull;
+    token |= 1;
+  }
+  return token;
+}
+
+namespace {}  // namespace
+
+RankInfo DescribeThisRank(int device, const std::string& hostid) {
+  RankInfo info;
+  memset(&info, 0, sizeof(info));
+  gethostname(info.hostname, sizeof(info.hostname) - 1);
+  std::string boot_id;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
+  info.host_hash = hostid.empty() ? Fnv1a(std::string(info.hostname) + "/" + boot_id)
+                                  : Fnv1a("hostid/" + hostid);
+  info.pid = getpid();
+  info.device = device;
+  info.process_token = ProcessToken();
+  return info;
+}
+
+void GroupNodes(Topology* topology) {
+  std::map<uint64_t, int> node_by_hash;
+  topology->node_of_rank.assign(topology->nranks, 0);
+  for (int r = 0; r < topology->nranks; ++r) {
+    auto inserted = node_by_hash.emplace(topology->ranks[r].host_hash, (int)node_by_hash.size());
+    topology->node_of_rank[r] = inserted.first->second;
+  }
+  topology->node_count = static_cast<int>(node_by_hash.size());
+  topology->local_ranks.clear();
+  for (int r = 0; r < topology->nranks; ++r)
+    if (topology->node_of_rank[r] == topology->node_of_rank[topology->rank])
+      topology->local_ranks.push_back(r);
+}
+
+xcclResult_t ApplyFakeNodes(const std::string& spec, Topology* topology) {
+  if (spec.empty()) return xcclSuccess;
+  std::vector<int> node_of_rank;
+  size_t at = 0;
+  while (at <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', at), spec.size());
+    const std::string item = spec.substr(at, comma - at);
+    char* end = nullptr;
+    const long size = strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || size < 1 || size > topology->nranks)
+      return Fail(xcclInvalidArgument,
+                  "XCCL_FAKE_NODES=\"%s\": \"%s\" is not a node size (a comma-separated list of "
+                  "ranks per node, e.g. 2,1,3)",
+                  spec.c_str(), item.c_str());
+    const int node = node_of_rank.empty() ? 0 : node_of_rank.back() + 1;
+    node_of_rank.insert(node_of_rank.end(), size, node);
+    at = comma + 1;
+  }
+  if (static_cast<int>(node_of_rank.size()) != topology->nranks)
+    return Fail(xcclInvalidArgument,
+                "XCCL_FAKE_NODES=\"%s\" places %zu ranks, the communicator has %d", spec.c_str(),
+                node_of_rank.size(), topology->nranks);
+  topology->node_of_rank = node_of_rank;
+  topology->node_count = node_of_rank.back() + 1;
+  topology->local_ranks.clear();
+  for (int r = 0; r < topology->nranks; ++r)
+    if (node_of_rank[r] == node_of_rank[topology->rank]) topology->local_ranks.push_back(r);
+  return xcclSuccess;
+}
+
+xcclResult_t RequireOneNode(const Topology& topology, const char* who) {
+  if (topology.node_count == 1) return xcclSuccess;
+  return Fail(xcclInvalidUsage,
+              "%s reaches the ranks of one node only (it has no network transport yet), but "
+              "these %d ranks span %d nodes",
+              who, topology.nranks, topology.node_count);
+}
+
+}  // namespace xccl

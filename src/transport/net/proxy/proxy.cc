@@ -1,0 +1,590 @@
+#include "transport/net/proxy/proxy.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/logging.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/window.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr uint32_t kTagIdentity = 3;
+constexpr uint32_t kTagHeader = 1;
+constexpr uint32_t kTagData = 2;
+constexpr uint32_t kTagBeat = 4;
+const uint64_t kIdentityMagic = 0x5949544e45444958ull;  // also the heartbeat's word
+
+struct Identity {
+  uint64_t magic;
+  int64_t rank;
+};
+
+// Polls `step` until it reports done, fails, or the deadline passes.
+template <typename Step>
+xcclResult_t PollUntil(const Deadline& deadline, const char* what, Step step) {
+  for (;;) {
+    bool done = false;
+    XCCL_TRY(step(&done));
+    if (done) return xcclSuccess;
+    if (deadline.Expired()) return Fail(xcclTimeout, "net: %s timed out", what);
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+xcclResult_t CheckWireOp(int peer, const NetOp& op, int nranks, PlatformFailure* failure) {
+  if (op.slot != ControlLayout::kNoSignal &&
+      (op.slot < 0 || op.slot >= ControlLayout::SlotCount(nranks)))
+    return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op for slot %d", peer,
+                      op.slot);
+  if (op.kind == NetOp::kSignal && op.bytes != 0)
+    return SetFailure(failure, xcclRemoteError, peer, "rank %d sent a signal with %llu bytes", peer,
+                      static_cast<unsigned long long>(op.bytes));
+  return xcclSuccess;
+}
+
+Proxy::Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms)
+    : topology_(topology), landing_(landing), timeout_ms_(timeout_ms) {}
+
+Proxy::~Proxy() {
+  bool orderly = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    orderly = !stop_.load();  // not aborted
+    stop_.store(true);
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (!orderly) return;
+  // The thread is gone. A link with ops still queued or in flight gets no kClose: its peer sees
+  // a plain close, a failure, since what it may wait for never comes.
+  std::vector<bool> healthy(links_.size(), false);
+  for (size_t i = 0; i < links_.size(); ++i)
+    healthy[i] = !links_[i]->failed && links_[i]->send != nullptr && !links_[i]->sending &&
+                 links_[i]->queue.empty();
+  NetOp last;
+  last.kind = NetOp::kClose;
+  SendLastWords(last, std::move(healthy));
+}
+
+Proxy::Link* Proxy::LinkOf(int peer) {
+  const int index = link_of_peer_.empty() ? -1 : link_of_peer_[peer];
+  return index < 0 ? nullptr : links_[index].get();
+}
+const Proxy::Link* Proxy::LinkOf(int peer) const {
+  const int index = link_of_peer_.empty() ? -1 : link_of_peer_[peer];
+  return index < 0 ? nullptr : links_[index].get();
+}
+
+xcclResult_t Proxy::Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net,
+                            std::unique_ptr<NetBackend> beats) {
+  net_ = std::move(net);
+  beats_ = std::move(beats);
+  const int rank = topology_.rank, nranks = topology_.nranks;
+  link_of_peer_.assign(nranks, -1);
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (topology_.node_of_rank[peer] == topology_.node_of_rank[rank]) continue;
+    link_of_peer_[peer] = static_cast<int>(links_.size());
+    links_.push_back(std::make_unique<Link>());
+    links_.back()->peer = peer;
+  }
+  XCCL_TRY(ConnectPairs(bootstrap, net_.get(), &Link::send, &Link::recv));
+  XCCL_TRY(ConnectPairs(bootstrap, beats_.get(), &Link::beat_send, &Link::beat_recv));
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& link : links_) link->last_beat = link->last_heard = now;
+  thread_ = std::thread([this] { Run(); });
+  // Named, so that a profiler or perf/proxy_cpu.sh tells its CPU time from the rank's.
+  pthread_setname_np(thread_.native_handle(), "xccl-proxy");
+  return xcclSuccess;
+}
+
+xcclResult_t Proxy::ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
+                                 std::unique_ptr<NetSendComm> Link::*send_of,
+                                 std::unique_ptr<NetRecvComm> Link::*recv_of) {
+  const int rank = topology_.rank, nranks = topology_.nranks;
+  // Every rank listens and publishes its handle, so that the exchange is one collective round.
+  std::vector<NetHandle> handles(nranks);
+  std::unique_ptr<NetListenComm> listener;
+  xcclResult_t listened = net->Listen(0, &handles[rank], &listener);
+  XCCL_TRY(bootstrap->AllGather(handles.data(), sizeof(NetHandle)));
+  XCCL_TRY(listened);
+  const Deadline deadline(timeout_ms_);
+  for (auto& link : links_) XCCL_TRY(net->Connect(0, handles[link->peer], &((*link).*send_of)));
+  // Every send comm first says which rank it is; accepted comms are matched by that.
+  const Identity mine{kIdentityMagic, rank};
+  std::vector<NetRequest*> said(links_.size(), nullptr);
+  std::vector<bool> said_done(links_.size(), false);
+  // Reserved: receives are posted into `heard`, which must not move.
+  std::vector<std::unique_ptr<NetRecvComm>> unknown;
+  std::vector<Identity> heard;
+  std::vector<NetRequest*> hearing;
+  unknown.reserve(links_.size());
+  heard.reserve(links_.size());
+  hearing.reserve(links_.size());
+  size_t identified = 0;
+  return PollUntil(deadline, "connecting to the ranks of other nodes", [&](bool* done) {
+    for (size_t i = 0; i < links_.size(); ++i) {
+      NetSendComm* send = ((*links_[i]).*send_of).get();
+      if (said_done[i]) continue;
+      if (said[i] == nullptr) {
+        bool ready = false;
+        XCCL_TRY(send->Ready(&ready));
+        if (ready) XCCL_TRY(send->Isend(&mine, sizeof(mine), kTagIdentity, nullptr, &said[i]));
+      }
+      if (said[i] != nullptr) {
+        size_t bytes = 0;
+        bool d = false;
+        XCCL_TRY(send->Test(said[i], &d, &bytes));
+        said_done[i] = d;
+      }
+    }
+    if (unknown.size() < links_.size()) {  // every comm accepted stays listed
+      std::unique_ptr<NetRecvComm> comm;
+      XCCL_TRY(net->Accept(listener.get(), &comm));
+      if (comm) {
+        unknown.push_back(std::move(comm));
+        heard.push_back(Identity{});
+        hearing.push_back(nullptr);
+      }
+    }
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      if (!unknown[i]) continue;
+      if (hearing[i] == nullptr)
+        XCCL_TRY(
+            unknown[i]->Irecv(&heard[i], sizeof(Identity), kTagIdentity, nullptr, &hearing[i]));
+      if (hearing[i] == nullptr) continue;
+      bool d = false;
+      size_t bytes = 0;
+      XCCL_TRY(unknown[i]->Test(hearing[i], &d, &bytes));
+      if (!d) continue;
+      const int from = static_cast<int>(heard[i].rank);
+      Link* link = (heard[i].magic == kIdentityMagic && bytes == sizeof(Identity) && from >= 0 &&
+                    from < nranks)
+                       ? LinkOf(from)
+                       : nullptr;
+      if (link == nullptr || (*link).*recv_of)
+        return Fail(xcclRemoteError,
+                    "net: a connection claimed to be rank %d, which is not a rank of another "
+                    "node or connected twice",
+                    from);
+      (*link).*recv_of = std::move(unknown[i]);
+      ++identified;
+    }
+    bool all_said = true;
+    for (bool d : said_done) all_said = all_said && d;
+    *done = all_said && identified == links_.size();
+    return xcclSuccess;
+  });
+}
+
+void Proxy::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // so that Run cannot miss it between check and wait
+    kicked_.store(true);
+  }
+  work_.notify_one();
+}
+
+void Proxy::Enqueue(int peer, const NetOp& op, const void* src) {
+  Link* link = LinkOf(peer);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    link->queue.push_back({op, src});
+    ++link->queued;
+  }
+  Kick();
+}
+
+xcclResult_t Proxy::Flush(int peer, const Deadline& deadline, PlatformFailure* failure) {
+  Link* link = LinkOf(peer);
+  Kick();
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t target = link->queued;
+  for (;;) {
+    // Sent first: a peer that received everything may have closed since.
+    if (link->sent >= target) return xcclSuccess;
+    if (link->failed) {
+      *failure = link->failure;
+      return failure->result;
+    }
+    if (deadline.Expired())
+      return SetFailure(failure, xcclTimeout, peer,
+                        "timed out sending to rank %d (host %s) over the network", peer,
+                        topology_.ranks[peer].hostname);
+    progress_.wait_for(lock, std::chrono::milliseconds(5));
+  }
+}
+
+void Proxy::NoteLanded(Link& link) {
+  link.landed.fetch_add(1, std::memory_order_relaxed);
+  link.last_landed.store(static_cast<int64_t>(link.incoming.slot) << 32 | link.incoming.epoch,
+                         std::memory_order_relaxed);
+}
+
+std::string Proxy::Describe() const {
+  std::string text;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& link : links_) {
+    const int64_t last = link->last_landed.load(std::memory_order_relaxed);
+    static const char* const kInNames[] = {"idle", "header", "destination", "data"};
+    char line[300];
+    snprintf(line, sizeof(line),
+             "%srank %d: %llu ops queued, %llu sent%s, %llu landed (last: slot %d epoch %u), "
+             "receive %s (%llu bytes), %llu bytes arrived%s",
+             text.empty() ? "" : "; ", link->peer, static_cast<unsigned long long>(link->queued),
+             static_cast<unsigned long long>(link->sent),
+             link->sending.load() ? " (one sending)" : "",
+             static_cast<unsigned long long>(link->landed.load(std::memory_order_relaxed)),
+             last < 0 ? -1 : static_cast<int>(last >> 32), static_cast<uint32_t>(last),
+             kInNames[static_cast<int>(link->in.load())],
+             static_cast<unsigned long long>(link->incoming_shown.load()),
+             static_cast<unsigned long long>(link->arrived.load()), link->failed ? " failed" : "");
+    text += line;
+  }
+  return text;
+}
+
+bool Proxy::PeerFailed(int peer, PlatformFailure* failure) const {
+  const Link* link = LinkOf(peer);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (link == nullptr || !link->failed) return false;
+  *failure = link->failure;
+  return true;
+}
+
+void Proxy::Abort(int failed_peer) {
+  std::vector<bool> healthy(links_.size());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_.load()) return;  // aborted before
+    for (size_t i = 0; i < links_.size(); ++i)
+      healthy[i] = !links_[i]->failed && links_[i]->send != nullptr;
+    stop_.store(true);
+  }
+  work_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  // The thread is gone. Each healthy peer gets the cause behind whatever is still queued on
+  // its connection, so that it names the rank that failed rather than this one.
+  NetOp last;
+  last.kind = NetOp::kAbort;
+  last.slot = failed_peer;
+  SendLastWords(last, std::move(healthy));
+  for (auto& link : links_) {
+    AbandonIncoming(*link);
+    link->send.reset();
+    link->recv.reset();
+    link->beat_send.reset();
+    link->beat_recv.reset();
+  }
+  // Only now, with nothing left reading a caller's buffer, do waiters learn of the abort.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& link : links_) {
+      if (link->failed) continue;
+      link->failed = true;
+      SetFailure(&link->failure, xcclRemoteError, link->peer,
+                 "communicator aborted while talking to rank %d", link->peer);
+    }
+  }
+  progress_.notify_all();
+}
+
+void Proxy::SendLastWords(const NetOp& last, std::vector<bool> healthy) {
+  std::vector<NetRequest*> requests(links_.size(), nullptr);
+  const Deadline deadline(100);
+  bool pending = true;
+  while (pending && !deadline.Expired()) {
+    pending = false;
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (!healthy[i]) continue;
+      NetSendComm* send = links_[i]->send.get();
+      bool done = false;
+      size_t bytes = 0;
+      if ((requests[i] == nullptr &&
+           (send->Isend(&last, sizeof(last), kTagHeader, nullptr, &requests[i]) != xcclSuccess ||
+            requests[i] == nullptr)) ||
+          send->Test(requests[i], &done, &bytes) != xcclSuccess || done) {
+        healthy[i] = false;
+        continue;
+      }
+      pending = true;
+    }
+    std::this_thread::yield();
+  }
+}
+
+void Proxy::AbandonIncoming(Link& link) {
+  if (link.in == Link::In::kData) landing_->Abandoned(link.peer, link.incoming);
+  link.in = Link::In::kIdle;
+}
+
+void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed,
+                     bool orderly) {
+  AbandonIncoming(link);  // no byte lands on a failed link any more
+  bool first = false;
+  PlatformFailure failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!link.failed) {
+      link.failed = true;
+      SetFailure(&link.failure, result, blamed >= 0 ? blamed : link.peer,
+                 "rank %d (host %s) over the network: %s", link.peer,
+                 topology_.ranks[link.peer].hostname, what.c_str());
+      first = true;
+      failure = link.failure;
+    }
+  }
+  progress_.notify_all();
+  if (first && !orderly) landing_->LinkFailed(link.peer, failure);  // outside the lock
+}
+
+bool Proxy::ProgressSend(Link& link) {
+  if (link.send_broken) {
+    if (std::chrono::steady_clock::now() - link.send_broken_at > std::chrono::milliseconds(200))
+      FailLink(link, xcclRemoteError, link.send_error);
+    return false;
+  }
+  if (!link.sending) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (link.failed || link.queue.empty()) return false;
+    link.current = link.queue.front();
+    link.queue.pop_front();
+    link.sending = true;
+    link.header_request = link.data_request = nullptr;
+    link.header_sent = false;
+    link.data_sent = link.current.op.bytes == 0;
+  }
+  bool moved = false;
+  // Posts the request if it is not yet, then tests it; false on a failure (recorded).
+  auto step = [&](const void* data, size_t bytes, uint32_t tag, NetRequest** request, bool* sent) {
+    if (*sent) return true;
+    if (*request == nullptr) {
+      if (link.send->Isend(data, bytes, tag, nullptr, request) != xcclSuccess) return false;
+      if (*request == nullptr) return true;
+      moved = true;
+    }
+    size_t n = 0;
+    if (link.send->Test(*request, sent, &n) != xcclSuccess) return false;
+    moved |= *sent;
+    return true;
+  };
+  // The data is posted after its header, never before: the peer matches them in order.
+  if (!step(&link.current.op, sizeof(NetOp), kTagHeader, &link.header_request, &link.header_sent) ||
+      (link.header_request != nullptr && !step(link.current.src, link.current.op.bytes, kTagData,
+                                               &link.data_request, &link.data_sent))) {
+    // A peer that failed sends its cause, then closes: read that first (the receive side fails
+    // the link in order), and fall back on this error only if nothing comes.
+    link.send_broken = true;
+    link.send_broken_at = std::chrono::steady_clock::now();
+    link.send_error = ThreadLastError();
+    return true;
+  }
+  if (link.header_sent && link.data_sent) {
+    link.sending = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++link.sent;
+    }
+    progress_.notify_all();
+    return true;
+  }
+  return moved;
+}
+
+bool Proxy::ProgressRecv(Link& link) {
+  bool done = false;
+  size_t bytes = 0;
+  switch (link.in.load()) {
+    case Link::In::kIdle:
+      if (link.recv->Irecv(&link.incoming, sizeof(NetOp), kTagHeader, nullptr, &link.in_request) !=
+          xcclSuccess) {
+        FailLink(link, xcclRemoteError, ThreadLastError());
+        return true;
+      }
+      if (link.in_request == nullptr) return false;
+      link.in = Link::In::kHeader;
+      return true;
+    case Link::In::kHeader:
+      if (link.recv->Test(link.in_request, &done, &bytes) != xcclSuccess) {
+        FailLink(link, xcclRemoteError, ThreadLastError());
+        return true;
+      }
+      if (!done) return false;
+      if (bytes != sizeof(NetOp)) {
+        FailLink(link, xcclRemoteError, "a header of " + std::to_string(bytes) + " bytes");
+        return true;
+      }
+      link.in = Link::In::kDestination;
+      link.incoming_shown.store(link.incoming.bytes, std::memory_order_relaxed);
+      return true;
+    case Link::In::kDestination: {
+      if (link.incoming.kind == NetOp::kAbort) {
+        const int cause = link.incoming.slot;
+        FailLink(link, xcclRemoteError, "it failed because of rank " + std::to_string(cause),
+                 cause >= 0 && cause < topology_.nranks ? cause : link.peer);
+        return true;
+      }
+      if (link.incoming.kind == NetOp::kClose) {
+        FailLink(link, xcclRemoteError, "it closed its communicator", -1, /*orderly=*/true);
+        return true;
+      }
+      char* dst = nullptr;
+      PlatformFailure refused;
+      if (landing_->Destination(link.peer, link.incoming, &dst, &refused) != xcclSuccess) {
+        bool first = false;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (!link.failed) {
+            link.failed = true;
+            link.failure = refused;
+            first = true;
+          }
+        }
+        progress_.notify_all();
+        if (first) landing_->LinkFailed(link.peer, refused);
+        return true;
+      }
+      if (link.incoming.bytes == 0) {
+        NoteLanded(link);
+        landing_->Landed(link.peer, link.incoming);
+        link.in = Link::In::kIdle;
+        return true;
+      }
+      if (dst == nullptr) return false;  // not published yet
+      // From here the landing holds what Destination took: it is given back on every way out.
+      link.in = Link::In::kData;
+      if (link.recv->Irecv(dst, link.incoming.bytes, kTagData, nullptr, &link.in_request) !=
+          xcclSuccess) {
+        FailLink(link, xcclRemoteError, ThreadLastError());
+        return true;
+      }
+      if (link.in_request == nullptr) {  // no free slot: ask again next time
+        landing_->Abandoned(link.peer, link.incoming);
+        link.in = Link::In::kDestination;
+        return false;
+      }
+      return true;
+    }
+    case Link::In::kData:
+      if (link.recv->Test(link.in_request, &done, &bytes) != xcclSuccess) {
+        FailLink(link, xcclRemoteError, ThreadLastError());
+        return true;
+      }
+      if (!done) return false;
+      NoteLanded(link);
+      landing_->Landed(link.peer, link.incoming);
+      link.in = Link::In::kIdle;
+      return true;
+  }
+  return false;
+}
+
+// The heartbeat comms: a beat out every kHeartbeatMs, a receive always posted. Anything from
+// the peer (a beat, or data bytes) counts as heard; kSilenceMs of nothing fails the peer.
+bool Proxy::Beat(Link& link, std::chrono::steady_clock::time_point now) {
+  if (link.beats_closed) return false;
+  bool moved = false;
+  bool done = false;
+  size_t bytes = 0;
+  // The peer closing its heartbeats is no failure by itself: a peer that is done closes them
+  // while its last data may still be on the way; the data stream reports a close in order.
+  auto closed = [&] {
+    link.beats_closed = true;
+    return true;
+  };
+  if (link.beat_out == nullptr && now - link.last_beat >= std::chrono::milliseconds(kHeartbeatMs)) {
+    if (link.beat_send->Isend(&kIdentityMagic, sizeof(kIdentityMagic), kTagBeat, nullptr,
+                              &link.beat_out) != xcclSuccess)
+      return closed();
+    if (link.beat_out != nullptr) link.last_beat = now;
+  }
+  if (link.beat_out != nullptr) {
+    if (link.beat_send->Test(link.beat_out, &done, &bytes) != xcclSuccess) return closed();
+    if (done) link.beat_out = nullptr;
+  }
+  if (link.beat_in == nullptr &&
+      link.beat_recv->Irecv(&link.beat_word, sizeof(link.beat_word), kTagBeat, nullptr,
+                            &link.beat_in) != xcclSuccess)
+    return closed();
+  if (link.beat_in != nullptr) {
+    if (link.beat_recv->Test(link.beat_in, &done, &bytes) != xcclSuccess) return closed();
+    if (done) {
+      link.beat_in = nullptr;
+      link.last_heard = now;
+      moved = true;
+    }
+  }
+  const uint64_t arrived = link.recv->bytes_arrived();
+  if (arrived != link.arrived) {
+    link.arrived = arrived;
+    link.last_heard = now;
+  }
+  if (now - link.last_heard > std::chrono::milliseconds(kSilenceMs)) {
+    FailLink(link, xcclRemoteError,
+             "nothing heard for " + std::to_string(kSilenceMs) +
+                 " ms, heartbeats included (the link is cut, or the rank's process hangs)");
+    return true;
+  }
+  return moved;
+}
+
+// Spins while there is traffic; idle, it yields for 2 ms, then sleeps in growing steps up to
+// kMaxNapUs. A quiet communicator so costs almost no CPU; a call of this rank (an op queued, a
+// wait on a remote peer, a flush) kicks it awake at once, so only data arriving while this rank
+// makes no call waits for the nap (and then for this rank's call anyway). A trigger feed keeps it
+// polling while triggers it expects are due, and caps the nap for those no call announces.
+void Proxy::Run() {
+  auto last_moved = std::chrono::steady_clock::now();
+  auto nap = std::chrono::microseconds(20);
+  while (!stop_.load()) {
+    bool moved = feed_ != nullptr && feed_->Drain(*this);
+    for (auto& link : links_) {
+      bool failed;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failed = link->failed;
+      }
+      if (failed) continue;
+      moved |= ProgressSend(*link);
+      moved |= ProgressRecv(*link);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& link : links_) {
+      bool failed;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failed = link->failed;
+      }
+      if (!failed) Beat(*link, now);
+    }
+    // A transfer in flight is work even while a Test moves no whole message: bytes are on
+    // the wire, and a nap here would stall every large op (a nap per piece).
+    bool in_flight = false;
+    for (auto& link : links_) in_flight |= link->sending || link->in == Link::In::kData;
+    if (feed_ != nullptr) in_flight |= feed_->Expecting();
+    if (moved || in_flight || kicked_.exchange(false)) {
+      last_moved = now;
+      nap = std::chrono::microseconds(20);
+      if (!moved) std::this_thread::yield();
+      continue;
+    }
+    if (now - last_moved < std::chrono::milliseconds(2)) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!kicked_.load()) work_.wait_for(lock, nap);
+    const int max_nap_us = feed_ != nullptr ? feed_->MaxNapUs() : kMaxNapUs;
+    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::microseconds(max_nap_us));
+  }
+}
+
+}  // namespace xccl

@@ -1,0 +1,200 @@
+// The CPU proxy: one thread per communicator that progresses its net connections
+// (docs/ARCHITECTURE.md, "Across nodes (host platform)"). Every peer on another node has a send
+// comm and a receive comm. Ops queued for a peer go out in order, each a 32-byte header and then
+// its bytes; on the receiving side the proxy reads the headers in order, asks the transport where
+// each op's bytes land (NetLanding: the receive buffer published for its epoch, an inbox, or
+// nothing for a signal), lands them and lets the transport raise the flag, so that a receiver waits
+// on its own slots whatever carried the data. A connection that fails, or a peer silent for
+// kSilenceMs (each proxy sends a heartbeat every kHeartbeatMs on a comm pair of its own, read
+// whatever the data stream waits for), is recorded as that peer's failure for every waiter. Idle,
+// the thread sleeps in steps up to 50 ms; a call of this rank kicks it awake.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/failure.h"
+#include "base/topology.h"
+#include "transport/net/net.h"
+#include "transport/net/proxy/trigger_feed.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class Bootstrap;
+
+// One op on the wire, in the host's byte order (every rank of a job runs one architecture):
+// what the receiving proxy is to do with its bytes.
+struct NetOp {
+  // kAbort: the sender failed because of rank `slot` (its last words before closing). kClose:
+  // the sender closes its communicator in order, everything it queued sent (so the close that
+  // follows is no failure a device-side wait must hear of).
+  enum Kind : uint32_t { kPut = 1, kInbox = 2, kSignal = 3, kAbort = 4, kClose = 5 };
+  uint32_t kind = 0;
+  int32_t slot = -1;  // the receiver's slot to raise after landing (ControlLayout::kNoSignal)
+  uint32_t epoch = 0;
+  uint32_t reserved = 0;
+  uint64_t offset = 0;  // kPut: into the published receive buffer
+  uint64_t bytes = 0;
+};
+static_assert(sizeof(NetOp) == 32, "NetOp is the wire header");
+
+// What every landing checks first, since the wire is not trusted with memory: the slot is one
+// of the window's (of `nranks` ranks) or none, and a signal carries no bytes.
+xcclResult_t CheckWireOp(int peer, const NetOp& op, int nranks, PlatformFailure* failure);
+
+// Implemented by the transport that owns this rank's windows.
+class NetLanding {
+ public:
+  virtual ~NetLanding() = default;
+  // Where `op`'s bytes from `peer` go. xcclSuccess with *dst nullptr: not yet (its receive
+  // buffer is not published), asked again later. An error refuses the op and fails the peer.
+  virtual xcclResult_t Destination(int peer, const NetOp& op, char** dst,
+                                   PlatformFailure* failure) = 0;
+  // After the bytes have landed: raise the op's slot.
+  virtual void Landed(int peer, const NetOp& op) = 0;
+  // An op given a destination will never land (its connection failed): undo what Destination
+  // took (a writer of the receive buffer), raise nothing.
+  virtual void Abandoned(int peer, const NetOp& op) = 0;
+  // `peer`'s link failed (closed, silent past kSilenceMs, refused an op, or the peer's own
+  // abort naming `failure.peer`). Proxy thread, once per link. A transport whose waiters poll the
+  // proxy (shm) needs nothing here; one whose waits run on a device (p2p) ends them here.
+  virtual void LinkFailed(int peer, const PlatformFailure& failure) {
+    (void)peer;
+    (void)failure;
+  }
+};
+
+class Proxy {
+ public:
+  static constexpr int kHeartbeatMs = 200;
+  static constexpr int kSilenceMs = 1500;
+  static constexpr int kMaxNapUs = 50000;
+
+  Proxy(const Topology& topology, NetLanding* landing, int64_t timeout_ms);
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  // Collective over every rank (those without remote peers take part too): on each backend,
+  // listens, exchanges handles over the bootstrap, connects to every peer on another node and
+  // accepts from each; then starts the thread. `net` carries the ops, `beats` the heartbeats.
+  xcclResult_t Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net,
+                       std::unique_ptr<NetBackend> beats);
+
+  // Before Connect: a feed the thread drains on every pass (a GPU rank's trigger FIFO). Not
+  // owned; it outlives the proxy.
+  void SetTriggerFeed(TriggerFeed* feed) { feed_ = feed; }
+
+  // Wakes the thread now and keeps it polling for a while: this rank is about to wait for a
+  // peer of another node.
+  void Kick();
+  // Queues `op` for `peer`: its header, then `op.bytes` from `src` (kept alive by the caller
+  // until Flush).
+  void Enqueue(int peer, const NetOp& op, const void* src);
+  // Until every op queued for `peer` has been sent; the peer's failure, or xcclTimeout.
+  xcclResult_t Flush(int peer, const Deadline& deadline, PlatformFailure* failure);
+  // The failure of `peer`'s connections (or of the proxy), for waiters: false while healthy.
+  bool PeerFailed(int peer, PlatformFailure* failure) const;
+  // For a diagnosis after a device-side timeout: per link, ops queued and sent, ops landed and
+  // the last one's slot and epoch.
+  std::string Describe() const;
+  // Stops the thread, tells every peer that this rank failed because of `failed_peer` (best
+  // effort, within 100 ms), closes every connection and fails queued ops.
+  void Abort(int failed_peer);
+  // Destroying a proxy that was not aborted stops its thread and tells every healthy peer that
+  // this rank closes in order (kClose, best effort within 100 ms): ops still queued are dropped,
+  // so the owner flushes first.
+
+ private:
+  struct Outgoing {
+    NetOp op;
+    const void* src;
+  };
+  struct Link {
+    int peer = -1;
+    std::unique_ptr<NetSendComm> send;
+    std::unique_ptr<NetRecvComm> recv;
+    // Send side: the queue (under mutex_), the op in flight (proxy thread only).
+    std::deque<Outgoing> queue;
+    uint64_t queued = 0, sent = 0;
+    std::atomic<bool> sending{false};  // atomic for Describe only
+    Outgoing current{};
+    NetRequest* header_request = nullptr;
+    NetRequest* data_request = nullptr;
+    bool header_sent = false, data_sent = false;
+    // A send that failed (the peer closed): reported after 200 ms unless the receive side fails
+    // the link first with the peer's own words.
+    bool send_broken = false;
+    std::chrono::steady_clock::time_point send_broken_at;
+    std::string send_error;
+    // Receive side (proxy thread only).
+    enum class In { kIdle, kHeader, kDestination, kData };
+    std::atomic<In> in{In::kIdle};  // atomic for Describe only
+    NetOp incoming{};
+    NetRequest* in_request = nullptr;
+    // Liveness (proxy thread only): the heartbeat comms, the beat in flight each way, when the
+    // last beat went out and when anything last arrived.
+    std::unique_ptr<NetSendComm> beat_send;
+    std::unique_ptr<NetRecvComm> beat_recv;
+    NetRequest* beat_out = nullptr;
+    NetRequest* beat_in = nullptr;
+    uint64_t beat_word = 0;
+    bool beats_closed = false;  // the peer closed its heartbeats (done, or dead: the data says)
+    std::chrono::steady_clock::time_point last_beat, last_heard;
+    std::atomic<uint64_t> arrived{0};  // atomic for Describe only
+    // What landed (written by the proxy thread, read by Describe).
+    std::atomic<uint64_t> landed{0};
+    std::atomic<int64_t> last_landed{-1};     // slot << 32 | epoch
+    std::atomic<uint64_t> incoming_shown{0};  // the op waiting in kDestination/kData: bytes
+    // The first failure (under mutex_).
+    bool failed = false;
+    PlatformFailure failure;
+  };
+
+  void Run();
+  bool ProgressSend(Link& link);
+  bool ProgressRecv(Link& link);
+  bool Beat(Link& link, std::chrono::steady_clock::time_point now);
+  xcclResult_t ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
+                            std::unique_ptr<NetSendComm> Link::*send_of,
+                            std::unique_ptr<NetRecvComm> Link::*recv_of);
+  // `blamed`: the rank the failure names (-1: the link's peer). `orderly`: the peer closed in
+  // order (kClose): waiters still learn that it is gone, NetLanding::LinkFailed is not called.
+  void FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed = -1,
+                bool orderly = false);
+  // After the thread stopped: `last` to every link marked in `healthy` (best effort, 100 ms).
+  void SendLastWords(const NetOp& last, std::vector<bool> healthy);
+  // The op whose bytes are landing will not finish (proxy thread, or after it stopped).
+  void AbandonIncoming(Link& link);
+  void NoteLanded(Link& link);
+  Link* LinkOf(int peer);
+  const Link* LinkOf(int peer) const;
+
+  Topology topology_;
+  NetLanding* landing_;
+  int64_t timeout_ms_;
+  std::unique_ptr<NetBackend> net_;
+  std::unique_ptr<NetBackend> beats_;
+  TriggerFeed* feed_ = nullptr;
+  std::vector<std::unique_ptr<Link>> links_;  // one per remote peer
+  std::vector<int> link_of_peer_;             // -1: a peer of this node
+  mutable std::mutex mutex_;
+  std::condition_variable progress_;  // ops sent, failures
+  std::condition_variable work_;      // ops queued, stop
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> kicked_{false};
+  std::thread thread_;
+};
+
+}  // namespace xccl
