@@ -1,5 +1,5 @@
-// The bootstrap's messages on the wire. Shared by bootstrap.cc and its tests, which forge
-// hostile and out-of-protocol messages against a live root.
+// The bootstrap's messages on the wire. Shared by the bootstrap's sources and by its tests,
+// which forge hostile and out-of-protocol messages against a live root.
 //
 // Every message is a frame: magic, type, payload length (u32 each, big-endian), then the
 // payload. Receivers that face the network (the root, a rank's ring listener) refuse any
