@@ -399,6 +399,57 @@ bool Proxy::ProgressSend(Link& link) {
   return moved;
 }
 
+// A header in: an abort or a close ends the link; else the landing names where the bytes go
+// (or not yet: asked again next pass), and their receive is posted.
+bool Proxy::ProgressDestination(Link& link) {
+  if (link.incoming.kind == NetOp::kAbort) {
+    const int cause = link.incoming.slot;
+    FailLink(link, xcclRemoteError, "it failed because of rank " + std::to_string(cause),
+             cause >= 0 && cause < topology_.nranks ? cause : link.peer);
+    return true;
+  }
+  if (link.incoming.kind == NetOp::kClose) {
+    FailLink(link, xcclRemoteError, "it closed its communicator", -1, /*orderly=*/true);
+    return true;
+  }
+  char* dst = nullptr;
+  PlatformFailure refused;
+  if (landing_->Destination(link.peer, link.incoming, &dst, &refused) != xcclSuccess) {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!link.failed) {
+        link.failed = true;
+        link.failure = refused;
+        first = true;
+      }
+    }
+    progress_.notify_all();
+    if (first) landing_->LinkFailed(link.peer, refused);
+    return true;
+  }
+  if (link.incoming.bytes == 0) {
+    NoteLanded(link);
+    landing_->Landed(link.peer, link.incoming);
+    link.in = Link::In::kIdle;
+    return true;
+  }
+  if (dst == nullptr) return false;  // not published yet
+  // From here the landing holds what Destination took: it is given back on every way out.
+  link.in = Link::In::kData;
+  if (link.recv->Irecv(dst, link.incoming.bytes, kTagData, nullptr, &link.in_request) !=
+      xcclSuccess) {
+    FailLink(link, xcclRemoteError, ThreadLastError());
+    return true;
+  }
+  if (link.in_request == nullptr) {  // no free slot: ask again next time
+    landing_->Abandoned(link.peer, link.incoming);
+    link.in = Link::In::kDestination;
+    return false;
+  }
+  return true;
+}
+
 bool Proxy::ProgressRecv(Link& link) {
   bool done = false;
   size_t bytes = 0;
@@ -425,54 +476,8 @@ bool Proxy::ProgressRecv(Link& link) {
       link.in = Link::In::kDestination;
       link.incoming_shown.store(link.incoming.bytes, std::memory_order_relaxed);
       return true;
-    case Link::In::kDestination: {
-      if (link.incoming.kind == NetOp::kAbort) {
-        const int cause = link.incoming.slot;
-        FailLink(link, xcclRemoteError, "it failed because of rank " + std::to_string(cause),
-                 cause >= 0 && cause < topology_.nranks ? cause : link.peer);
-        return true;
-      }
-      if (link.incoming.kind == NetOp::kClose) {
-        FailLink(link, xcclRemoteError, "it closed its communicator", -1, /*orderly=*/true);
-        return true;
-      }
-      char* dst = nullptr;
-      PlatformFailure refused;
-      if (landing_->Destination(link.peer, link.incoming, &dst, &refused) != xcclSuccess) {
-        bool first = false;
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          if (!link.failed) {
-            link.failed = true;
-            link.failure = refused;
-            first = true;
-          }
-        }
-        progress_.notify_all();
-        if (first) landing_->LinkFailed(link.peer, refused);
-        return true;
-      }
-      if (link.incoming.bytes == 0) {
-        NoteLanded(link);
-        landing_->Landed(link.peer, link.incoming);
-        link.in = Link::In::kIdle;
-        return true;
-      }
-      if (dst == nullptr) return false;  // not published yet
-      // From here the landing holds what Destination took: it is given back on every way out.
-      link.in = Link::In::kData;
-      if (link.recv->Irecv(dst, link.incoming.bytes, kTagData, nullptr, &link.in_request) !=
-          xcclSuccess) {
-        FailLink(link, xcclRemoteError, ThreadLastError());
-        return true;
-      }
-      if (link.in_request == nullptr) {  // no free slot: ask again next time
-        landing_->Abandoned(link.peer, link.incoming);
-        link.in = Link::In::kDestination;
-        return false;
-      }
-      return true;
-    }
+    case Link::In::kDestination:
+      return ProgressDestination(link);
     case Link::In::kData:
       if (link.recv->Test(link.in_request, &done, &bytes) != xcclSuccess) {
         FailLink(link, xcclRemoteError, ThreadLastError());

@@ -165,6 +165,7 @@ class Proxy {
   void Run();
   bool ProgressSend(Link& link);
   bool ProgressRecv(Link& link);
+  bool ProgressDestination(Link& link);  // ProgressRecv once a header is in
   bool Beat(Link& link, std::chrono::steady_clock::time_point now);
   xcclResult_t ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
                             std::unique_ptr<NetSendComm> Link::*send_of,
