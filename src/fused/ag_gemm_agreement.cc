@@ -1,14 +1,13 @@
-// ag_gemm create's agreement: every rank's request (shape, types, scales, mode, chunks, and
-// whether its local steps succeeded) gathered and compared, so that all ranks fail together.
+// What ag_gemm's create agrees on (fused/create_agreement.h): shape, types, scales, mode and
+// chunks.
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "base/datatype.h"
 #include "base/error.h"
 #include "fused/ag_gemm_op.h"
-#include "transport/bootstrap/bootstrap.h"
+#include "fused/create_agreement.h"
 
 namespace xccl {
 
@@ -16,16 +15,14 @@ namespace {
 
 // What one rank asked create for, as the ranks compare it.
 struct CreateRequest {
-  int32_t ok;
   int32_t in_type, out_type, mode, chunks;
   int32_t scales;
   int64_t n, k, m_max;
 };
 
-CreateRequest RequestOf(const AgGemmOp::Shape& shape, bool ok) {
+CreateRequest RequestOf(const AgGemmOp::Shape& shape) {
   CreateRequest request;
   memset(&request, 0, sizeof(request));
-  request.ok = ok ? 1 : 0;
   request.in_type = shape.in_type;
   request.out_type = shape.out_type;
   request.mode = shape.mode;
@@ -59,23 +56,8 @@ bool SameOp(const CreateRequest& a, const CreateRequest& b) {
 }  // namespace
 
 xcclResult_t AgGemmOp::AgreeAcrossRanks(Communicator* comm, const Shape& shape, xcclResult_t mine) {
-  const int rank = comm->rank();
-  std::vector<CreateRequest> requests(comm->nranks());
-  requests[rank] = RequestOf(shape, mine == xcclSuccess);
-  XCCL_TRY(comm->bootstrap()->AllGather(requests.data(), sizeof(CreateRequest)));
-  if (mine != xcclSuccess) return xcclSuccess;  // this rank's own failure speaks for itself
-  for (int r = 0; r < comm->nranks(); ++r) {
-    if (!requests[r].ok)
-      return Fail(xcclRemoteError, "ag_gemm: rank %d could not create its part of the op", r);
-  }
-  for (int r = 0; r < comm->nranks(); ++r) {
-    if (!SameOp(requests[r], requests[rank]))
-      return Fail(xcclInvalidUsage,
-                  "ag_gemm: the ranks disagree on the op: rank %d asked for %s, this rank (%d) "
-                  "for %s; every rank must pass the same shape, types, scales, mode and chunks",
-                  r, Describe(requests[r]).c_str(), rank, Describe(requests[rank]).c_str());
-  }
-  return xcclSuccess;
+  return AgreeOnCreate(comm, "ag_gemm", RequestOf(shape), mine, SameOp, Describe,
+                       "shape, types, scales, mode and chunks");
 }
 
 }  // namespace xccl

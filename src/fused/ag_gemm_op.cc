@@ -22,7 +22,6 @@
 #include "fused/gemm_schedule.h"
 #include "fused/self_test_pattern.h"
 #include "platform/runtime.h"
-#include "platform/side_stream.h"
 
 namespace xccl {
 
@@ -50,10 +49,7 @@ int ComputeStreams(const Communicator& comm) {
 }  // namespace
 
 AgGemmOp::~AgGemmOp() {
-  // The side stream first: destroying it waits for its bands, which use the side context.
-  DestroySideStream(device_, &side_);
-  if (plugin_ && plugin_ctx_ != nullptr) plugin_->api().finalize(plugin_ctx_);
-  if (plugin_ && side_plugin_ctx_ != nullptr) plugin_->api().finalize(side_plugin_ctx_);
+  lanes_.Close();
   // The output first: freeing device memory waits for the device, so no queued put still
   // writes into a peer's window when its mapping is closed below.
   FreeOpBuffer(device_, output_);
@@ -135,7 +131,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
     // entry, which takes each source in one launch).
     if (mine == xcclSuccess && shape.mode == xcclAgGemmFused && world > 1 &&
         ComputeStreams(*comm) == 2 && !op->TileWait())
-      mine = op->PrepareSideLane(problem);
+      mine = op->lanes_.OpenSideLane(problem, "ag_gemm");
   }
   // Every rank learns at once whether every rank's local steps succeeded and asked for the same
   // op (a rank whose arguments were bad, whose plugin did not load or refused the shape fails
@@ -156,21 +152,12 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
 xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
                                       const xcclGemmProblem& problem) {
   XCCL_TRY(plugin->CheckScaleMode(shape_.scales));
-  void* ctx = nullptr;
-  const xcclResult_t initialised = plugin->api().init(&ctx, device_);
-  if (initialised != xcclSuccess)
-    return Fail(initialised, "ag_gemm: GEMM plugin '%s' failed to initialise on device %d",
-                plugin->name(), device_);
-  plugin_ = std::move(plugin);
-  plugin_ctx_ = ctx;
-  const xcclResult_t supported = plugin_->api().supports(ctx, &problem);
-  if (supported != xcclSuccess)
-    return Fail(supported == xcclInvalidArgument ? xcclInvalidArgument : supported,
-                "ag_gemm: GEMM plugin '%s' does not support m=%lld n=%lld k=%lld %s -> %s%s",
-                plugin_->name(), static_cast<long long>(problem.m),
-                static_cast<long long>(problem.n), static_cast<long long>(problem.k),
-                DataTypeName(shape_.in_type), DataTypeName(shape_.out_type),
-                block_scales() ? " with block scales" : "");
+  char text[160];
+  snprintf(text, sizeof(text), "m=%lld n=%lld k=%lld %s -> %s%s", static_cast<long long>(problem.m),
+           static_cast<long long>(problem.n), static_cast<long long>(problem.k),
+           DataTypeName(shape_.in_type), DataTypeName(shape_.out_type),
+           block_scales() ? " with block scales" : "");
+  XCCL_TRY(lanes_.Open(std::move(plugin), device_, problem, "ag_gemm", text));
   size_t output_bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(problem.m), static_cast<size_t>(shape_.n),
                              &output_bytes) ||
@@ -187,23 +174,6 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
   XCCL_TRY(layout_.SlotBytes(shape_.m_max, &max_slot));
   return SetSelfTestStaging(
       std::min(kSelfTestStagingBytes, std::max(max_slot, SlotCheck::kIdentifyingBytes)));
-}
-
-xcclResult_t AgGemmOp::PrepareSideLane(const xcclGemmProblem& problem) {
-  XCCL_TRY(CreateSideStream(device_, &side_));
-  void* ctx = nullptr;
-  const xcclResult_t initialised = plugin_->api().init(&ctx, device_);
-  if (initialised != xcclSuccess)
-    return Fail(initialised,
-                "ag_gemm: GEMM plugin '%s' failed to initialise a second context (side lane) on "
-                "device %d",
-                plugin_->name(), device_);
-  side_plugin_ctx_ = ctx;
-  const xcclResult_t supported = plugin_->api().supports(ctx, &problem);
-  if (supported != xcclSuccess)
-    return Fail(supported, "ag_gemm: GEMM plugin '%s' refused the problem in its second context",
-                plugin_->name());
-  return xcclSuccess;
 }
 
 xcclResult_t AgGemmOp::PaddedRows(int64_t m, int64_t* padded) const {
@@ -476,10 +446,11 @@ xcclResult_t AgGemmOp::RunTileWaits(int64_t padded, const std::vector<RowRange>&
     wait.flags = view.own_slots + BandFlag(source, 0, world);
     wait.epoch = view.device_epoch;
     wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
-    const xcclResult_t gemm = plugin_->api().run_tile_wait(plugin_ctx_, problem, &wait, stream);
+    const xcclResult_t gemm =
+        lanes_.plugin().api().run_tile_wait(lanes_.context(0), problem, &wait, stream);
     if (gemm != xcclSuccess)
       return Fail(gemm, "ag_gemm: GEMM plugin '%s' failed on the tile-wait rows of rank %d",
-                  plugin_->name(), source);
+                  lanes_.plugin().name(), source);
   }
   return xcclSuccess;
 }
@@ -498,14 +469,14 @@ xcclResult_t AgGemmOp::RunFusedSchedule(uint32_t epoch, int64_t padded,
   // in turn, the side stream forked before the own rows' GEMM (it waits for the epoch advance
   // above) so its first call may overlap it.
   const bool tile_wait = problem != nullptr && TileWait();
-  const bool two_lanes = side_plugin_ctx_ != nullptr && !tile_wait;
+  const bool two_lanes = lanes_.two_lanes() && !tile_wait;
   const int chunks = static_cast<int>(bands.size());
   const std::vector<GemmStep> steps =
       FusedGemmSchedule(rank, world, padded, bands,
                         SourcesPerGemm(padded, shape_.n, world, chunks,
                                        static_cast<int>(comm_->params().aggemm_sources_per_gemm)),
                         two_lanes ? 2 : 1);
-  xcclResult_t result = two_lanes ? ForkSideStream(side_, stream) : xcclSuccess;
+  xcclResult_t result = two_lanes ? lanes_.Fork(stream) : xcclSuccess;
   const bool forked = two_lanes && result == xcclSuccess;  // else nothing to join
   // No steps only for an empty slot (nothing to multiply).
   if (result == xcclSuccess && !steps.empty())
@@ -519,7 +490,7 @@ xcclResult_t AgGemmOp::RunFusedSchedule(uint32_t epoch, int64_t padded,
     const GemmStep& step = steps[i];
     for (const BandWait& w : step.waits) {
       result = transport->WaitSlot(BandFlag(w.source, w.band, world), epoch, w.source,
-                                   "its ag_gemm rows", deadline, LaneStream(step.lane, stream),
+                                   "its ag_gemm rows", deadline, lanes_.stream(step.lane, stream),
                                    &failure);
       if (result != xcclSuccess) break;
     }
@@ -532,7 +503,7 @@ xcclResult_t AgGemmOp::RunFusedSchedule(uint32_t epoch, int64_t padded,
   // The caller's stream waits for the side lane's bands, even after a failure (nothing of the
   // call may be left running beside the stream).
   if (forked) {
-    const xcclResult_t joined = JoinSideStream(side_, stream);
+    const xcclResult_t joined = lanes_.Join(stream);
     if (result == xcclSuccess) result = joined;
   }
   return result;
@@ -586,8 +557,8 @@ xcclResult_t AgGemmOp::ExchangeFused(int64_t m, const xcclGemmProblem* problem, 
 bool AgGemmOp::TileWait() const {
   // Block scales go band by band: one tile-wait launch per source would need the source's
   // scales as one [KB][padded] array, which the band tiles are not.
-  return comm_->transport()->device_view() != nullptr && plugin_->api().run_tile_wait != nullptr &&
-         !block_scales();
+  return comm_->transport()->device_view() != nullptr &&
+         lanes_.plugin().api().run_tile_wait != nullptr && !block_scales();
 }
 
 xcclGemmProblem AgGemmOp::ProblemOf(int64_t padded) const {
@@ -602,10 +573,6 @@ xcclGemmProblem AgGemmOp::ProblemOf(int64_t padded) const {
   problem.ldc = shape_.n;
   if (block_scales()) problem.a_scale_ld = problem.m;
   return problem;
-}
-
-xcclStream_t AgGemmOp::LaneStream(int lane, xcclStream_t stream) const {
-  return lane == 0 ? stream : side_.stream;
 }
 
 xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end,
@@ -625,15 +592,16 @@ xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin
     call.c = static_cast<char*>(problem.c) +
              static_cast<size_t>(row_begin) * static_cast<size_t>(shape_.n) * out_size();
     call.a_scale_ld = call.m;
-    XCCL_TRY(CallScaleTile(padded, row_begin, row_end, LaneStream(lane, stream), &call.a_scale));
+    XCCL_TRY(CallScaleTile(padded, row_begin, row_end, lanes_.stream(lane, stream), &call.a_scale));
     band = xcclGemmBand{0, call.m};
     run = &call;
   }
-  xcclResult_t result = plugin_->api().run(lane == 0 ? plugin_ctx_ : side_plugin_ctx_, run, &band,
-                                           LaneStream(lane, stream));
+  xcclResult_t result =
+      lanes_.plugin().api().run(lanes_.context(lane), run, &band, lanes_.stream(lane, stream));
   if (result != xcclSuccess)
-    return Fail(result, "ag_gemm: GEMM plugin '%s' failed on rows [%lld, %lld)", plugin_->name(),
-                static_cast<long long>(row_begin), static_cast<long long>(row_end));
+    return Fail(result, "ag_gemm: GEMM plugin '%s' failed on rows [%lld, %lld)",
+                lanes_.plugin().name(), static_cast<long long>(row_begin),
+                static_cast<long long>(row_end));
   return xcclSuccess;
 }
 

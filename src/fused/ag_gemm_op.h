@@ -28,9 +28,9 @@
 #include "base/deadline.h"
 #include "comm/communicator.h"
 #include "fused/chunk_rule.h"
+#include "fused/gemm_lanes.h"
 #include "fused/gemm_plugin_loader.h"
 #include "fused/window_layout.h"
-#include "platform/side_stream.h"
 #include "transport/transport.h"
 #include "xccl.h"
 
@@ -119,10 +119,6 @@ class AgGemmOp {
                                const float* b_scale, int64_t m, const void* out);
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
   xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m, xcclStream_t stream);
-  // Create's step for two compute streams (XCCL_AGGEMM_COMPUTE_STREAMS=2, or 0 on a platform
-  // whose default is 2: GPUs): the side stream and a second plugin context (its own workspace:
-  // two bands may run at once), asked to support `problem` too.
-  xcclResult_t PrepareSideLane(const xcclGemmProblem& problem);
   // gemm_band(row_begin, row_end, lane): one GEMM call over those rows (counted from source 0's
   // slot); lane 0 is the caller's stream and plugin context, lane 1 the side ones.
   using GemmBandFn = std::function<xcclResult_t(int64_t, int64_t, int)>;
@@ -148,7 +144,6 @@ class AgGemmOp {
   // One tile-wait launch per peer source: its tiles wait on the device for their band's flag.
   xcclResult_t RunTileWaits(int64_t padded, const std::vector<RowRange>& bands,
                             const xcclGemmProblem* problem, xcclStream_t stream);
-  xcclStream_t LaneStream(int lane, xcclStream_t stream) const;
   // The GEMM of a call whose slots hold `padded` rows per source: shape, types and strides (the
   // operand pointers are the caller's to fill).
   xcclGemmProblem ProblemOf(int64_t padded) const;
@@ -161,12 +156,9 @@ class AgGemmOp {
   Communicator* comm_ = nullptr;
   Shape shape_;
   WindowLayout layout_;
-  std::unique_ptr<GemmPlugin> plugin_;
-  void* plugin_ctx_ = nullptr;
-  // Fused mode on two compute streams (see PrepareSideLane): every other band's GEMM runs on side_
-  // with this context (nullptr: one lane).
-  void* side_plugin_ctx_ = nullptr;
-  SideStream side_;
+  // The plugin and its compute lanes: a second one (side stream and context) for fused bands
+  // where XCCL_AGGEMM_COMPUTE_STREAMS is 2, or 0 on a platform whose default is 2 (GPUs).
+  GemmLanes lanes_;
   int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)
   void* window_ = nullptr;  // the receive slots and scales (WindowLayout)
   void* output_ = nullptr;  // C when the caller passes no buffer
