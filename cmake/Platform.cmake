@@ -1,6 +1,6 @@
 # Resolves XCCL_PLATFORM=auto to cuda (nvcc and an NVIDIA driver present), hip (hipcc and
 # /dev/kfd present) or host, and enables the GPU language. cuda and hip build the same sources
-# (src/platform/gpu/, src/collectives/*.cu) through src/platform/gpu.h.
+# (src/platform/gpu/, src/collectives/*/*.cu) through src/platform/gpu.h.
 
 # The HIP route: CMake's own HIP language (enable_language(HIP), CMake >= 3.21). The GPU sources
 # (src/platform/gpu/*.cc, *.cu) get LANGUAGE HIP and are compiled by the clang++ that hipcc

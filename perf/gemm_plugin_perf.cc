@@ -58,8 +58,8 @@
 #include <vector>
 
 #include "common/float_formats.h"
-#include "fused/chunk_rule.h"
-#include "fused/gemm_schedule.h"
+#include "fused/ag_gemm/chunk_rule.h"
+#include "fused/ag_gemm/gemm_schedule.h"
 #include "harness/built_plugin.h"
 #include "platform/gpu.h"
 #include "xccl_gemm.h"

@@ -8,8 +8,8 @@
 
 #include "api/api_guard.h"
 #include "base/error.h"
-#include "fused/ag_gemm_op.h"
-#include "fused/ag_gemm_testing.h"
+#include "fused/ag_gemm/ag_gemm_op.h"
+#include "fused/ag_gemm/ag_gemm_testing.h"
 #include "platform/runtime.h"
 #include "xccl_gemm.h"
 

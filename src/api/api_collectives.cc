@@ -3,8 +3,8 @@
 #include "api/arg_check.h"
 #include "base/datatype.h"
 #include "base/logging.h"
-#include "collectives/all_gather.h"
-#include "collectives/barrier.h"
+#include "collectives/all_gather/all_gather.h"
+#include "collectives/barrier/barrier.h"
 
 using namespace xccl;
 

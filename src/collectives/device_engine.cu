@@ -4,11 +4,11 @@
 
 #include "base/error.h"
 #include "base/logging.h"
-#include "collectives/barrier_kernel.h"
+#include "collectives/all_gather/kernel_all_gather.h"
+#include "collectives/all_gather/ll_all_gather.h"
+#include "collectives/all_gather/pipelined_all_gather.h"
+#include "collectives/barrier/barrier_kernel.h"
 #include "collectives/device_engine.h"
-#include "collectives/kernel_all_gather.h"
-#include "collectives/ll_all_gather.h"
-#include "collectives/pipelined_all_gather.h"
 #include "platform/gpu/gpu_call.h"
 #include "transport/p2p/device_signals.h"
 

@@ -19,12 +19,13 @@ class DeviceEngine {
  public:
   virtual ~DeviceEngine() = default;
   // Whether all_gather runs as the kernel engine; else as queued puts through the inboxes (the
-  // dma engine, collectives/all_gather.cc; also every communicator that spans nodes, whose
-  // kernels could not reach the ranks of other nodes).
+  // dma engine, collectives/all_gather/all_gather.cc; also every communicator that spans nodes,
+  // whose kernels could not reach the ranks of other nodes).
   virtual bool kernel_all_gather() const = 0;
   // Enqueues the all_gather of `bytes` per rank on `stream` as one kernel; failures of the
   // device side are reported later through Transport::PollAsyncFailure, launch failures here.
-  // `direct_at` [nranks]: where each source may write straight (collectives/zero_copy_targets.h).
+  // `direct_at` [nranks]: where each source may write straight
+  // (collectives/all_gather/zero_copy_targets.h).
   virtual xcclResult_t AllGather(Transport& transport, const void* send, void* recv, size_t bytes,
                                  char* const* direct_at, xcclStream_t stream,
                                  PlatformFailure* failure) = 0;

@@ -1,5 +1,5 @@
-// The host build runs every collective on the host (collectives/all_gather.cc, barrier.cc): it
-// has no device engine and its shm windows size themselves.
+// The host build runs every collective on the host (collectives/all_gather/all_gather.cc,
+// barrier.cc): it has no device engine and its shm windows size themselves.
 #include "collectives/device_engine.h"
 
 #if defined(XCCL_PLATFORM_HOST)

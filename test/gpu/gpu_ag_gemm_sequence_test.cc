@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "api/comm_handle.h"
-#include "fused/ag_gemm_testing.h"
+#include "fused/ag_gemm/ag_gemm_testing.h"
 #include "gpu/gpu_ag_gemm_helpers.h"
 #include "gpu/gpu_harness.h"
 #include "mp/test_params.h"

@@ -20,7 +20,7 @@
 
 #include "common/fake_gemm_plugin.h"
 #include "common/float_formats.h"
-#include "fused/ag_gemm_testing.h"
+#include "fused/ag_gemm/ag_gemm_testing.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"
 #include "xccl_gemm.h"

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "fused/chunk_rule.h"
-#include "fused/window_layout.h"
+#include "fused/ag_gemm/chunk_rule.h"
+#include "fused/ag_gemm/window_layout.h"
 
 namespace xccl {
 namespace {
@@ -27,7 +27,7 @@ int64_t CountTiles(int64_t extent) {
 }
 
 // The default: the most c in 4..1 with (tiles // c) * n_tiles * (world - 1) >= 1024 (the
-// threshold of src/fused/chunk_rule.h).
+// threshold of src/fused/ag_gemm/chunk_rule.h).
 int BruteDefaultChunks(int64_t m_per_rank, int64_t n, int world) {
   const int64_t row_tiles = CountTiles(m_per_rank);
   const int64_t col_tiles = CountTiles(n);

@@ -4,7 +4,7 @@
 // and unwaited, lanes in turn, pairs only of adjacent slots and as many as the rotation allows),
 // plus hand-written schedules and rule values so that a schedule and a property checker that
 // drift together still fail.
-#include "fused/gemm_schedule.h"
+#include "fused/ag_gemm/gemm_schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "fused/chunk_rule.h"
+#include "fused/ag_gemm/chunk_rule.h"
 
 namespace xccl {
 namespace {

@@ -2,7 +2,7 @@
 // checked against every other's (a block sent over the network is forwarded by its receiver, and
 // nothing else), each block crosses each pair of nodes exactly once, and every rank gets every
 // block from exactly one deliverer.
-#include "collectives/rail_plan.h"
+#include "collectives/all_gather/rail_plan.h"
 
 #include <gtest/gtest.h>
 

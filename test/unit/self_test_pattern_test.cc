@@ -1,7 +1,7 @@
 // ag_gemm's self-test patterns and the description of a slot that came back wrong
-// (src/fused/self_test_pattern.h): a right slot gives no text; a stale or misplaced slot is named
-// by the rank and round whose pattern it holds; lost bytes show in hex with their row.
-#include "fused/self_test_pattern.h"
+// (src/fused/ag_gemm/self_test_pattern.h): a right slot gives no text; a stale or misplaced slot is
+// named by the rank and round whose pattern it holds; lost bytes show in hex with their row.
+#include "fused/ag_gemm/self_test_pattern.h"
 
 #include <gtest/gtest.h>
 

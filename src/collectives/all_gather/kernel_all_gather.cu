@@ -1,9 +1,9 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "collectives/kernel_all_gather.h"
-#include "collectives/ll_all_gather.h"
-#include "collectives/pipelined_all_gather.h"
+#include "collectives/all_gather/kernel_all_gather.h"
+#include "collectives/all_gather/ll_all_gather.h"
+#include "collectives/all_gather/pipelined_all_gather.h"
 
 namespace xccl {
 

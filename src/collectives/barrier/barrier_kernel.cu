@@ -1,4 +1,4 @@
-#include "collectives/barrier_kernel.h"
+#include "collectives/barrier/barrier_kernel.h"
 #include "transport/p2p/device_signals.h"
 #include "transport/p2p/device_wait.cuh"
 

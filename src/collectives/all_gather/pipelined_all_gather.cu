@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "collectives/pipelined_all_gather.h"
+#include "collectives/all_gather/pipelined_all_gather.h"
 #include "transport/p2p/device_copy.cuh"
 
 namespace xccl {

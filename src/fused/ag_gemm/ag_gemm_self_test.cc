@@ -5,9 +5,9 @@
 
 #include "base/error.h"
 #include "base/failure.h"
-#include "collectives/barrier.h"
-#include "fused/ag_gemm_op.h"
-#include "fused/self_test_pattern.h"
+#include "collectives/barrier/barrier.h"
+#include "fused/ag_gemm/ag_gemm_op.h"
+#include "fused/ag_gemm/self_test_pattern.h"
 #include "platform/runtime.h"
 
 namespace xccl {

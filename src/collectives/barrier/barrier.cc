@@ -1,4 +1,4 @@
-#include "collectives/barrier.h"
+#include "collectives/barrier/barrier.h"
 
 #include "base/error.h"
 #include "collectives/device_engine.h"

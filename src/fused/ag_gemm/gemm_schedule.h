@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "fused/chunk_rule.h"
+#include "fused/ag_gemm/chunk_rule.h"
 
 namespace xccl {
 

@@ -1,4 +1,4 @@
-#include "fused/chunk_rule.h"
+#include "fused/ag_gemm/chunk_rule.h"
 
 #include <algorithm>
 #include <limits>

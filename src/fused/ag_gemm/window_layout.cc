@@ -1,9 +1,9 @@
-#include "fused/window_layout.h"
+#include "fused/ag_gemm/window_layout.h"
 
 #include <limits>
 
 #include "base/error.h"
-#include "fused/chunk_rule.h"
+#include "fused/ag_gemm/chunk_rule.h"
 
 namespace xccl {
 

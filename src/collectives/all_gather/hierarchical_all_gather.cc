@@ -1,12 +1,12 @@
-#include "collectives/hierarchical_all_gather.h"
+#include "collectives/all_gather/hierarchical_all_gather.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "base/error.h"
 #include "base/failure.h"
+#include "collectives/all_gather/rail_plan.h"
 #include "collectives/queued_operation.h"
-#include "collectives/rail_plan.h"
 #include "platform/runtime.h"
 
 namespace xccl {

@@ -1,4 +1,4 @@
-#include "collectives/ll_all_gather.h"
+#include "collectives/all_gather/ll_all_gather.h"
 #include "transport/p2p/device_copy.cuh"
 
 namespace xccl {

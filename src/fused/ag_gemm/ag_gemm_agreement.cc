@@ -6,7 +6,7 @@
 
 #include "base/datatype.h"
 #include "base/error.h"
-#include "fused/ag_gemm_op.h"
+#include "fused/ag_gemm/ag_gemm_op.h"
 #include "fused/create_agreement.h"
 
 namespace xccl {

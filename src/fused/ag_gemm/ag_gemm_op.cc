@@ -1,4 +1,4 @@
-#include "fused/ag_gemm_op.h"
+#include "fused/ag_gemm/ag_gemm_op.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,13 +14,13 @@
 #include "base/error.h"
 #include "base/failure.h"
 #include "base/topology.h"
-#include "collectives/all_gather.h"
+#include "collectives/all_gather/all_gather.h"
 #include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
-#include "fused/band_flags.h"
-#include "fused/chunk_rule.h"
-#include "fused/gemm_schedule.h"
-#include "fused/self_test_pattern.h"
+#include "fused/ag_gemm/band_flags.h"
+#include "fused/ag_gemm/chunk_rule.h"
+#include "fused/ag_gemm/gemm_schedule.h"
+#include "fused/ag_gemm/self_test_pattern.h"
 #include "platform/runtime.h"
 
 namespace xccl {

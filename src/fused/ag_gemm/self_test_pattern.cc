@@ -1,4 +1,4 @@
-#include "fused/self_test_pattern.h"
+#include "fused/ag_gemm/self_test_pattern.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "fused/gemm_schedule.h"
+#include "fused/ag_gemm/gemm_schedule.h"
 
 #include <cstddef>
 #include <utility>

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collectives/pipelined_all_gather.h"
+#include "collectives/all_gather/pipelined_all_gather.h"
 #include "platform/gpu.h"
 #include "transport/window.h"
 

@@ -1,4 +1,4 @@
-#include "collectives/rail_plan.h"
+#include "collectives/all_gather/rail_plan.h"
 
 namespace xccl {
 

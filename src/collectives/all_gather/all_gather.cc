@@ -1,4 +1,4 @@
-#include "collectives/all_gather.h"
+#include "collectives/all_gather/all_gather.h"
 
 #include <algorithm>
 #include <string>
@@ -6,11 +6,11 @@
 
 #include "base/error.h"
 #include "base/failure.h"
+#include "collectives/all_gather/hierarchical_all_gather.h"
+#include "collectives/all_gather/zero_copy_targets.h"
 #include "collectives/device_engine.h"
-#include "collectives/hierarchical_all_gather.h"
 #include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
-#include "collectives/zero_copy_targets.h"
 #include "platform/runtime.h"
 
 namespace xccl {

@@ -27,10 +27,10 @@
 
 #include "base/deadline.h"
 #include "comm/communicator.h"
-#include "fused/chunk_rule.h"
+#include "fused/ag_gemm/chunk_rule.h"
+#include "fused/ag_gemm/window_layout.h"
 #include "fused/gemm_lanes.h"
 #include "fused/gemm_plugin_loader.h"
-#include "fused/window_layout.h"
 #include "transport/transport.h"
 #include "xccl.h"
 
