@@ -25,7 +25,6 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   comm->params_ = given != nullptr ? *given : GetParams();
   const Params& params = comm->params_;
   comm->epoch_ = params.epoch_base;
-  comm->net_chunk_bytes_ = static_cast<size_t>(params.net_chunk_bytes);
   XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_,
                            params.socket_ifname));
   // The shared settings first: the grouping into nodes depends on one of them.

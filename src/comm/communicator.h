@@ -56,7 +56,7 @@ class Communicator {
   }
   uint32_t current_epoch() const { return epoch_; }
   // XCCL_NET_CHUNK_BYTES: the pipeline step of an operation across nodes.
-  size_t net_chunk_bytes() const { return net_chunk_bytes_; }
+  size_t net_chunk_bytes() const { return static_cast<size_t>(params_.net_chunk_bytes); }
   // The parameters this communicator was made with (read once at init, or given by a shrink):
   // what every layer under it reads, never the process's.
   const Params& params() const { return params_; }
@@ -120,7 +120,6 @@ class Communicator {
   CommWindows windows_;
   LocalRegistrations registrations_;
   uint32_t epoch_ = 0;
-  size_t net_chunk_bytes_ = size_t(1) << 20;
   std::atomic<bool> busy_{false};                // an operation is running (OperationGuard)
   std::vector<std::shared_ptr<void>> deferred_;  // DeferRelease; freed first in the destructor
   mutable std::mutex failure_mutex_;

@@ -204,7 +204,8 @@ __device__ inline void GpuStoreReleaseSystem(unsigned int* address, unsigned int
 }
 
 // Relaxed, system-scope 64-bit load and store: single-copy atomic for an aligned word, so a
-// reader sees either the old 8 bytes or the new ones, never a mix (the LL all_gather's lines).
+// reader sees either the old 8 bytes or the new ones, never a mix (flag-in-line protocols rely on
+// it).
 __device__ inline unsigned long long GpuLoadRelaxedSystem64(const unsigned long long* address) {
 #if defined(XCCL_PLATFORM_HIP)
   return __hip_atomic_load(address, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);

@@ -28,8 +28,8 @@ xcclResult_t AllocateStaging(size_t bytes, void** ptr);  // GPU: pinned host mem
 void FreeStaging(void* ptr);
 xcclResult_t CopyAsync(void* dst, const void* src, size_t bytes, xcclStream_t stream);
 xcclResult_t ZeroAsync(void* dst, size_t bytes, xcclStream_t stream);
-// `height` rows of `width` bytes, rows `dst_pitch` and `src_pitch` bytes apart (ag_gemm's
-// block-scale tiles: a band's columns of a [KB][rows] tile).
+// `height` rows of `width` bytes, rows `dst_pitch` and `src_pitch` bytes apart (a column
+// range of a row-major array).
 xcclResult_t Copy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
                          size_t width, size_t height, xcclStream_t stream);
 xcclResult_t Zero2DAsync(void* dst, size_t pitch, size_t width, size_t height, xcclStream_t stream);

@@ -1,9 +1,8 @@
 // A second compute stream an op may run work on within one call: forked from the caller's stream
 // (it waits for everything enqueued there so far) and joined back into it (the caller's stream
 // waits for everything enqueued on it), so the call stays one stream-ordered, graph-capturable
-// unit. ag_gemm's fused mode runs its bands' GEMMs on the caller's stream and this one in turn,
-// so that one band's tail wave overlaps the next band's start (docs/ARCHITECTURE.md, "ag_gemm"; the
-// cost of bands on one stream and on two is in docs/perf-history.md, third round).
+// unit. Fused ops run GEMM calls on both in turn (fused/gemm_lanes.h), so that one call's tail
+// wave overlaps the next one's start.
 //
 // GPU platforms: a non-blocking stream of the device and two events without timing. Host
 // platform: calls are synchronous, so the stream is nullptr and fork and join do nothing.

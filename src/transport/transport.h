@@ -52,7 +52,7 @@ class DirectPuts {
                               size_t bytes, int signal_slot, PlatformFailure* failure) = 0;
 };
 
-// Every rank's op buffer (ag_gemm's window) as this rank addresses it; closes the mappings it
+// Every rank's op buffer (a fused op's window) as this rank addresses it; closes the mappings it
 // opened when destroyed, whatever became of the communicator.
 class PeerMappings {
  public:

@@ -31,7 +31,7 @@ struct ControlLayout {
   }
   static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
   // Slots a fused op signals in, kOpSlotsPerSource per source rank; the op gives them their
-  // meaning (ag_gemm's band flags, fused/ag_gemm/band_flags.h).
+  // meaning.
   static constexpr int kOpSlotsPerSource = 8;
   static int OpSlot(int src, int index, int nranks) {
     return kFirstPeerSlot + 2 * nranks + src * kOpSlotsPerSource + index;

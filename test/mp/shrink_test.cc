@@ -39,6 +39,17 @@ void HundredCheckedCalls(RankContext& ctx, xcclComm_t comm, int rank, int nranks
                  });
 }
 
+// The survivors' communicator without `excluded` (alive: XCCL_SHRINK_DEFAULT); nullptr, the
+// failure recorded, where the shrink fails.
+xcclComm_t ShrinkAway(RankContext& ctx, int excluded) {
+  xcclComm_t small = nullptr;
+  const int list[] = {excluded};
+  RANK_EXPECT(
+      ctx, xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_DEFAULT) == xcclSuccess,
+      "shrink: " << xcclGetLastError(ctx.comm));
+  return small;
+}
+
 // Threads, world 4 and 8: the last rank is excluded while alive; it never calls shrink and goes
 // on to destroy its communicator. The survivors' new ranks keep their order.
 TEST(ShrinkTest, AliveExcludedRankTakesNoPart) {
@@ -47,12 +58,7 @@ TEST(ShrinkTest, AliveExcludedRankTakesNoPart) {
       const int excluded = ctx.nranks - 1;
       CheckedAllGather(ctx, 100, xcclFloat32, false, 0, 1);
       if (ctx.rank == excluded) return;
-      xcclComm_t small = nullptr;
-      const int list[] = {excluded};
-      RANK_EXPECT(
-          ctx,
-          xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_DEFAULT) == xcclSuccess,
-          "shrink: " << xcclGetLastError(ctx.comm));
+      xcclComm_t small = ShrinkAway(ctx, excluded);
       if (small == nullptr) return;
       int rank = -1, count = -1;
       RANK_EXPECT(ctx,
@@ -209,12 +215,7 @@ TEST(ShrinkTest, ShrunkCommunicatorKeepsItsParentsParameters) {
         RANK_EXPECT(ctx, parent.empty(), "zero-copy targets on the parent:" << parent);
         const int excluded = ctx.nranks - 1;
         if (ctx.rank == excluded) return;
-        xcclComm_t small = nullptr;
-        const int list[] = {excluded};
-        RANK_EXPECT(
-            ctx,
-            xcclCommShrink(ctx.comm, list, 1, &small, nullptr, XCCL_SHRINK_DEFAULT) == xcclSuccess,
-            "shrink: " << xcclGetLastError(ctx.comm));
+        xcclComm_t small = ShrinkAway(ctx, excluded);
         if (small == nullptr) return;
         const std::string child = ZeroCopyTargetsOn(small);
         RANK_EXPECT(ctx, child.empty(), "zero-copy targets on the shrunk communicator:" << child);

@@ -61,7 +61,7 @@ xcclResult_t P2pConnection::Flush(const Deadline& /*deadline: stream-ordered*/,
 
 void P2pNetConnection::Put(uint32_t /*epoch*/, void* /*dst*/, size_t /*dst_offset*/,
                            const void* /*src*/, size_t /*bytes*/, int /*signal_slot*/) {
-  // ag_gemm's fused mode refuses communicators that span nodes before it ever puts.
+  // An op that puts into mapped buffers refuses communicators that span nodes before it puts.
   transport_->Check(gpuErrorInvalidValue,
                     "a put into a mapped buffer of a rank of another node (nothing is mapped "
                     "across nodes)");
@@ -243,8 +243,7 @@ xcclResult_t P2pTransport::MapPeerBuffers(Bootstrap* bootstrap, void* local,
                                           std::unique_ptr<PeerMappings>* out) {
   PeerBuffers mapped;
   XCCL_TRY(xccl::MapPeerBuffers(bootstrap, topology_, device_, local,
-                                /*enable_peer_access: done at init*/ false, "ag_gemm window",
-                                &mapped));
+                                /*enable_peer_access: done at init*/ false, "op window", &mapped));
   *out = std::make_unique<P2pPeerMappings>(std::move(mapped));
   return xcclSuccess;
 }

@@ -1,8 +1,8 @@
 // Same node, GPU: one buffer of every rank of the node made reachable from this rank. A rank of
 // this process is reached through its pointer itself (an IPC handle cannot be opened in the
 // process that made it: CUDA runtime docs, cudaIpcOpenMemHandle), another process through an IPC
-// mapping. One open loop serves the control windows at init and the op buffers (ag_gemm's windows)
-// alike.
+// mapping. One open loop serves the control windows at init and the op buffers (fused ops'
+// windows) alike.
 #pragma once
 
 #include <vector>

@@ -84,8 +84,7 @@ xcclResult_t ProcessClique::PassGate(int rank, bool wait, int64_t timeout_ms,
                                      PlatformFailure* failure) {
   const uint64_t mine = counters_[rank].passed.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (!wait) return xcclSuccess;
-  Deadline deadline;  // read from the clock only once a wait is long
-  bool deadline_set = false;
+  const Deadline deadline(timeout_ms);
   for (int peer : gate_peers_[rank]) {
     const Counter& theirs = counters_[peer];
     for (unsigned spins = 0; theirs.passed.load(std::memory_order_acquire) < mine; ++spins) {
@@ -99,10 +98,6 @@ xcclResult_t ProcessClique::PassGate(int rank, bool wait, int64_t timeout_ms,
       if (spins < 4096) {
         CpuRelax();
         continue;
-      }
-      if (!deadline_set) {
-        deadline = Deadline(timeout_ms);
-        deadline_set = true;
       }
       if (spins % 64 == 0 && deadline.Expired())
         return SetFailure(failure, xcclTimeout, peer,
