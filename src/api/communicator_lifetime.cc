@@ -6,10 +6,12 @@
 #include "base/error.h"
 #include "base/logging.h"
 #include "base/params.h"
+#include "collectives/collective_slots.h"
 #include "collectives/device_engine.h"
 #include "comm/communicator.h"
 #include "comm/shared_settings.h"
 #include "comm/topology_exchange.h"
+#include "fused/fused_slots.h"
 #include "platform/runtime.h"
 #include "transport/peer_imports.h"
 
@@ -34,13 +36,20 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   // memory (zero-copy all_gather); GPU builds only, where such a map can exist.
   if (comm->topology_.AnyPeerInOtherProcess() && std::string(PlatformName()) != "host")
     XCCL_TRY(StartImportService());
-  // The collectives say what they carve of a device window, the transport maps it, and the device
-  // engine (GPU builds) runs its kernels over it.
+  // Every op asks for its control slots and the collectives say what they carve of a device
+  // window; the transport maps the windows, and the device engine (GPU builds) runs its kernels
+  // over them (docs/ARCHITECTURE.md, "Control slots").
   WindowGeometry geometry;
-  XCCL_TRY(PlanDeviceWindow(params, comm->topology_, &geometry));
+  SlotMap& slots = comm->slots_;
+  XCCL_TRY(ReserveCollectiveSlots(nranks, &slots));
+  XCCL_TRY(ReserveFusedSlots(nranks, &slots));
+  XCCL_TRY(PlanDeviceWindow(params, comm->topology_, &slots, &geometry));
+  slots.Lay();
+  geometry.slot_count = slots.end();
+  geometry.signalled_slots = slots.signalled_end();
   XCCL_TRY(CreateNodeTransport(comm->bootstrap_.get(), comm->topology_, params, geometry,
                                config.timeout_ms, &comm->transport_));
-  XCCL_TRY(CreateDeviceEngine(params, comm->topology_, geometry, *comm->transport_,
+  XCCL_TRY(CreateDeviceEngine(params, comm->topology_, geometry, slots, *comm->transport_,
                               &comm->device_engine_));
   XCCL_INFO(kLogInit,
             "comm %s rank %d nranks %d device %d platform %s transport %s queues %d - Init "

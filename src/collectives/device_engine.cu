@@ -8,6 +8,7 @@
 #include "collectives/all_gather/ll_all_gather.h"
 #include "collectives/all_gather/pipelined_all_gather.h"
 #include "collectives/barrier/barrier_kernel.h"
+#include "collectives/barrier/barrier_slots.h"
 #include "collectives/device_engine.h"
 #include "platform/gpu/gpu_call.h"
 #include "transport/p2p/device_signals.h"
@@ -15,15 +16,6 @@
 namespace xccl {
 
 namespace {
-
-// Control slots: ControlLayout's, then the pipelined all_gather's ring counters, the LL call
-// counters and the zero-copy offers.
-constexpr size_t kControlBytes = 65536;
-static_assert(PipelineSlots::kEnd * sizeof(uint32_t) <= kControlBytes, "ring counters fit");
-static_assert(LlLayout::kEndCounter * sizeof(uint32_t) <= kControlBytes, "LL call counters fit");
-static_assert(LlLayout::kEndCounter <= DirectSlots::kFirst,
-              "the LL counters end before the offers");
-static_assert(DirectSlots::kEnd * sizeof(uint32_t) <= kControlBytes, "the zero-copy words fit");
 
 xcclResult_t LaunchFailure(gpuError_t err, int rank, const char* what, PlatformFailure* failure) {
   if (err == gpuSuccess) return xcclSuccess;
@@ -33,8 +25,13 @@ xcclResult_t LaunchFailure(gpuError_t err, int rank, const char* what, PlatformF
 
 class KernelEngines final : public DeviceEngine {
  public:
-  KernelEngines(const KernelAllGatherTuning& tuning, bool kernel_all_gather, bool spans_nodes)
-      : tuning_(tuning), kernel_all_gather_(kernel_all_gather), spans_nodes_(spans_nodes) {}
+  KernelEngines(const KernelAllGatherTuning& tuning, const KernelAllGatherSlots& all_gather_slots,
+                const SlotRange& barrier_slots, bool kernel_all_gather, bool spans_nodes)
+      : tuning_(tuning),
+        all_gather_slots_(all_gather_slots),
+        barrier_slots_(barrier_slots),
+        kernel_all_gather_(kernel_all_gather),
+        spans_nodes_(spans_nodes) {}
 
   bool kernel_all_gather() const override { return kernel_all_gather_; }
 
@@ -43,8 +40,8 @@ class KernelEngines final : public DeviceEngine {
                          PlatformFailure* failure) override {
     XCCL_TRY(transport.BeginOperation(stream, /*queued=*/false, failure));
     const DeviceView& view = *transport.device_view();
-    return LaunchFailure(LaunchKernelAllGather(tuning_, view, send, recv, bytes, direct_at,
-                                               static_cast<gpuStream_t>(stream)),
+    return LaunchFailure(LaunchKernelAllGather(tuning_, all_gather_slots_, view, send, recv, bytes,
+                                               direct_at, static_cast<gpuStream_t>(stream)),
                          view.rank, "all_gather kernel", failure);
   }
 
@@ -52,9 +49,9 @@ class KernelEngines final : public DeviceEngine {
                        PlatformFailure* failure) override {
     if (spans_nodes_) return BarrierAcrossNodes(transport, advance_epoch, stream, failure);
     const DeviceView& view = *transport.device_view();
-    return LaunchFailure(LaunchBarrier(view, advance_epoch, static_cast<gpuStream_t>(stream)),
-                         view.rank, advance_epoch ? "barrier kernel" : "closing barrier kernel",
-                         failure);
+    return LaunchFailure(
+        LaunchBarrier(view, barrier_slots_.first, advance_epoch, static_cast<gpuStream_t>(stream)),
+        view.rank, advance_epoch ? "barrier kernel" : "closing barrier kernel", failure);
   }
 
  private:
@@ -75,17 +72,19 @@ class KernelEngines final : public DeviceEngine {
                              failure));
     for (int step = 1; step < nranks; ++step)
       transport.connection((rank + step) % nranks)
-          .Signal(ControlLayout::BarrierFrom(rank, nranks), /*epoch: the device's*/ 0);
+          .Signal(barrier_slots_.at(rank), /*epoch: the device's*/ 0);
     const Deadline unused(0);  // device waits carry their own deadline
     std::vector<int> raiser(nranks);
     for (int peer = 0; peer < nranks; ++peer) raiser[peer] = peer;
-    XCCL_TRY(transport.WaitSlotsRaisedBy(ControlLayout::BarrierFrom(0, nranks), 0, raiser,
-                                         "barrier", unused, stream, failure));
+    XCCL_TRY(transport.WaitSlotsRaisedBy(barrier_slots_.first, 0, raiser, "barrier", unused, stream,
+                                         failure));
     // Launch failures of the signals.
     return transport.Flush(unused, failure);
   }
 
   KernelAllGatherTuning tuning_;  // lanes, ring slots and the LL size
+  KernelAllGatherSlots all_gather_slots_;
+  SlotRange barrier_slots_;
   bool kernel_all_gather_;
   bool spans_nodes_;
 };
@@ -98,17 +97,15 @@ gpuError_t PreloadCollectiveKernels() {
 
 }  // namespace
 
-xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology,
+xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology, SlotMap* slots,
                               WindowGeometry* geometry) {
   const int nranks = topology.nranks;
   const int max_ranks = std::min(kMaxWatchedRanks, PipelineSlots::kMaxRanks);
   if (nranks > max_ranks)
     return Fail(xcclInvalidUsage, "the GPU platforms support at most %d ranks, not %d", max_ranks,
                 nranks);
-  if (ControlLayout::SlotCount(nranks) > PipelineSlots::kFirst)
-    return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
+  XCCL_TRY(ReserveKernelAllGatherSlots(slots));
   WindowGeometry g;
-  g.control_bytes = kControlBytes;
   g.staging_bytes = LlLayout::RegionBytes(nranks);
   g.inbox_bytes = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
   KernelAllGatherTuning tuning;  // fails here, before any allocation, where the inbox is too small
@@ -122,9 +119,13 @@ xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology,
 // copy-engine queues and no device of the communicator is shared; the kernel engine otherwise
 // (it beat the copy engines at every size measured, docs/PERF.md).
 xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
-                                const WindowGeometry& geometry, const Transport& transport,
-                                std::unique_ptr<DeviceEngine>* out) {
+                                const WindowGeometry& geometry, const SlotMap& slots,
+                                const Transport& transport, std::unique_ptr<DeviceEngine>* out) {
   XCCL_GPU_TRY(PreloadCollectiveKernels());
+  KernelAllGatherSlots all_gather_slots;
+  SlotRange barrier_slots;
+  XCCL_TRY(FindKernelAllGatherSlots(slots, &all_gather_slots));
+  XCCL_TRY(FindBarrierSlots(slots, &barrier_slots));
   KernelAllGatherTuning tuning;
   XCCL_TRY(TuneKernelAllGather(params, topology.nranks, topology.MostRanksOnOneDevice(),
                                geometry.inbox_bytes, &tuning));
@@ -141,7 +142,8 @@ xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
             spans_nodes ? "inboxes across nodes"
             : dma       ? "dma"
                         : "kernel");
-  *out = std::make_unique<KernelEngines>(tuning, !dma && !spans_nodes, spans_nodes);
+  *out = std::make_unique<KernelEngines>(tuning, all_gather_slots, barrier_slots,
+                                         !dma && !spans_nodes, spans_nodes);
   return xcclSuccess;
 }
 

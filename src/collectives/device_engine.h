@@ -10,6 +10,7 @@
 #include "base/failure.h"
 #include "base/params.h"
 #include "base/topology.h"
+#include "transport/slot_map.h"
 #include "transport/transport.h"
 #include "xccl.h"
 
@@ -37,16 +38,19 @@ class DeviceEngine {
                                PlatformFailure* failure) = 0;
 };
 
-// The window the device engines carve for `nranks` ranks: control slots with the rings'
-// counters, the LL buffers as the staging area, then an inbox per source from XCCL_WINDOW_BYTES;
-// xcclInvalidUsage beyond the engines' rank limits or for a window too small to tune.
-xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology,
+// Before the slot map is laid: what the device engines carve of a window for `nranks` ranks,
+// their counters among the control slots (asked for in `slots`), the LL buffers as the staging
+// area, then an inbox per source from XCCL_WINDOW_BYTES (the geometry's slot counts are the
+// caller's to fill once the map is laid); xcclInvalidUsage beyond the engines' rank limits or for
+// a window too small to tune.
+xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology, SlotMap* slots,
                               WindowGeometry* geometry);
 
-// After the transport: loads the kernels, tunes the kernel engine for `geometry` and chooses the
-// all_gather engine, the same on every rank (core/shared_settings.h).
+// After the transport: loads the kernels, tunes the kernel engine for `geometry`, finds its slots
+// and the barrier's in the laid map and chooses the all_gather engine, the same on every rank
+// (comm/shared_settings.h).
 xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
-                                const WindowGeometry& geometry, const Transport& transport,
-                                std::unique_ptr<DeviceEngine>* out);
+                                const WindowGeometry& geometry, const SlotMap& slots,
+                                const Transport& transport, std::unique_ptr<DeviceEngine>* out);
 
 }  // namespace xccl

@@ -7,13 +7,14 @@
 namespace xccl {
 
 xcclResult_t PlanDeviceWindow(const Params& /*params*/, const Topology& /*topology*/,
-                              WindowGeometry* geometry) {
+                              SlotMap* /*slots*/, WindowGeometry* geometry) {
   *geometry = WindowGeometry{};
   return xcclSuccess;
 }
 
 xcclResult_t CreateDeviceEngine(const Params& /*params*/, const Topology& /*topology*/,
-                                const WindowGeometry& /*geometry*/, const Transport& /*transport*/,
+                                const WindowGeometry& /*geometry*/, const SlotMap& /*slots*/,
+                                const Transport& /*transport*/,
                                 std::unique_ptr<DeviceEngine>* out) {
   out->reset();
   return xcclSuccess;

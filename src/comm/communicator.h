@@ -16,6 +16,7 @@
 #include "comm/comm_windows.h"
 #include "comm/local_registrations.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/slot_map.h"
 #include "transport/transport.h"
 #include "xccl.h"
 
@@ -38,6 +39,8 @@ class Communicator {
   int64_t timeout_ms() const { return config_.timeout_ms; }
   const Topology& topology() const { return topology_; }
   Transport* transport() const { return transport_.get(); }
+  // Where each op's control slots are in every rank's window (laid at init).
+  const SlotMap& slots() const { return slots_; }
   // The collectives' kernels (GPU builds); nullptr on the host platform.
   DeviceEngine* device_engine() const { return device_engine_.get(); }
   Bootstrap* bootstrap() const { return bootstrap_.get(); }
@@ -114,6 +117,7 @@ class Communicator {
   int device_ = 0;
   std::unique_ptr<Bootstrap> bootstrap_;
   Topology topology_;
+  SlotMap slots_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<DeviceEngine> device_engine_;
   // After the transport: released before it (the peers' imported segments first).

@@ -18,8 +18,7 @@ xcclResult_t CreateNodeTransport(Bootstrap* bootstrap, const Topology& topology,
                                  const Params& params, const WindowGeometry& geometry,
                                  int64_t timeout_ms, std::unique_ptr<Transport>* out) {
 #if defined(XCCL_PLATFORM_HOST)
-  (void)geometry;  // shm windows size themselves (XCCL_EAGER_BYTES)
-  auto transport = std::make_unique<ShmTransport>(topology, params, timeout_ms);
+  auto transport = std::make_unique<ShmTransport>(topology, params, geometry, timeout_ms);
   XCCL_TRY(transport->Init(bootstrap));
   XCCL_INFO(kLogInit, "rank %d: shm transport, %d DMA queues (worker threads)", topology.rank,
             transport->queue_count());

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -29,19 +28,21 @@ class DirectPuts {
  public:
   virtual ~DirectPuts() = default;
   // Makes `recv` (`bytes` long) writable by peers for operation `epoch`. `block`: the size every
-  // put into it must have (0: any). A put that does not fit, or is not `block` long, fails with
+  // put into it must have (0: any). `block_signal`: the slot a put of block s raises is
+  // block_signal + s, and such a put must stay in block s (ControlLayout::kNoSignal: puts are
+  // held to whole blocks only). A put that does not fit, or is not `block` long, fails with
   // xcclInvalidUsage instead of writing past the buffer or leaving part of it stale: ranks that
   // passed different counts fail. NULL publishes only the block size (a call through inboxes),
   // so that a peer's direct put fails at once.
-  void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block) {
-    PublishRecvRange(epoch, epoch, recv, bytes, block, /*chunk=*/0);
+  void PublishRecvBuffer(uint32_t epoch, void* recv, size_t bytes, size_t block, int block_signal) {
+    PublishRecvRange(epoch, epoch, recv, bytes, block, /*chunk=*/0, block_signal);
   }
   // The same for an operation that spans epochs `first`..`last` (a pipelined one: each piece
   // signals its own epoch). With `chunk` > 0 a put must start at a multiple of `chunk` within a
   // block and end where the piece its epoch names ends: min((epoch - first + 1) * chunk, block)
   // (a whole block put with `last`; chunk 0: whole blocks only).
   virtual void PublishRecvRange(uint32_t first, uint32_t last, void* recv, size_t bytes,
-                                size_t block, size_t chunk) = 0;
+                                size_t block, size_t chunk, int block_signal) = 0;
   // After a failed operation: refuses puts not yet started and waits (bounded by `deadline`) for
   // those copying now, so that the caller gets its buffer back.
   virtual void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) = 0;
@@ -110,12 +111,6 @@ class Transport {
                                          const std::vector<int>& raiser, const char* what,
                                          const Deadline& deadline, xcclStream_t stream,
                                          PlatformFailure* failure) = 0;
-  // Until every peer's arrival slot reaches `epoch`, calling `on_arrival` for each peer once its
-  // data is there (host: as each arrives; device: stream-ordered after one wait for all).
-  virtual xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
-                                    const std::function<void(int peer)>& on_arrival,
-                                    PlatformFailure* failure) = 0;
-
   // A copy that is part of an operation (into the output, out of an inbox), on `stream`: the
   // runtime's CopyAsync, or a kernel where copy-engine copies of ranks sharing a GPU could hold
   // each other up (p2p). The runtime's error text on failure.
@@ -141,16 +136,23 @@ class Transport {
   virtual void Abort(int failed_peer) = 0;
 };
 
-// What the collectives carve out of a device window (collectives/device_engine.h); empty on the
-// host platform, whose shm windows size themselves.
+// What every rank's window holds: the control slots the ops asked for (transport/slot_map.h),
+// and on GPUs what the collectives carve after them (collectives/device_engine.h); the host
+// platform's shm windows size their data themselves.
 struct WindowGeometry {
-  size_t control_bytes = 0;  // the control slots, with the engines' own counters
-  size_t staging_bytes = 0;  // after them: a staging area the engines share (the LL buffers)
+  int slot_count = 0;        // SlotMap::end()
+  int signalled_slots = 0;   // SlotMap::signalled_end(): the slots a connection may raise
+  size_t staging_bytes = 0;  // after the slots: a staging area the engines share (the LL buffers)
   size_t inbox_bytes = 0;    // then one inbox of this size per source rank
+  // The slots' bytes in a device window, whole pages so that the staging area after them is
+  // aligned for any copy.
+  size_t control_bytes() const {
+    return (static_cast<size_t>(slot_count) * sizeof(uint32_t) + 4095) / 4096 * 4096;
+  }
 };
 
-// Collective over the node's ranks: maps every rank's window and connects every peer with this
-// build's transport (shm on the host platform, p2p on GPUs).
+// Collective over the node's ranks: maps every rank's window (`geometry`, the same on every rank)
+// and connects every peer with this build's transport (shm on the host platform, p2p on GPUs).
 xcclResult_t CreateNodeTransport(Bootstrap* bootstrap, const Topology& topology,
                                  const Params& params, const WindowGeometry& geometry,
                                  int64_t timeout_ms, std::unique_ptr<Transport>* out);

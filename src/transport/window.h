@@ -1,5 +1,6 @@
 // The control window every rank maps for its peers: 32-bit signal slots, never reset, compared
-// wrap-safe against the epoch (core/epoch.h). The layout is the same on every platform; the
+// wrap-safe against the epoch (base/epoch.h): the transport's own words here, then the ranges the
+// ops ask for by name (transport/slot_map.h). The layout is the same on every platform; the
 // host keeps it in shared memory (transport/shm), GPUs in IPC-mapped device memory.
 #pragma once
 
@@ -23,27 +24,11 @@ struct ControlLayout {
   static constexpr int kRecvClosed = 11;   // host: the epoch whose buffer its owner gave up
   static constexpr int kReadyFirst = 12;   // host: first epoch of the published buffer's range
   static constexpr int kRecvChunk = 13;    // host: the pipelined puts' piece size (0: whole)
-  static constexpr int kFirstPeerSlot = 16;
-  static int Arrival(int src) { return kFirstPeerSlot + src; }
-  // The source whose arrival `slot` signals, or -1 where it is another kind of slot.
-  static int ArrivalSource(int slot, int nranks) {
-    return slot >= kFirstPeerSlot && slot < kFirstPeerSlot + nranks ? slot - kFirstPeerSlot : -1;
-  }
-  static int BarrierFrom(int src, int nranks) { return kFirstPeerSlot + nranks + src; }
-  // Slots a fused op signals in, kOpSlotsPerSource per source rank; the op gives them their
-  // meaning.
-  static constexpr int kOpSlotsPerSource = 8;
-  static int OpSlot(int src, int index, int nranks) {
-    return kFirstPeerSlot + 2 * nranks + src * kOpSlotsPerSource + index;
-  }
-  // Host: the size of the block `src` last put into this rank's inbox for an epoch of this
-  // parity (the inboxes alternate by epoch parity, so a peer one operation ahead writes the other).
-  static int InboxBytes(int parity, int src, int nranks) {
-    return kFirstPeerSlot + 2 * nranks + nranks * kOpSlotsPerSource + parity * nranks + src;
-  }
-  static int SlotCount(int nranks) {
-    return kFirstPeerSlot + 4 * nranks + nranks * kOpSlotsPerSource;
-  }
+  // host: the slot raised by the put of the buffer's block 0 (block s: this + s), so that a put
+  // is held to the block its flag names; -1 (as uint32_t): none
+  static constexpr int kRecvBlockSignal = 14;
+  // The first of the slots the ops ask for by name (transport/slot_map.h).
+  static constexpr int kFirstOpSlot = 16;
   // A put's signal_slot when nothing waits on that put alone (the next put of its queue
   // signals).
   static constexpr int kNoSignal = -1;

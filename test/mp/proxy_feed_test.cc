@@ -31,6 +31,9 @@ namespace {
 constexpr int64_t kTimeoutMs = 10000;
 constexpr int kOps = 64;
 constexpr size_t kMaxOpBytes = 64 << 10;
+// The slot every op raises, and the end of the slots a connection may raise (WindowGeometry).
+constexpr int kArrivalSlot = ControlLayout::kFirstOpSlot;
+constexpr int kSignalledSlots = ControlLayout::kFirstOpSlot + 2;
 
 struct ExpectedOp {
   NetOp op;
@@ -45,7 +48,7 @@ std::vector<ExpectedOp> MakeOps(uint64_t seed) {
   for (int i = 0; i < kOps; ++i) {
     const size_t bytes = i % 9 == 4 ? 0 : 1 + rng() % kMaxOpBytes;
     ops[i].op.kind = bytes == 0 ? NetOp::kSignal : NetOp::kInbox;
-    ops[i].op.slot = ControlLayout::Arrival(0);
+    ops[i].op.slot = kArrivalSlot;
     ops[i].op.epoch = 1000u + static_cast<uint32_t>(i);
     ops[i].op.bytes = bytes;
     ops[i].bytes.resize(bytes);
@@ -59,7 +62,7 @@ class RecordingLanding final : public NetLanding {
  public:
   xcclResult_t Destination(int peer, const NetOp& op, char** dst,
                            PlatformFailure* failure) override {
-    XCCL_TRY(CheckWireOp(peer, op, /*nranks=*/2, failure));
+    XCCL_TRY(CheckWireOp(peer, op, kSignalledSlots, failure));
     if (op.bytes > buffer_.size())
       return SetFailure(failure, xcclInvalidUsage, peer, "an op of %llu bytes",
                         static_cast<unsigned long long>(op.bytes));

@@ -19,12 +19,37 @@
 #include "base/error.h"
 #include "comm/topology_exchange.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/slot_map.h"
 #include "transport/window.h"
 
 namespace xccl {
 namespace {
 
 constexpr int64_t kTimeoutMs = 5000;
+constexpr int kMaxWorld = 3;
+
+// The slots these tests raise, laid as a communicator lays its map: one per source (as
+// all_gather's arrivals) after a range of another op, so that a slot's index is not its source's.
+struct TestSlots {
+  SlotRange arrivals;
+  WindowGeometry geometry;
+};
+const TestSlots& Slots() {
+  static const TestSlots slots = [] {
+    SlotMap map;
+    TestSlots made;
+    EXPECT_EQ(map.Reserve("other", 5, SlotReach::kSignalled), xcclSuccess);
+    EXPECT_EQ(map.Reserve("arrivals", kMaxWorld, SlotReach::kSignalled), xcclSuccess);
+    map.Lay();
+    EXPECT_EQ(map.Find("arrivals", &made.arrivals), xcclSuccess);
+    made.geometry.slot_count = map.end();
+    made.geometry.signalled_slots = map.signalled_end();
+    return made;
+  }();
+  return slots;
+}
+int Arrival(int src) { return Slots().arrivals.at(src); }
+int BlockSignal() { return Slots().arrivals.first; }
 
 // Runs body(rank, transport, bootstrap) on `world` thread ranks, each with its own initialised
 // transport.
@@ -40,7 +65,7 @@ void OnRanks(int world, const std::function<void(int, ShmTransport&, Bootstrap*)
           << ThreadLastError();
       ASSERT_EQ(ExchangeTopology(bootstrap.get(), 0, Params{}, &topology), xcclSuccess)
           << ThreadLastError();
-      ShmTransport transport(topology, Params(), kTimeoutMs);
+      ShmTransport transport(topology, Params(), Slots().geometry, kTimeoutMs);
       ASSERT_EQ(transport.Init(bootstrap.get()), xcclSuccess) << ThreadLastError();
       body(r, transport, bootstrap.get());
       // No rank tears its window down while a peer may still write or wait on it.
@@ -76,20 +101,18 @@ TEST(ShmTransport, PutsLandInThePublishedBufferThenRaiseTheSlot) {
   OnRanks(world, [&](int rank, ShmTransport& t, Bootstrap*) {
     const uint32_t epoch = 1;
     std::vector<uint8_t> recv(world * block, 0xEE);
-    t.PublishRecvBuffer(epoch, recv.data(), recv.size(), block);
+    t.PublishRecvBuffer(epoch, recv.data(), recv.size(), block, BlockSignal());
     const std::vector<uint8_t> mine = RandomBytes(block, seed + rank);
     const int queued = (rank + 1) % world, direct = (rank + 2) % world;
-    t.connection(queued).Put(epoch, nullptr, rank * block, mine.data(), block,
-                             ControlLayout::Arrival(rank));
+    t.connection(queued).Put(epoch, nullptr, rank * block, mine.data(), block, Arrival(rank));
     PlatformFailure failure;
-    EXPECT_EQ(t.PutNow(direct, epoch, mine.data(), rank * block, block,
-                       ControlLayout::Arrival(rank), &failure),
+    EXPECT_EQ(t.PutNow(direct, epoch, mine.data(), rank * block, block, Arrival(rank), &failure),
               xcclSuccess)
         << failure.message;
     for (int peer = 0; peer < world; ++peer) {
       if (peer == rank) continue;
-      ASSERT_EQ(t.WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data",
-                           Deadline(kTimeoutMs), nullptr, &failure),
+      ASSERT_EQ(t.WaitSlot(Arrival(peer), epoch, peer, "its data", Deadline(kTimeoutMs), nullptr,
+                           &failure),
                 xcclSuccess)
           << failure.message;
       const std::vector<uint8_t> want = RandomBytes(block, seed + peer);
@@ -111,11 +134,11 @@ TEST(ShmTransport, InboxPutsLeaveTheirSize) {
     const size_t bytes = 1000 + 17 * rank;  // the two ranks' blocks differ in size
     ASSERT_LE(bytes, t.inbox_limit());
     const std::vector<uint8_t> mine = RandomBytes(bytes, seed + rank);
-    t.connection(peer).InboxPut(epoch, rank, mine.data(), bytes, ControlLayout::Arrival(rank));
+    t.connection(peer).InboxPut(epoch, rank, mine.data(), bytes, Arrival(rank));
     PlatformFailure failure;
-    ASSERT_EQ(t.WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data",
-                         Deadline(kTimeoutMs), nullptr, &failure),
-              xcclSuccess)
+    ASSERT_EQ(
+        t.WaitSlot(Arrival(peer), epoch, peer, "its data", Deadline(kTimeoutMs), nullptr, &failure),
+        xcclSuccess)
         << failure.message;
     const size_t theirs = 1000 + 17 * peer;
     size_t arrived = 0;
@@ -133,20 +156,18 @@ TEST(ShmTransport, APutThatDoesNotFitIsRefusedNotWritten) {
   OnRanks(2, [](int rank, ShmTransport& t, Bootstrap*) {
     const uint32_t epoch = 3;
     std::vector<uint8_t> recv(2 * 64, 0xEE);
-    if (rank == 0) t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 64);
+    if (rank == 0) t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 64, BlockSignal());
     if (rank == 1) {
       const std::vector<uint8_t> src = RandomBytes(65, 1);
       PlatformFailure failure;
-      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 64, 65, ControlLayout::Arrival(1), &failure),
-                xcclInvalidUsage);
+      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 64, 65, Arrival(1), &failure), xcclInvalidUsage);
       EXPECT_NE(failure.message.find("different counts"), std::string::npos) << failure.message;
       EXPECT_EQ(failure.peer, 0);
     }
     // Rank 0 sees no arrival (it gives up at a short deadline, naming rank 1) and no write.
     if (rank == 0) {
       PlatformFailure failure;
-      EXPECT_EQ(t.WaitSlot(ControlLayout::Arrival(1), epoch, 1, "its data", Deadline(300), nullptr,
-                           &failure),
+      EXPECT_EQ(t.WaitSlot(Arrival(1), epoch, 1, "its data", Deadline(300), nullptr, &failure),
                 xcclTimeout);
       EXPECT_NE(failure.message.find("rank 1"), std::string::npos) << failure.message;
       for (uint8_t b : recv) ASSERT_EQ(b, 0xEE);
@@ -159,15 +180,14 @@ TEST(ShmTransport, AClosedBufferRefusesLatePuts) {
     const uint32_t epoch = 5;
     std::vector<uint8_t> recv(2 * 32, 0xEE);
     if (rank == 0) {
-      t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 32);
+      t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 32, BlockSignal());
       t.CloseRecvBuffer(epoch, Deadline(kTimeoutMs));
     }
     ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);  // the put comes after the close
     if (rank == 1) {
       const std::vector<uint8_t> src = RandomBytes(32, 2);
       PlatformFailure failure;
-      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 32, 32, ControlLayout::Arrival(1), &failure),
-                xcclRemoteError);
+      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 32, 32, Arrival(1), &failure), xcclRemoteError);
       // No rank announced a failure: the owner that gave the buffer up is named.
       EXPECT_EQ(failure.peer, 0) << failure.message;
       EXPECT_NE(failure.message.find("rank 0 gave up the call before this put"), std::string::npos)
@@ -189,7 +209,7 @@ TEST(ShmTransport, APutIntoAGivenUpBufferNamesTheAnnouncedRank) {
     const int culprit = 2;
     std::vector<uint8_t> recv(3 * 48, 0xEE);
     if (rank == 0) {
-      t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 48);
+      t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 48, BlockSignal());
       t.CloseRecvBuffer(epoch, Deadline(kTimeoutMs));
     }
     ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);  // the put comes after the close
@@ -200,8 +220,7 @@ TEST(ShmTransport, APutIntoAGivenUpBufferNamesTheAnnouncedRank) {
     if (rank == 1) {
       const std::vector<uint8_t> src = RandomBytes(48, 3);
       PlatformFailure failure;
-      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 48, 48, ControlLayout::Arrival(1), &failure),
-                xcclRemoteError);
+      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 48, 48, Arrival(1), &failure), xcclRemoteError);
       EXPECT_EQ(failure.peer, culprit) << failure.message;
       EXPECT_NE(failure.message.find("rank 0 reported that rank 2 failed"), std::string::npos)
           << failure.message;

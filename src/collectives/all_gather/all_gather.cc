@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/failure.h"
+#include "collectives/all_gather/arrivals.h"
 #include "collectives/all_gather/hierarchical_all_gather.h"
 #include "collectives/all_gather/zero_copy_targets.h"
 #include "collectives/device_engine.h"
@@ -21,19 +22,19 @@ namespace {
 // this rank's block into every peer's receive buffer at once — queued peers first in rotated
 // order (rank+2, rank+3, ...) so they start while this thread copies its own block, then this
 // thread serves rank+1 itself — and wait for every peer's arrival.
-xcclResult_t AllGatherDirect(Communicator* comm, DirectPuts* direct, const void* send, void* recv,
-                             size_t bytes, xcclStream_t stream) {
+xcclResult_t AllGatherDirect(Communicator* comm, const SlotRange& arrivals, DirectPuts* direct,
+                             const void* send, void* recv, size_t bytes, xcclStream_t stream) {
   Transport* transport = comm->transport();
   const int rank = comm->rank(), nranks = comm->nranks();
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
   char* own_block = static_cast<char*>(recv) + rank * bytes;
 
-  direct->PublishRecvBuffer(epoch, recv, nranks * bytes, bytes);
+  direct->PublishRecvBuffer(epoch, recv, nranks * bytes, bytes, arrivals.first);
   for (int step = 2; step < nranks; ++step) {
     transport->connection((rank + step) % nranks)
         .Put(epoch, /*dst: the published buffer*/ nullptr, rank * bytes, send, bytes,
-             ControlLayout::Arrival(rank));
+             arrivals.at(rank));
   }
   xcclResult_t result = CopyAsync(own_block, send, bytes, stream);
   PlatformFailure failure;
@@ -41,10 +42,10 @@ xcclResult_t AllGatherDirect(Communicator* comm, DirectPuts* direct, const void*
     result = SetFailure(&failure, result, rank, "local copy: %s", ThreadLastError().c_str());
   if (result == xcclSuccess)
     result = direct->PutNow((rank + 1) % nranks, epoch, send, rank * bytes, bytes,
-                            ControlLayout::Arrival(rank), &failure);
+                            arrivals.at(rank), &failure);
   if (result == xcclSuccess) {
-    result = transport->WaitArrivals(
-        epoch, deadline, [](int) {}, &failure);
+    result = WaitArrivals(
+        transport, arrivals, rank, nranks, epoch, deadline, stream, [](int) {}, &failure);
   }
   if (result != xcclSuccess) {
     xcclResult_t recorded = comm->RecordFailure("xcclAllGather", failure);
@@ -64,7 +65,8 @@ xcclResult_t AllGatherDirect(Communicator* comm, DirectPuts* direct, const void*
 // Through the inboxes, in operations of at most inbox_limit() bytes per block: every peer gets
 // this rank's piece in its inbox (rotated order), the own piece is copied locally, and each
 // peer's piece is copied out of this rank's inbox once it has arrived.
-xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void* recv, size_t bytes,
+xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arrivals,
+                                     const void* send, void* recv, size_t bytes,
                                      xcclStream_t stream) {
   Transport* transport = comm->transport();
   DirectPuts* direct = transport->direct_puts();
@@ -83,10 +85,10 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
     // No buffer to write into (blocks go through the inboxes), but the block size is published
     // all the same: a peer that passed a larger count takes the direct path and would otherwise
     // wait for this rank's receive buffer until the deadline.
-    if (direct != nullptr) direct->PublishRecvBuffer(epoch, nullptr, 0, piece);
+    if (direct != nullptr) direct->PublishRecvBuffer(epoch, nullptr, 0, piece, arrivals.first);
     for (int step = 1; step < nranks; ++step) {
       transport->connection((rank + step) % nranks)
-          .InboxPut(epoch, rank, src, piece, ControlLayout::Arrival(rank));
+          .InboxPut(epoch, rank, src, piece, arrivals.at(rank));
     }
     // Local copies fail only at their enqueue (a runtime error): the first one ends the call
     // once the arrivals are in.
@@ -96,8 +98,8 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const void* send, void*
     // rank fails. That peer finds the same mismatch in this rank's piece, so both fail at once.
     int odd_peer = -1;
     size_t odd_bytes = 0;
-    result = transport->WaitArrivals(
-        epoch, deadline,
+    result = WaitArrivals(
+        transport, arrivals, rank, nranks, epoch, deadline, stream,
         [&](int peer) {
           size_t arrived = piece;
           if (transport->InboxBlockBytes(epoch, peer, &arrived) && arrived != piece) {
@@ -154,13 +156,16 @@ xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, 
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
     return xcclSuccess;
   }
+  SlotRange arrivals;
+  XCCL_TRY(FindArrivalSlots(comm->slots(), &arrivals));
   DirectPuts* direct = transport->direct_puts();
   if (comm->topology().node_count > 1)
-    return direct != nullptr ? AllGatherAcrossNodes(comm, direct, send, recv, bytes, stream)
-                             : AllGatherAcrossNodesThroughInboxes(comm, send, recv, bytes, stream);
+    return direct != nullptr
+               ? AllGatherAcrossNodes(comm, arrivals, direct, send, recv, bytes, stream)
+               : AllGatherAcrossNodesThroughInboxes(comm, arrivals, send, recv, bytes, stream);
   if (direct != nullptr && bytes > transport->inbox_limit())
-    return AllGatherDirect(comm, direct, send, recv, bytes, stream);
-  return AllGatherThroughInboxes(comm, send, recv, bytes, stream);
+    return AllGatherDirect(comm, arrivals, direct, send, recv, bytes, stream);
+  return AllGatherThroughInboxes(comm, arrivals, send, recv, bytes, stream);
 }
 
 }  // namespace

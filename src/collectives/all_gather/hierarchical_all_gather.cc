@@ -22,9 +22,9 @@ struct Pieces {
   }
 };
 
-xcclResult_t Run(Communicator* comm, const RailPlan& plan, const Pieces& pieces, uint32_t first,
-                 const void* send, void* recv, size_t bytes, xcclStream_t stream,
-                 const Deadline& deadline, PlatformFailure* failure) {
+xcclResult_t Run(Communicator* comm, const SlotRange& arrivals, const RailPlan& plan,
+                 const Pieces& pieces, uint32_t first, const void* send, void* recv, size_t bytes,
+                 xcclStream_t stream, const Deadline& deadline, PlatformFailure* failure) {
   Transport* transport = comm->transport();
   const Topology& topology = comm->topology();
   const int me = comm->rank();
@@ -38,13 +38,11 @@ xcclResult_t Run(Communicator* comm, const RailPlan& plan, const Pieces& pieces,
     Connection& connection = transport->connection(target);
     for (uint32_t piece = 0; piece < pieces.count; ++piece)
       connection.Put(first + piece, nullptr, me * bytes + pieces.Offset(piece),
-                     src + pieces.Offset(piece), pieces.Bytes(piece, bytes),
-                     ControlLayout::Arrival(me));
+                     src + pieces.Offset(piece), pieces.Bytes(piece, bytes), arrivals.at(me));
   }
   for (int peer : topology.local_ranks)
     if (peer != me)
-      transport->connection(peer).Put(last, nullptr, me * bytes, send, bytes,
-                                      ControlLayout::Arrival(me));
+      transport->connection(peer).Put(last, nullptr, me * bytes, send, bytes, arrivals.at(me));
   XCCL_TRY(
       CopyAsync(out + me * bytes, send, bytes, stream) == xcclSuccess
           ? xcclSuccess
@@ -53,14 +51,13 @@ xcclResult_t Run(Communicator* comm, const RailPlan& plan, const Pieces& pieces,
   // Blocks that land here, forwarded piece by piece as each arrives.
   for (uint32_t piece = 0; piece < pieces.count; ++piece) {
     for (int source : plan.forwarded_sources) {
-      XCCL_TRY(transport->WaitSlot(ControlLayout::Arrival(source), first + piece, source,
-                                   "its data", deadline, stream, failure));
+      XCCL_TRY(transport->WaitSlot(arrivals.at(source), first + piece, source, "its data", deadline,
+                                   stream, failure));
       const size_t at = source * bytes + pieces.Offset(piece);
       for (int peer : topology.local_ranks)
         if (peer != me)
           transport->connection(peer).Put(first + piece, nullptr, at, out + at,
-                                          pieces.Bytes(piece, bytes),
-                                          ControlLayout::Arrival(source));
+                                          pieces.Bytes(piece, bytes), arrivals.at(source));
     }
   }
   // Everything else: this node's blocks from their owners, the other nodes' from the rank of
@@ -69,16 +66,17 @@ xcclResult_t Run(Communicator* comm, const RailPlan& plan, const Pieces& pieces,
     const std::vector<int>& forwarded = plan.forwarded_sources;
     if (source == me || std::find(forwarded.begin(), forwarded.end(), source) != forwarded.end())
       continue;
-    XCCL_TRY(transport->WaitSlot(ControlLayout::Arrival(source), last, plan.deliverer[source],
-                                 "its data", deadline, stream, failure));
+    XCCL_TRY(transport->WaitSlot(arrivals.at(source), last, plan.deliverer[source], "its data",
+                                 deadline, stream, failure));
   }
   return transport->Flush(deadline, failure);
 }
 
 // One piece (`offset`, `piece` bytes of every block) through the inboxes, as one operation.
-xcclResult_t RunPieceThroughInboxes(Communicator* comm, const RailPlan& plan, const char* src,
-                                    char* out, size_t bytes, size_t offset, size_t piece,
-                                    xcclStream_t stream, PlatformFailure* failure) {
+xcclResult_t RunPieceThroughInboxes(Communicator* comm, const SlotRange& arrivals,
+                                    const RailPlan& plan, const char* src, char* out, size_t bytes,
+                                    size_t offset, size_t piece, xcclStream_t stream,
+                                    PlatformFailure* failure) {
   Transport* transport = comm->transport();
   const Topology& topology = comm->topology();
   const int me = comm->rank();
@@ -93,31 +91,29 @@ xcclResult_t RunPieceThroughInboxes(Communicator* comm, const RailPlan& plan, co
   };
   // The network first: the rails are the slow stage, and this node's copies overlap them.
   for (int target : plan.rail_targets)
-    transport->connection(target).InboxPut(epoch, me, src, piece, ControlLayout::Arrival(me));
+    transport->connection(target).InboxPut(epoch, me, src, piece, arrivals.at(me));
   for (int peer : topology.local_ranks)
-    if (peer != me)
-      transport->connection(peer).InboxPut(epoch, me, src, piece, ControlLayout::Arrival(me));
+    if (peer != me) transport->connection(peer).InboxPut(epoch, me, src, piece, arrivals.at(me));
   xcclResult_t result = copy(out + me * bytes + offset, src);
   for (int source : plan.forwarded_sources) {
     if (result == xcclSuccess)
-      result = transport->WaitSlot(ControlLayout::Arrival(source), epoch, source, "its data",
-                                   deadline, stream, failure);
+      result = transport->WaitSlot(arrivals.at(source), epoch, source, "its data", deadline, stream,
+                                   failure);
     char* at = out + source * bytes + offset;
     if (result == xcclSuccess) result = copy(at, transport->Inbox(epoch, source, source));
     // Forwarded (or, after a failure, the slot raised all the same) so that no peer of this
     // node waits for it until its deadline: the device waits give up on the failure record.
     for (int peer : topology.local_ranks)
       if (peer != me)
-        transport->connection(peer).InboxPut(epoch, source, at, piece,
-                                             ControlLayout::Arrival(source));
+        transport->connection(peer).InboxPut(epoch, source, at, piece, arrivals.at(source));
   }
   // Every other block in one wait: the forwarded ones again (their slots are reached already),
   // the rest as their carriers raise them; then the copies out.
   std::vector<int> raiser(plan.deliverer);
   for (int source : plan.forwarded_sources) raiser[source] = source;
   if (result == xcclSuccess)
-    result = transport->WaitSlotsRaisedBy(ControlLayout::Arrival(0), epoch, raiser, "its data",
-                                          deadline, stream, failure);
+    result = transport->WaitSlotsRaisedBy(arrivals.first, epoch, raiser, "its data", deadline,
+                                          stream, failure);
   for (int source = 0; source < topology.nranks && result == xcclSuccess; ++source) {
     const std::vector<int>& forwarded = plan.forwarded_sources;
     if (source == me || std::find(forwarded.begin(), forwarded.end(), source) != forwarded.end())
@@ -137,22 +133,23 @@ xcclResult_t RunPieceThroughInboxes(Communicator* comm, const RailPlan& plan, co
 
 }  // namespace
 
-xcclResult_t AllGatherAcrossNodesThroughInboxes(Communicator* comm, const void* send, void* recv,
-                                                size_t bytes, xcclStream_t stream) {
+xcclResult_t AllGatherAcrossNodesThroughInboxes(Communicator* comm, const SlotRange& arrivals,
+                                                const void* send, void* recv, size_t bytes,
+                                                xcclStream_t stream) {
   const RailPlan plan = PlanRails(comm->topology());
   const size_t piece_limit = std::max<size_t>(comm->transport()->inbox_limit(), 1);
   for (size_t offset = 0; offset < bytes; offset += piece_limit) {
     PlatformFailure failure;
     const xcclResult_t result = RunPieceThroughInboxes(
-        comm, plan, static_cast<const char*>(send) + offset, static_cast<char*>(recv), bytes,
-        offset, std::min(piece_limit, bytes - offset), stream, &failure);
+        comm, arrivals, plan, static_cast<const char*>(send) + offset, static_cast<char*>(recv),
+        bytes, offset, std::min(piece_limit, bytes - offset), stream, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
   }
   return xcclSuccess;
 }
 
-xcclResult_t AllGatherAcrossNodes(Communicator* comm, DirectPuts* direct, const void* send,
-                                  void* recv, size_t bytes, xcclStream_t stream) {
+xcclResult_t AllGatherAcrossNodes(Communicator* comm, const SlotRange& arrivals, DirectPuts* direct,
+                                  const void* send, void* recv, size_t bytes, xcclStream_t stream) {
   Pieces pieces;
   // Pieces pay where a landed block is forwarded inside its node; with one rank per node they
   // only add ops, so the block goes whole (every rank sees the same topology).
@@ -163,10 +160,11 @@ xcclResult_t AllGatherAcrossNodes(Communicator* comm, DirectPuts* direct, const 
   const uint32_t first = comm->NextEpochs(pieces.count);
   const uint32_t last = first + pieces.count - 1;
   const Deadline deadline(comm->timeout_ms());
-  direct->PublishRecvRange(first, last, recv, comm->nranks() * bytes, bytes, pieces.chunk);
+  direct->PublishRecvRange(first, last, recv, comm->nranks() * bytes, bytes, pieces.chunk,
+                           arrivals.first);
   PlatformFailure failure;
-  const xcclResult_t result = Run(comm, PlanRails(comm->topology()), pieces, first, send, recv,
-                                  bytes, stream, deadline, &failure);
+  const xcclResult_t result = Run(comm, arrivals, PlanRails(comm->topology()), pieces, first, send,
+                                  recv, bytes, stream, deadline, &failure);
   if (result == xcclSuccess) return xcclSuccess;
   const xcclResult_t recorded = comm->RecordFailure("xcclAllGather", failure);
   // Queued puts may still read `send` and peers' puts may still write `recv`: both stop within

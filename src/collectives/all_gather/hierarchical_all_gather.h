@@ -10,13 +10,16 @@
 #include <cstddef>
 
 #include "comm/communicator.h"
+#include "transport/slot_map.h"
 #include "xccl.h"
 
 namespace xccl {
 
-xcclResult_t AllGatherAcrossNodes(Communicator* comm, DirectPuts* direct, const void* send,
-                                  void* recv, size_t bytes, xcclStream_t stream);
-xcclResult_t AllGatherAcrossNodesThroughInboxes(Communicator* comm, const void* send, void* recv,
-                                                size_t bytes, xcclStream_t stream);
+// `arrivals`: all_gather's arrival flags (collectives/all_gather/arrivals.h).
+xcclResult_t AllGatherAcrossNodes(Communicator* comm, const SlotRange& arrivals, DirectPuts* direct,
+                                  const void* send, void* recv, size_t bytes, xcclStream_t stream);
+xcclResult_t AllGatherAcrossNodesThroughInboxes(Communicator* comm, const SlotRange& arrivals,
+                                                const void* send, void* recv, size_t bytes,
+                                                xcclStream_t stream);
 
 }  // namespace xccl

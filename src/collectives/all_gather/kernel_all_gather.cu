@@ -14,7 +14,28 @@ namespace {
 // as many (launch and block scheduling are the whole cost there).
 constexpr size_t kSmallCallBytes = 16 * 1024;
 
+constexpr char kRings[] = "all_gather.kernel.rings";
+constexpr char kLlCounters[] = "all_gather.kernel.ll_counters";
+constexpr char kOffers[] = "all_gather.kernel.offers";
+
 }  // namespace
+
+xcclResult_t ReserveKernelAllGatherSlots(SlotMap* slots) {
+  XCCL_TRY(slots->Reserve(kRings, PipelineSlots::kCount, SlotReach::kDeviceOnly));
+  XCCL_TRY(slots->Reserve(kLlCounters, LlLayout::kCounters, SlotReach::kDeviceOnly));
+  return slots->Reserve(kOffers, DirectSlots::kCount, SlotReach::kDeviceOnly);
+}
+
+xcclResult_t FindKernelAllGatherSlots(const SlotMap& slots, KernelAllGatherSlots* out) {
+  SlotRange rings, ll_counters, offers;
+  XCCL_TRY(slots.Find(kRings, &rings));
+  XCCL_TRY(slots.Find(kLlCounters, &ll_counters));
+  XCCL_TRY(slots.Find(kOffers, &offers));
+  out->rings = rings.first;
+  out->ll_counters = ll_counters.first;
+  out->offers = offers.first;
+  return xcclSuccess;
+}
 
 xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per_device,
                                  size_t inbox_bytes, KernelAllGatherTuning* out) {
@@ -41,7 +62,8 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
   return xcclSuccess;
 }
 
-gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const DeviceView& view,
+gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
+                                 const KernelAllGatherSlots& slots, const DeviceView& view,
                                  const void* send, void* recv, size_t bytes, char* const* direct_at,
                                  gpuStream_t stream) {
   if (bytes <= tuning.ll_bytes) {
@@ -53,7 +75,7 @@ gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const Devi
     ll.nranks = view.nranks;
     ll.region_at_peer = view.staging_at_peer;
     ll.own_region = view.own_staging;
-    ll.own_slots = view.own_slots;
+    ll.counters = view.own_slots + slots.ll_counters;
     ll.timeout_ns = view.timeout_ns;
     ll.record = view.record;
     return LaunchLlAllGather(ll, stream);
@@ -75,6 +97,8 @@ gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const Devi
   args.own_inbox = view.own_inbox;
   args.inbox_bytes = view.inbox_bytes;
   args.own_slots = view.own_slots;
+  args.ring_first = slots.rings;
+  args.offer_first = slots.offers;
   args.timeout_ns = view.timeout_ns;
   args.record = view.record;
   for (int src = 0; src < PipelineSlots::kMaxRanks; ++src)

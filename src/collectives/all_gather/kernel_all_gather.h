@@ -10,6 +10,7 @@
 #include "base/params.h"
 #include "platform/gpu.h"
 #include "transport/device_view.h"
+#include "transport/slot_map.h"
 #include "xccl.h"
 
 namespace xccl {
@@ -21,7 +22,19 @@ struct KernelAllGatherTuning {
   size_t ll_bytes = 0;        // blocks up to this take the LL path
 };
 
-// From the parameters every rank shares (core/shared_settings.h) and the inbox each source gets:
+// Where the engine's counters live in every rank's control slots (transport/slot_map.h).
+struct KernelAllGatherSlots {
+  int rings = 0;        // PipelineSlots' counters start here
+  int ll_counters = 0;  // LlLayout's call counters
+  int offers = 0;       // DirectSlots' zero-copy words
+};
+
+// At init, before the map is laid: the engine's device-only slots.
+xcclResult_t ReserveKernelAllGatherSlots(SlotMap* slots);
+// After it is laid: where they went.
+xcclResult_t FindKernelAllGatherSlots(const SlotMap& slots, KernelAllGatherSlots* out);
+
+// From the parameters every rank shares (comm/shared_settings.h) and the inbox each source gets:
 // lanes (automatic unless XCCL_ALLGATHER_LANES), ring slots of at most XCCL_ALLGATHER_CHUNK_BYTES
 // with at least two per lane where the inbox allows. xcclInvalidUsage where one slot per lane
 // does not fit the inbox.
@@ -33,7 +46,8 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
 // staging area, the rings in the inboxes). `direct_at` [nranks]: the receive buffer as each
 // source addresses it, where that source may write straight, else nullptr (the LL path ignores
 // it: its flags travel in the data).
-gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning, const DeviceView& view,
+gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
+                                 const KernelAllGatherSlots& slots, const DeviceView& view,
                                  const void* send, void* recv, size_t bytes, char* const* direct_at,
                                  gpuStream_t stream);
 

@@ -46,7 +46,7 @@ __device__ inline bool WaitLine(const unsigned long long* line, uint32_t flag, i
 
 __global__ void __launch_bounds__(kThreads) LlAllGatherKernel(LlAllGatherArgs a) {
   const int b = blockIdx.x;
-  uint32_t* counter = a.own_slots + LlLayout::kFirstCounter + b;  // only this block uses it
+  uint32_t* counter = a.counters + b;  // only this block uses it
   __shared__ uint32_t shared_flag;
   if (threadIdx.x == 0) shared_flag = *counter + 1;
   __syncthreads();

@@ -28,9 +28,9 @@ struct LlLayout {
   // 8-byte lines per (source, parity) buffer: 4 data bytes each.
   static constexpr size_t kLines = kMaxBytes / 4;
   static constexpr size_t kBufferBytes = kLines * 8;
-  // Control slots holding each block's call counter (block b of the launch owns slot kFirst + b).
-  static constexpr int kFirstCounter = PipelineSlots::kEnd;
-  static constexpr int kEndCounter = kFirstCounter + PipelineSlots::kMaxRanks;
+  // Control slots holding each block's call counter (block b of the launch owns the b-th of
+  // them, from KernelAllGatherSlots::ll_counters).
+  static constexpr int kCounters = PipelineSlots::kMaxRanks;
 
   // Bytes of the region in one rank's window: two buffers per source rank.
   static size_t RegionBytes(int nranks) { return static_cast<size_t>(nranks) * 2 * kBufferBytes; }
@@ -48,7 +48,7 @@ struct LlAllGatherArgs {
   int nranks;
   char* const* region_at_peer;  // [peer] -> that peer's LL region (device table)
   const char* own_region;       // this rank's LL region
-  uint32_t* own_slots;          // this rank's control slots (the call counters)
+  uint32_t* counters;           // this rank's LL call counters (LlLayout::kCounters slots)
   uint64_t timeout_ns;
   DeviceFailureRecord* record;
 };

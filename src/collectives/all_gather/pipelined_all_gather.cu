@@ -38,8 +38,8 @@ __device__ inline bool BlockWait(const uint32_t* slot, uint32_t target, int peer
 // *ok false when the wait gave up.
 __device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int lane, bool* ok) {
   __shared__ char* offered;
-  uint32_t* own_read = a.own_slots + DirectSlots::OffersRead(peer, lane);
-  const uint32_t* offer = a.peer_slots[peer] + DirectSlots::Offer(a.rank, lane);
+  uint32_t* own_read = a.own_slots + a.offer_first + DirectSlots::OffersRead(peer, lane);
+  const uint32_t* offer = a.peer_slots[peer] + a.offer_first + DirectSlots::Offer(a.rank, lane);
   const uint32_t call = *own_read + 1;  // only this block writes it, at the end of its calls
   *ok = BlockWait(offer, call, peer, a);
   if (!*ok) return nullptr;
@@ -60,7 +60,7 @@ __device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int
 // an H200 at 1 GiB, docs/perf-history.md).
 constexpr size_t kStraightPiece = size_t{128} << 10;
 __device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane, char* at) {
-  const uint32_t call = a.own_slots[DirectSlots::OffersRead(peer, lane)];
+  const uint32_t call = a.own_slots[a.offer_first + DirectSlots::OffersRead(peer, lane)];
   char* dst = at + static_cast<size_t>(a.rank) * a.bytes;
   for (size_t offset = static_cast<size_t>(lane) * kStraightPiece; offset < a.bytes;
        offset += static_cast<size_t>(a.lanes) * kStraightPiece) {
@@ -70,16 +70,17 @@ __device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();  // the whole block's stores before the count
-    GpuStoreReleaseSystem(a.peer_slots[peer] + DirectSlots::Delivered(a.rank, lane), call);
+    GpuStoreReleaseSystem(a.peer_slots[peer] + a.offer_first + DirectSlots::Delivered(a.rank, lane),
+                          call);
   }
 }
 
 // Pushes this rank's chunks of `lane` into peer's ring, each followed by its `ready` count.
 __device__ void PushThroughRing(const PipelinedAllGatherArgs& a, int peer, int lane,
                                 size_t chunks) {
-  uint32_t* own_sent = a.own_slots + PipelineSlots::Sent(peer, lane);
-  const uint32_t* credit = a.own_slots + PipelineSlots::Credit(peer, lane);
-  uint32_t* ready = a.peer_slots[peer] + PipelineSlots::Ready(a.rank, lane);
+  uint32_t* own_sent = a.own_slots + a.ring_first + PipelineSlots::Sent(peer, lane);
+  const uint32_t* credit = a.own_slots + a.ring_first + PipelineSlots::Credit(peer, lane);
+  uint32_t* ready = a.peer_slots[peer] + a.ring_first + PipelineSlots::Ready(a.rank, lane);
   char* ring = a.inbox_at_peer[peer] + static_cast<size_t>(lane) * a.slots_per_lane * a.slot_stride;
   const uint32_t base = *own_sent;  // only this block writes it, at the end of the previous call
   const uint32_t count = LaneChunks(chunks, lane, a.lanes);
@@ -115,9 +116,9 @@ __device__ void Push(const PipelinedAllGatherArgs& a, int peer, int lane, size_t
 // Copies the chunks of `lane` from src's ring in this rank's inbox into the receive buffer,
 // returning each slot to src with a `credit` count.
 __device__ void DrainRing(const PipelinedAllGatherArgs& a, int src, int lane, size_t chunks) {
-  uint32_t* own_consumed = a.own_slots + PipelineSlots::Consumed(src, lane);
-  const uint32_t* ready = a.own_slots + PipelineSlots::Ready(src, lane);
-  uint32_t* credit = a.peer_slots[src] + PipelineSlots::Credit(a.rank, lane);
+  uint32_t* own_consumed = a.own_slots + a.ring_first + PipelineSlots::Consumed(src, lane);
+  const uint32_t* ready = a.own_slots + a.ring_first + PipelineSlots::Ready(src, lane);
+  uint32_t* credit = a.peer_slots[src] + a.ring_first + PipelineSlots::Credit(a.rank, lane);
   const char* ring = a.own_inbox + static_cast<size_t>(src) * a.inbox_bytes +
                      static_cast<size_t>(lane) * a.slots_per_lane * a.slot_stride;
   char* out = a.recv + static_cast<size_t>(src) * a.bytes;
@@ -141,7 +142,7 @@ __device__ void DrainRing(const PipelinedAllGatherArgs& a, int src, int lane, si
 // Offers src this call's way in on `lane`, then receives it: the delivery count when src
 // writes straight into the receive buffer, else its chunks through the ring.
 __device__ void Receive(const PipelinedAllGatherArgs& a, int src, int lane, size_t chunks) {
-  uint32_t* offer = a.own_slots + DirectSlots::Offer(src, lane);
+  uint32_t* offer = a.own_slots + a.offer_first + DirectSlots::Offer(src, lane);
   const uint32_t call = *offer + 1;  // only this block writes it
   char* at = a.direct_at[src];
   if (threadIdx.x == 0) {
@@ -155,7 +156,7 @@ __device__ void Receive(const PipelinedAllGatherArgs& a, int src, int lane, size
     DrainRing(a, src, lane, chunks);
     return;
   }
-  (void)BlockWait(a.own_slots + DirectSlots::Delivered(src, lane), call, src, a);
+  (void)BlockWait(a.own_slots + a.offer_first + DirectSlots::Delivered(src, lane), call, src, a);
 }
 
 __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAllGatherArgs a) {

@@ -24,49 +24,47 @@
 
 namespace xccl {
 
-// Where the ring counters live in a rank's control slots (after ControlLayout's slots).
+// The ring counters, relative to the first of the control slots the engine was given
+// (KernelAllGatherSlots::rings, transport/slot_map.h).
 struct PipelineSlots {
   // Room for XCCL_ALLGATHER_LANES up to this; the automatic count stays at 16 / (n - 1).
   static constexpr int kMaxLanes = 32;
   static constexpr int kMaxRanks = 32;
-  static constexpr int kFirst = 1024;  // 4 KiB into the control area
   static constexpr int kArray = kMaxRanks * kMaxLanes;
   // Written by `src`: chunks it delivered into this rank's inbox on `lane`.
-  XCCL_HOST_DEVICE static constexpr int Ready(int src, int lane) {
-    return kFirst + src * kMaxLanes + lane;
-  }
+  XCCL_HOST_DEVICE static constexpr int Ready(int src, int lane) { return src * kMaxLanes + lane; }
   // Written by `dst`: chunks of this rank it consumed on `lane`.
   XCCL_HOST_DEVICE static constexpr int Credit(int dst, int lane) {
-    return kFirst + kArray + dst * kMaxLanes + lane;
+    return kArray + dst * kMaxLanes + lane;
   }
   // This rank's own positions.
   XCCL_HOST_DEVICE static constexpr int Sent(int dst, int lane) {
-    return kFirst + 2 * kArray + dst * kMaxLanes + lane;
+    return 2 * kArray + dst * kMaxLanes + lane;
   }
   XCCL_HOST_DEVICE static constexpr int Consumed(int src, int lane) {
-    return kFirst + 3 * kArray + src * kMaxLanes + lane;
+    return 3 * kArray + src * kMaxLanes + lane;
   }
-  static constexpr int kEnd = kFirst + 4 * kArray;
+  static constexpr int kCount = 4 * kArray;
 };
 
-// The zero-copy handshake's words in a rank's control slots (after the LL counters).
+// The zero-copy handshake's words, relative to the first of their control slots
+// (KernelAllGatherSlots::offers).
 struct DirectSlots {
-  static constexpr int kFirst = 6144;
   static constexpr int kArray = PipelineSlots::kArray;
   // Written by this rank for `src`: the calls offered on `lane` (the count, then the address's
   // low and high words, published by the count).
   XCCL_HOST_DEVICE static constexpr int Offer(int src, int lane) {
-    return kFirst + 4 * (src * PipelineSlots::kMaxLanes + lane);
+    return 4 * (src * PipelineSlots::kMaxLanes + lane);
   }
   // Written by `src`: the last call of `lane` it delivered straight into this rank's buffer.
   XCCL_HOST_DEVICE static constexpr int Delivered(int src, int lane) {
-    return kFirst + 4 * kArray + src * PipelineSlots::kMaxLanes + lane;
+    return 4 * kArray + src * PipelineSlots::kMaxLanes + lane;
   }
   // This rank's own position: the offers of `dst` it has read on `lane`.
   XCCL_HOST_DEVICE static constexpr int OffersRead(int dst, int lane) {
-    return kFirst + 5 * kArray + dst * PipelineSlots::kMaxLanes + lane;
+    return 5 * kArray + dst * PipelineSlots::kMaxLanes + lane;
   }
-  static constexpr int kEnd = kFirst + 6 * kArray;
+  static constexpr int kCount = 6 * kArray;
 };
 
 struct PipelinedAllGatherArgs {
@@ -84,6 +82,8 @@ struct PipelinedAllGatherArgs {
   const char* own_inbox;        // this rank's inboxes: source s at s * inbox_bytes
   size_t inbox_bytes;
   uint32_t* own_slots;
+  int ring_first;   // the ring counters' first slot (PipelineSlots), in every rank's window
+  int offer_first;  // the zero-copy words' first slot (DirectSlots)
   uint64_t timeout_ns;
   DeviceFailureRecord* record;
   // [src]: where src may write its block of this call (this rank's recv as src addresses it), or

@@ -1,6 +1,7 @@
 #include "collectives/barrier/barrier.h"
 
 #include "base/error.h"
+#include "collectives/barrier/barrier_slots.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"
 
@@ -8,17 +9,17 @@ namespace xccl {
 
 namespace {
 
-xcclResult_t SignalsThenWaits(Communicator* comm, uint32_t epoch, const Deadline& deadline,
-                              PlatformFailure* failure) {
+// `from`: the barrier's slots (barrier_slots.h).
+xcclResult_t SignalsThenWaits(Communicator* comm, const SlotRange& from, uint32_t epoch,
+                              const Deadline& deadline, PlatformFailure* failure) {
   Transport* transport = comm->transport();
   const int rank = comm->rank(), nranks = comm->nranks();
   for (int step = 1; step < nranks; ++step)
-    transport->connection((rank + step) % nranks)
-        .Signal(ControlLayout::BarrierFrom(rank, nranks), epoch);
+    transport->connection((rank + step) % nranks).Signal(from.at(rank), epoch);
   for (int step = 1; step < nranks; ++step) {
     const int peer = (rank - step + nranks) % nranks;
-    XCCL_TRY(transport->WaitSlot(ControlLayout::BarrierFrom(peer, nranks), epoch, peer, "barrier",
-                                 deadline, nullptr, failure));
+    XCCL_TRY(
+        transport->WaitSlot(from.at(peer), epoch, peer, "barrier", deadline, nullptr, failure));
   }
   // Signals to other nodes are queued on the proxy: out before the call returns.
   return transport->Flush(deadline, failure);
@@ -27,6 +28,9 @@ xcclResult_t SignalsThenWaits(Communicator* comm, uint32_t epoch, const Deadline
 }  // namespace
 
 xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
+  DeviceEngine* engine = comm->device_engine();
+  SlotRange from;
+  if (engine == nullptr) XCCL_TRY(FindBarrierSlots(comm->slots(), &from));
   LaunchGate gate(comm, "xcclBarrier");
   XCCL_TRY(gate.Enter(stream));
   const uint32_t epoch = comm->NextEpoch();
@@ -35,10 +39,9 @@ xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
   PlatformFailure failure;
   xcclResult_t result = transport->BeginOperation(stream, /*queued=*/false, &failure);
   if (result == xcclSuccess) {
-    DeviceEngine* engine = comm->device_engine();
     result = engine != nullptr
                  ? engine->Barrier(*transport, /*advance_epoch=*/true, stream, &failure)
-                 : SignalsThenWaits(comm, epoch, deadline, &failure);
+                 : SignalsThenWaits(comm, from, epoch, deadline, &failure);
   }
   if (result != xcclSuccess) return comm->RecordFailure("xcclBarrier", failure);
   return gate.Leave();

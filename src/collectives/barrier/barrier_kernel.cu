@@ -31,12 +31,12 @@ gpuError_t PreloadBarrierKernel() {
   return gpuFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&BarrierKernel));
 }
 
-gpuError_t LaunchBarrier(const DeviceView& view, bool advance_epoch, gpuStream_t stream) {
+gpuError_t LaunchBarrier(const DeviceView& view, int first_slot, bool advance_epoch,
+                         gpuStream_t stream) {
   const int rank = view.rank, nranks = view.nranks;
   BarrierKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(
-      view.peer_slots, ControlLayout::BarrierFrom(rank, nranks), view.own_slots,
-      ControlLayout::BarrierFrom(0, nranks), rank, nranks, view.device_epoch, advance_epoch,
-      view.timeout_ns, view.record);
+      view.peer_slots, first_slot + rank, view.own_slots, first_slot, rank, nranks,
+      view.device_epoch, advance_epoch, view.timeout_ns, view.record);
   return gpuGetLastError();
 }
 

@@ -13,8 +13,10 @@ namespace xccl {
 gpuError_t PreloadBarrierKernel();
 
 // With `advance_epoch`, first *device_epoch += 1 (this kernel is then the operation's only
-// reader and writer of it); then *device_epoch into peer_slots[r][BarrierFrom(rank)] for every
-// peer r (release, system scope) and a wait until own_slots[BarrierFrom(r)] reaches it.
-gpuError_t LaunchBarrier(const DeviceView& view, bool advance_epoch, gpuStream_t stream);
+// reader and writer of it); then *device_epoch into peer_slots[r][first_slot + rank] for every
+// peer r (release, system scope) and a wait until own_slots[first_slot + r] reaches it
+// (`first_slot`: the barrier's slots, barrier_slots.h).
+gpuError_t LaunchBarrier(const DeviceView& view, int first_slot, bool advance_epoch,
+                         gpuStream_t stream);
 
 }  // namespace xccl

@@ -113,6 +113,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   // peers waiting there until the deadline, so every local failure becomes this rank's verdict.
   xcclResult_t mine = local != xcclSuccess ? local : CheckShape(comm, shape);
   std::unique_ptr<AgGemmOp> op(new AgGemmOp);
+  if (mine == xcclSuccess) mine = FindBandFlags(comm->slots(), &op->band_flags_);
   op->comm_ = comm;
   op->shape_ = shape;
   op->device_ = comm->device();
@@ -418,7 +419,7 @@ xcclResult_t AgGemmOp::PushBands(uint32_t epoch, int64_t m, const std::vector<Ro
   for (int step = 1; step < world; ++step) {
     const int peer = (rank + step) % world;
     for (size_t b = 0; b < bands.size(); ++b) {
-      const int flag = BandFlag(rank, static_cast<int>(b), world);
+      const int flag = BandFlag(band_flags_, rank, static_cast<int>(b));
       put(peer, slot_offset + bands[b].begin * row_bytes,
           (bands[b].end - bands[b].begin) * row_bytes,
           has_scales() ? ControlLayout::kNoSignal : flag);
@@ -443,7 +444,7 @@ xcclResult_t AgGemmOp::RunTileWaits(int64_t padded, const std::vector<RowRange>&
     wait.row_end = (source + 1) * padded;
     wait.band_rows = bands[0].end - bands[0].begin;
     wait.num_bands = static_cast<int>(bands.size());
-    wait.flags = view.own_slots + BandFlag(source, 0, world);
+    wait.flags = view.own_slots + BandFlag(band_flags_, source, 0);
     wait.epoch = view.device_epoch;
     wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
     const xcclResult_t gemm =
@@ -489,7 +490,7 @@ xcclResult_t AgGemmOp::RunFusedSchedule(uint32_t epoch, int64_t padded,
   for (size_t i = 1; i < steps.size() && !tile_wait && result == xcclSuccess; ++i) {
     const GemmStep& step = steps[i];
     for (const BandWait& w : step.waits) {
-      result = transport->WaitSlot(BandFlag(w.source, w.band, world), epoch, w.source,
+      result = transport->WaitSlot(BandFlag(band_flags_, w.source, w.band), epoch, w.source,
                                    "its ag_gemm rows", deadline, lanes_.stream(step.lane, stream),
                                    &failure);
       if (result != xcclSuccess) break;
@@ -527,7 +528,9 @@ xcclResult_t AgGemmOp::ExchangeFused(int64_t m, const xcclGemmProblem* problem, 
   }
   // The peers' puts land in this window: published for this epoch where they go into published
   // buffers (host), mapped at create otherwise.
-  if (direct != nullptr) direct->PublishRecvBuffer(epoch, window(), layout_.total_bytes(), 0);
+  if (direct != nullptr)
+    direct->PublishRecvBuffer(epoch, window(), layout_.total_bytes(), /*block: any*/ 0,
+                              ControlLayout::kNoSignal);
   XCCL_TRY(PushBands(epoch, m, bands));
   // A GEMM that fails does not end the call: the waits go on (only the GEMMs stop), so every
   // peer's rows have landed before this rank ends the operation, the peers see a call like any

@@ -31,6 +31,7 @@
 #include "fused/ag_gemm/window_layout.h"
 #include "fused/gemm_lanes.h"
 #include "fused/gemm_plugin_loader.h"
+#include "transport/slot_map.h"
 #include "transport/transport.h"
 #include "xccl.h"
 
@@ -156,6 +157,7 @@ class AgGemmOp {
   Communicator* comm_ = nullptr;
   Shape shape_;
   WindowLayout layout_;
+  SlotRange band_flags_;  // fused mode's flags (band_flags.h)
   // The plugin and its compute lanes: a second one (side stream and context) for fused bands
   // where XCCL_AGGEMM_COMPUTE_STREAMS is 2, or 0 on a platform whose default is 2 (GPUs).
   GemmLanes lanes_;

@@ -1,15 +1,21 @@
 // ag_gemm's fused mode: the flag a rank raises in every peer's control window once band `band` of
-// its rows has landed there, in the op slots the window keeps per source.
+// its rows has landed there, kMaxBands per source among the slots the op asked for
+// (transport/slot_map.h).
 #pragma once
 
-#include "transport/window.h"
+#include "transport/slot_map.h"
+#include "xccl.h"
 
 namespace xccl {
 
-constexpr int kMaxBands = ControlLayout::kOpSlotsPerSource;
+constexpr int kMaxBands = 8;
 
-inline int BandFlag(int src, int band, int nranks) {
-  return ControlLayout::OpSlot(src, band, nranks);
+// At init, before the map is laid (every communicator: an op made later signals in them).
+xcclResult_t ReserveBandFlags(int nranks, SlotMap* slots);
+xcclResult_t FindBandFlags(const SlotMap& slots, SlotRange* out);
+
+inline int BandFlag(const SlotRange& flags, int src, int band) {
+  return flags.at(src * kMaxBands + band);
 }
 
 }  // namespace xccl

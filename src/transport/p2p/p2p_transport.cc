@@ -100,8 +100,6 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   if (nranks > kMaxWatchedRanks)
     return Fail(xcclInvalidUsage, "the p2p transport supports at most %d ranks, not %d",
                 kMaxWatchedRanks, nranks);
-  if (ControlLayout::SlotCount(nranks) * sizeof(uint32_t) > geometry_.control_bytes)
-    return Fail(xcclInvalidUsage, "%d ranks exceed the GPU control area", nranks);
   XCCL_GPU_TRY(gpuSetDevice(device_));
   XCCL_GPU_TRY(PreloadSignalKernels());
   kernel_copies_ = topology_.RanksOnMyDevice() > 1;
@@ -109,7 +107,7 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   // The control slots (set to the epoch base, which no first flag equals) and the staging area,
   // then the inboxes.
   XCCL_TRY(windows_.Create(bootstrap, topology_, device_,
-                           geometry_.control_bytes + geometry_.staging_bytes,
+                           geometry_.control_bytes() + geometry_.staging_bytes,
                            geometry_.inbox_bytes * nranks, params_.epoch_base));
   const xcclResult_t uploaded = UploadTables();
   int failed = -1;
@@ -144,10 +142,10 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   view_.device_epoch = view_.own_slots + ControlLayout::kDeviceEpoch;
   view_.peer_slots = peer_slots_device_;
   view_.staging_at_peer = staging_device_;
-  view_.own_staging = windows_.window(topology_.rank) + geometry_.control_bytes;
+  view_.own_staging = windows_.window(topology_.rank) + geometry_.control_bytes();
   view_.inbox_at_peer = inbox_device_;
   view_.own_inbox =
-      windows_.window(topology_.rank) + geometry_.control_bytes + geometry_.staging_bytes;
+      windows_.window(topology_.rank) + geometry_.control_bytes() + geometry_.staging_bytes;
   view_.inbox_bytes = geometry_.inbox_bytes;
   view_.timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
   view_.record = windows_.record_device();
@@ -219,19 +217,6 @@ xcclResult_t P2pTransport::WaitSlotsRaisedBy(int first_slot, uint32_t /*epoch: t
   return TakeLaunchFailure(failure);
 }
 
-xcclResult_t P2pTransport::WaitArrivals(uint32_t /*epoch*/, const Deadline& /*deadline*/,
-                                        const std::function<void(int)>& on_arrival,
-                                        PlatformFailure* failure) {
-  const int rank = topology_.rank, nranks = topology_.nranks;
-  if (proxy_) proxy_->Kick();
-  Check(LaunchWaitSlots(view_.own_slots, remote_slots_device_, remote_mask_,
-                        ControlLayout::Arrival(0), nranks, rank, view_.device_epoch,
-                        view_.timeout_ns, view_.record, stream_),
-        "wait kernel");
-  for (int step = 1; step < nranks; ++step) on_arrival((rank - step + nranks) % nranks);
-  return TakeLaunchFailure(failure);
-}
-
 const void* P2pTransport::Inbox(uint32_t /*epoch*/, int src, int carrier) const {
   // What a remote rank sent waits in pinned memory; the copy out of it runs on this rank's
   // stream. A block forwarded by a rank of this node waits in the window's inbox of its source.
@@ -286,7 +271,7 @@ void P2pTransport::Abort(int failed_peer) {
 xcclResult_t P2pTransport::Destination(int peer, const NetOp& op, char** dst,
                                        PlatformFailure* failure) {
   *dst = nullptr;
-  XCCL_TRY(CheckWireOp(peer, op, topology_.nranks, failure));
+  XCCL_TRY(CheckWireOp(peer, op, geometry_.signalled_slots, failure));
   switch (op.kind) {
     case NetOp::kSignal:
       return xcclSuccess;
@@ -347,19 +332,17 @@ xcclResult_t P2pTransport::CreateNetStaging() {
   for (int peer = 0; peer < nranks; ++peer) {
     if (topology_.node_of_rank[peer] == topology_.node_of_rank[topology_.rank]) continue;
     remote_index_[peer] = remote_count_++;
-    remote_mask_ |= 1u << peer;
   }
   net_piece_ = std::min(geometry_.inbox_bytes, kNetPieceBytes);
-  // The slots in the first page, then the staging.
-  const size_t control = 4096;
-  if (ControlLayout::SlotCount(nranks) * sizeof(uint32_t) > control)
-    return Fail(xcclInvalidUsage, "%d ranks exceed the GPU net control page", nranks);
+  // The signalled slots in whole pages, then the staging.
+  const size_t control =
+      (static_cast<size_t>(geometry_.signalled_slots) * sizeof(uint32_t) + 4095) / 4096 * 4096;
   const size_t bytes = control + 2 * static_cast<size_t>(remote_count_) * net_piece_;
   void* host = nullptr;
   XCCL_GPU_TRY(gpuHostAlloc(&host, bytes, gpuHostAllocMapped));
   pinned_ = static_cast<char*>(host);
   remote_slots_ = reinterpret_cast<uint32_t*>(pinned_);
-  for (int i = 0; i < ControlLayout::SlotCount(nranks); ++i) remote_slots_[i] = params_.epoch_base;
+  for (int i = 0; i < geometry_.signalled_slots; ++i) remote_slots_[i] = params_.epoch_base;
   recv_staging_ = pinned_ + control;
   send_staging_ = recv_staging_ + remote_count_ * net_piece_;
   void* device = nullptr;
@@ -418,7 +401,7 @@ xcclResult_t P2pTransport::Copy(void* dst, const void* src, size_t bytes, xcclSt
 void P2pTransport::JoinQueueOf(int peer) { Check(queues_.JoinQueueOf(peer), "queue join"); }
 
 char* P2pTransport::InboxAtPeer(int peer, int inbox_of) const {
-  return windows_.window(peer) + geometry_.control_bytes + geometry_.staging_bytes +
+  return windows_.window(peer) + geometry_.control_bytes() + geometry_.staging_bytes +
          inbox_of * geometry_.inbox_bytes;
 }
 
@@ -443,7 +426,7 @@ xcclResult_t P2pTransport::UploadTables() {
   for (int r = 0; r < nranks; ++r) {
     if (windows_.window(r) == nullptr) continue;  // a rank of another node: not mapped
     slots[r] = windows_.window(r);
-    staging[r] = windows_.window(r) + geometry_.control_bytes;
+    staging[r] = windows_.window(r) + geometry_.control_bytes();
     inboxes[r] = InboxAtPeer(r, topology_.rank);
   }
   void** table = nullptr;

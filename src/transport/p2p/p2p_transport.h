@@ -119,9 +119,6 @@ class P2pTransport final : public Transport, public NetLanding {
   xcclResult_t WaitSlotsRaisedBy(int first_slot, uint32_t epoch, const std::vector<int>& raiser,
                                  const char* what, const Deadline& deadline, xcclStream_t stream,
                                  PlatformFailure* failure) override;
-  xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
-                            const std::function<void(int peer)>& on_arrival,
-                            PlatformFailure* failure) override;
 
   // A kernel where ranks share this rank's device (copy_kernel.h), else the copy engine.
   xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override;
@@ -203,10 +200,9 @@ class P2pTransport final : public Transport, public NetLanding {
   // Across nodes (empty, null where every rank is on this node).
   std::vector<int> remote_index_;  // [rank] -> its index among the remote peers, -1 on this node
   int remote_count_ = 0;
-  uint32_t remote_mask_ = 0;  // bit r: rank r is on another node
   size_t net_piece_ = 0;
   char* pinned_ = nullptr;            // one host-mapped allocation for all of the below
-  uint32_t* remote_slots_ = nullptr;  // ControlLayout's slots, raised by remote ranks
+  uint32_t* remote_slots_ = nullptr;  // the signalled slots, raised by remote ranks
   const uint32_t* remote_slots_device_ = nullptr;
   char* recv_staging_ = nullptr;  // [remote index] -> inbox of that rank's pieces
   char* send_staging_ = nullptr;  // [remote index] -> this rank's piece for it

@@ -50,6 +50,12 @@ uint64_t LoadWord64(const uint32_t* slots, int lo) {
 struct PublishedBuffer {
   uint32_t first, last;  // the epochs of the operation's puts
   uint64_t address, size, block, chunk;
+  int block_signal;  // ControlLayout::kRecvBlockSignal
+  // The block a put raising `slot` must stay in, or -1 (a slot that names no block).
+  int BlockOf(int slot, int nranks) const {
+    if (block_signal < 0 || slot < block_signal || slot >= block_signal + nranks) return -1;
+    return slot - block_signal;
+  }
 };
 
 PublishedBuffer ReadPublished(const uint32_t* slots, uint32_t last) {
@@ -60,11 +66,13 @@ PublishedBuffer ReadPublished(const uint32_t* slots, uint32_t last) {
   published.size = LoadWord64(slots, ControlLayout::kRecvBytesLo);
   published.block = LoadWord64(slots, ControlLayout::kRecvBlockLo);
   published.chunk = SignalLoad(&slots[ControlLayout::kRecvChunk]);
+  published.block_signal =
+      static_cast<int32_t>(SignalLoad(&slots[ControlLayout::kRecvBlockSignal]));
   return published;
 }
 
 // DirectPuts::PublishRecvRange's rule for one put of epoch `epoch` (within first..last);
-// `source`: the rank whose arrival the put signals (-1: another slot), whose block it must stay
+// `source`: the block the put's flag names (PublishedBuffer::BlockOf; -1: none), which it must stay
 // in, so that ranks that passed different counts are refused at their first piece.
 bool PutFits(const PublishedBuffer& published, uint32_t epoch, int source, uint64_t offset,
              uint64_t bytes) {
@@ -128,12 +136,11 @@ void ShmConnection::Put(uint32_t epoch, void* /*dst: published per operation*/, 
 
 void ShmConnection::InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
                              int signal_slot) {
-  const int nranks = transport_->topology_.nranks;
   memcpy(transport_->InboxOf(peer(), epoch, inbox_of), src, bytes);
   // Before the signal, which orders it for the peer (blocks are at most XCCL_EAGER_BYTES,
   // 16 MiB: one slot holds the size).
   __atomic_store_n(
-      &transport_->windows_.slots(peer())[ControlLayout::InboxBytes(epoch & 1, inbox_of, nranks)],
+      &transport_->windows_.slots(peer())[transport_->InboxBytesSlot(epoch & 1, inbox_of)],
       static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
   Signal(signal_slot, epoch);
 }
@@ -148,8 +155,9 @@ xcclResult_t ShmConnection::Flush(const Deadline& deadline, PlatformFailure* fai
 
 // ---- ShmTransport ----
 
-ShmTransport::ShmTransport(const Topology& topology, const Params& params, int64_t timeout_ms)
-    : topology_(topology), params_(params), timeout_ms_(timeout_ms) {}
+ShmTransport::ShmTransport(const Topology& topology, const Params& params,
+                           const WindowGeometry& geometry, int64_t timeout_ms)
+    : topology_(topology), params_(params), geometry_(geometry), timeout_ms_(timeout_ms) {}
 
 xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   const int nranks = topology_.nranks;
@@ -159,7 +167,8 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   eager_limit_ = std::min(static_cast<size_t>(params_.eager_bytes),
                           kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
   wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
-  XCCL_TRY(windows_.Create(bootstrap, topology_.local_ranks, ControlLayout::SlotCount(nranks),
+  // The ops' slots, then the inboxes' sizes (InboxBytesSlot).
+  XCCL_TRY(windows_.Create(bootstrap, topology_.local_ranks, geometry_.slot_count + 2 * nranks,
                            2 * nranks * eager_limit_, "XCCL_EAGER_BYTES", &InitSlots, this));
   XCCL_TRY(ProbePeers(bootstrap));
   connections_.resize(nranks);
@@ -194,8 +203,10 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
 }
 
 void ShmTransport::PublishRecvRange(uint32_t first, uint32_t last, void* recv, size_t bytes,
-                                    size_t block, size_t chunk) {
+                                    size_t block, size_t chunk, int block_signal) {
   uint32_t* mine = windows_.slots(topology_.rank);
+  __atomic_store_n(&mine[ControlLayout::kRecvBlockSignal], static_cast<uint32_t>(block_signal),
+                   __ATOMIC_RELAXED);
   StoreWord64(mine, ControlLayout::kRecvAddrLo, reinterpret_cast<uintptr_t>(recv));
   StoreWord64(mine, ControlLayout::kRecvBytesLo, bytes);
   StoreWord64(mine, ControlLayout::kRecvBlockLo, block);
@@ -242,7 +253,7 @@ xcclResult_t ShmTransport::Destination(int peer, const NetOp& op, char** dst,
                                        PlatformFailure* failure) {
   *dst = nullptr;
   uint32_t* mine = windows_.slots(topology_.rank);
-  XCCL_TRY(CheckWireOp(peer, op, topology_.nranks, failure));
+  XCCL_TRY(CheckWireOp(peer, op, geometry_.signalled_slots, failure));
   switch (op.kind) {
     case NetOp::kSignal:
       return xcclSuccess;
@@ -262,8 +273,8 @@ xcclResult_t ShmTransport::Destination(int peer, const NetOp& op, char** dst,
         return SetFailure(failure, xcclInvalidUsage, peer,
                           "rank %d put into operation %u after this rank moved on to %u", peer,
                           op.epoch, published.first);
-      if (!PutFits(published, op.epoch, ControlLayout::ArrivalSource(op.slot, topology_.nranks),
-                   op.offset, op.bytes))
+      if (!PutFits(published, op.epoch, published.BlockOf(op.slot, topology_.nranks), op.offset,
+                   op.bytes))
         return PutMismatch(published, topology_.rank, peer, op.offset, op.bytes, failure);
       if (__atomic_load_n(&mine[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == ready)
         return SetFailure(failure, xcclRemoteError, peer,
@@ -289,16 +300,15 @@ void ShmTransport::Landed(int peer, const NetOp& op) {
   if (op.kind == NetOp::kPut && op.bytes > 0)
     __atomic_fetch_sub(&mine[ControlLayout::kRecvWriters], 1, __ATOMIC_SEQ_CST);
   if (op.kind == NetOp::kInbox)
-    __atomic_store_n(&mine[ControlLayout::InboxBytes(op.epoch & 1, peer, topology_.nranks)],
-                     static_cast<uint32_t>(op.bytes), __ATOMIC_RELEASE);
+    __atomic_store_n(&mine[InboxBytesSlot(op.epoch & 1, peer)], static_cast<uint32_t>(op.bytes),
+                     __ATOMIC_RELEASE);
   if (op.slot != ControlLayout::kNoSignal)
     SignalStore(&mine[op.slot], &mine[ControlLayout::kSleepers], op.epoch);
 }
 
 bool ShmTransport::InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const {
-  *bytes = __atomic_load_n(
-      &windows_.slots(topology_.rank)[ControlLayout::InboxBytes(epoch & 1, src, topology_.nranks)],
-      __ATOMIC_ACQUIRE);
+  *bytes = __atomic_load_n(&windows_.slots(topology_.rank)[InboxBytesSlot(epoch & 1, src)],
+                           __ATOMIC_ACQUIRE);
   return true;
 }
 
@@ -333,19 +343,6 @@ xcclResult_t ShmTransport::WaitSlot(int slot, uint32_t epoch, int peer, const ch
   if (connections_[peer]->kind() == TransportKind::kNet) proxy_->Kick();
   return SignalWait(&mine[slot], &mine[ControlLayout::kSleepers], epoch, wait_policy_, peer, what,
                     deadline, Watcher(peer), failure);
-}
-
-xcclResult_t ShmTransport::WaitArrivals(uint32_t epoch, const Deadline& deadline,
-                                        const std::function<void(int peer)>& on_arrival,
-                                        PlatformFailure* failure) {
-  const int rank = topology_.rank, nranks = topology_.nranks;
-  for (int step = 1; step < nranks; ++step) {
-    const int peer = (rank - step + nranks) % nranks;
-    XCCL_TRY(WaitSlot(ControlLayout::Arrival(peer), epoch, peer, "its data", deadline, nullptr,
-                      failure));
-    on_arrival(peer);
-  }
-  return xcclSuccess;
 }
 
 xcclResult_t ShmTransport::MapPeerBuffers(Bootstrap* /*bootstrap*/, void* /*local*/,
@@ -383,8 +380,8 @@ xcclResult_t ShmTransport::CopyToPeer(int peer, uint32_t epoch, const void* src,
     return SetFailure(failure, xcclInvalidUsage, peer,
                       "rank %d moved on to operation %u before this rank's put of operation %u",
                       peer, published.first, epoch);
-  if (!PutFits(published, epoch, ControlLayout::ArrivalSource(signal_slot, topology_.nranks),
-               dst_offset, bytes))
+  if (!PutFits(published, epoch, published.BlockOf(signal_slot, topology_.nranks), dst_offset,
+               bytes))
     return PutMismatch(published, peer, topology_.rank, dst_offset, bytes, failure);
   char* dst = reinterpret_cast<char*>(static_cast<uintptr_t>(published.address)) + dst_offset;
   if (bytes > 0) {
@@ -520,6 +517,7 @@ void ShmTransport::InitSlots(uint32_t* slots, size_t count, void* self) {
         ControlLayout::kRecvBlockLo, ControlLayout::kRecvBlockHi, ControlLayout::kRecvWriters,
         ControlLayout::kRecvChunk})
     slots[word] = 0;
+  slots[ControlLayout::kRecvBlockSignal] = static_cast<uint32_t>(ControlLayout::kNoSignal);
 }
 
 }  // namespace xccl

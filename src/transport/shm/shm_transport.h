@@ -60,7 +60,9 @@ class ShmConnection final : public Connection {
 // their NetLanding: it tells the proxy where their bytes land in this rank's memory.
 class ShmTransport final : public Transport, public DirectPuts, public NetLanding {
  public:
-  ShmTransport(const Topology& topology, const Params& params, int64_t timeout_ms);
+  // `geometry`: its slot counts (the data area sizes itself from XCCL_EAGER_BYTES).
+  ShmTransport(const Topology& topology, const Params& params, const WindowGeometry& geometry,
+               int64_t timeout_ms);
   ShmTransport(const ShmTransport&) = delete;
   ShmTransport& operator=(const ShmTransport&) = delete;
 
@@ -89,11 +91,6 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   xcclResult_t WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
                         const Deadline& deadline, xcclStream_t /*stream*/,
                         PlatformFailure* failure) override;
-  // In reverse rotation: the peer that pushes to this rank first is rank-1.
-  xcclResult_t WaitArrivals(uint32_t epoch, const Deadline& deadline,
-                            const std::function<void(int peer)>& on_arrival,
-                            PlatformFailure* failure) override;
-
   xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override {
     return CopyAsync(dst, src, bytes, stream);
   }
@@ -114,7 +111,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
 
   // DirectPuts.
   void PublishRecvRange(uint32_t first, uint32_t last, void* recv, size_t bytes, size_t block,
-                        size_t chunk) override;
+                        size_t chunk, int block_signal) override;
   void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) override;
   // For a peer of another node the proxy makes the put (queued; the operation's flush waits).
   xcclResult_t PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
@@ -134,6 +131,12 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
                           size_t bytes, int signal_slot, PlatformFailure* failure);
   void SignalPeer(int peer, int slot, uint32_t value);
   char* InboxOf(int owner, uint32_t epoch, int src) const;
+  // The slot, after the ops' slots, holding the size of the block `src` last put into this
+  // rank's inbox for an epoch of this parity (the inboxes alternate by epoch parity, so a peer one
+  // operation ahead writes the other).
+  int InboxBytesSlot(int parity, int src) const {
+    return geometry_.slot_count + parity * topology_.nranks + src;
+  }
   std::function<xcclResult_t(PlatformFailure*)> Watcher(int peer);
   std::function<xcclResult_t(PlatformFailure*)> StopCheck(int peer);
   bool AbortedOrAnnounced(int peer, const char* doing, PlatformFailure* failure) const;
@@ -145,6 +148,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
 
   Topology topology_;
   Params params_;
+  WindowGeometry geometry_;
   int64_t timeout_ms_;
   size_t eager_limit_ = 0;
   WaitPolicy wait_policy_;

@@ -40,9 +40,8 @@ xcclResult_t PollUntil(const Deadline& deadline, const char* what, Step step) {
 
 }  // namespace
 
-xcclResult_t CheckWireOp(int peer, const NetOp& op, int nranks, PlatformFailure* failure) {
-  if (op.slot != ControlLayout::kNoSignal &&
-      (op.slot < 0 || op.slot >= ControlLayout::SlotCount(nranks)))
+xcclResult_t CheckWireOp(int peer, const NetOp& op, int signalled_slots, PlatformFailure* failure) {
+  if (op.slot != ControlLayout::kNoSignal && (op.slot < 0 || op.slot >= signalled_slots))
     return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op for slot %d", peer,
                       op.slot);
   if (op.kind == NetOp::kSignal && op.bytes != 0)

@@ -1,0 +1,14 @@
+#include "collectives/collective_slots.h"
+
+#include "base/error.h"
+#include "collectives/all_gather/arrivals.h"
+#include "collectives/barrier/barrier_slots.h"
+
+namespace xccl {
+
+xcclResult_t ReserveCollectiveSlots(int nranks, SlotMap* slots) {
+  XCCL_TRY(ReserveArrivalSlots(nranks, slots));
+  return ReserveBarrierSlots(nranks, slots);
+}
+
+}  // namespace xccl
