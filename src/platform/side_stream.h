@@ -1,7 +1,7 @@
 // A second compute stream an op may run work on within one call: forked from the caller's stream
 // (it waits for everything enqueued there so far) and joined back into it (the caller's stream
 // waits for everything enqueued on it), so the call stays one stream-ordered, graph-capturable
-// unit. Fused ops run GEMM calls on both in turn (fused/gemm_lanes.h), so that one call's tail
+// unit. Fused ops run GEMM calls on both in turn (fused/gemm_streams.h), so that one call's tail
 // wave overlaps the next one's start.
 //
 // GPU platforms: a non-blocking stream of the device and two events without timing. Host

@@ -174,10 +174,10 @@ TEST_P(GpuAgGemmTest, FusedOnASharedGpuWithForcedQueues) {
   });
 }
 
-// The side lane exists and computes bands: the reference plugin behind the counting wrapper
+// The side stream exists and computes bands: the reference plugin behind the counting wrapper
 // (which has no tile-wait entry) makes two contexts, the second runs at least one band of a
-// fused call (chunks 1: world - 1 pairs, the first on the side lane), and C is right.
-void SideLaneBody(const xcclGemmPlugin_v1_t* counting, RankContext& ctx) {
+// fused call (chunks 1: world - 1 pairs, the first on the side stream), and C is right.
+void SideStreamBody(const xcclGemmPlugin_v1_t* counting, RankContext& ctx) {
   Stream stream;
   if (!stream.Create(ctx)) return;
   const int64_t n = 64, k = 64, m = 200, m_max = 256;
@@ -199,9 +199,9 @@ void SideLaneBody(const xcclGemmPlugin_v1_t* counting, RankContext& ctx) {
                                  stream.xccl())) &&
       GPU_OK(ctx, gpu::MemcpyAsync(got.data(), c.get(), c_bytes, stream.get())) &&
       GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) {
-    ExpectGemmC(ctx, got.data(), xcclBfloat16, m, n, k, /*call=*/0, "fused on two lanes");
+    ExpectGemmC(ctx, got.data(), xcclBfloat16, m, n, k, /*call=*/0, "fused on two compute streams");
     if (contexts == 2)
-      RANK_EXPECT(ctx, CountedGemmContexts()[known + 1]->bands > 0, "the side lane ran no band");
+      RANK_EXPECT(ctx, CountedGemmContexts()[known + 1]->bands > 0, "the side stream ran no band");
   }
   RANK_EXPECT(ctx, xcclAgGemmDestroy(op) == xcclSuccess, xcclGetLastError(nullptr));
 }
@@ -234,14 +234,14 @@ class GpuAgGemmStreamsTest : public GpuAgGemmTest {
 
 // XCCL_AGGEMM_COMPUTE_STREAMS=2 (the GPU default): the bands of a plugin without a tile-wait
 // entry (cublaslt, the reference plugin with its entry stripped) take the caller's stream and a
-// side stream in turn, with a plugin context each (SideLaneBody checks that the side lane runs);
-// the results, fused equal to split and graph replay (the side stream forked and joined inside
-// the capture) as above.
+// side stream in turn, with a plugin context each (SideStreamBody checks that the side stream
+// runs); the results, fused equal to split and graph replay (the side stream forked and joined
+// inside the capture) as above.
 TEST_P(GpuAgGemmStreamsTest, FusedOnTwoComputeStreams) {
   if (!FusedRuns()) GTEST_SKIP() << "runs with 2 ranks on one GPU or one rank per GPU only";
   const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(XCCL_GEMM_REFERENCE_PATH);
   ASSERT_NE(counting, nullptr) << "cannot load " << XCCL_GEMM_REFERENCE_PATH;
-  Run([counting](RankContext& ctx) { SideLaneBody(counting, ctx); }, OptionsFor(2));
+  Run([counting](RankContext& ctx) { SideStreamBody(counting, ctx); }, OptionsFor(2));
   RunEveryPlugin(2);
 }
 

@@ -438,28 +438,28 @@ TEST_P(AgGemmTest, AcrossTheEpochWrap) {
 }
 
 // A fused op of `fused` over the counting plugin and a split op of `split` (the reference
-// plugin by path). *lanes: the plugin contexts the fused op made, one per compute stream,
+// plugin by path). *contexts: the plugin contexts the fused op made, one per compute stream,
 // checked to number `streams`. False (failures recorded) if any of that went wrong.
 bool CreateCountedAndSplit(RankContext& ctx, const xcclGemmPlugin_v1_t* counting, const Case& fused,
                            const Case& split, int64_t streams, xcclAgGemm_t* f, xcclAgGemm_t* s,
-                           std::vector<CountedGemmContext*>* lanes) {
+                           std::vector<CountedGemmContext*>* contexts) {
   const size_t known = CountedGemmContexts().size();
   RANK_EXPECT(ctx,
               xcclAgGemmCreate(ctx.comm, fused.n, fused.k, fused.m_max, fused.in, fused.out,
                                fused.mode, fused.chunks, nullptr, counting, f) == xcclSuccess,
               "create: " << xcclGetLastError(ctx.comm));
   if (!ctx.failures.empty() || !Create(ctx, split, s)) return false;
-  lanes->assign(CountedGemmContexts().begin() + known, CountedGemmContexts().end());
-  RANK_EXPECT(ctx, lanes->size() == static_cast<size_t>(streams),
-              streams << " compute streams made " << lanes->size() << " plugin contexts");
+  contexts->assign(CountedGemmContexts().begin() + known, CountedGemmContexts().end());
+  RANK_EXPECT(ctx, contexts->size() == static_cast<size_t>(streams),
+              streams << " compute streams made " << contexts->size() << " plugin contexts");
   return ctx.failures.empty();
 }
 
-// XCCL_AGGEMM_COMPUTE_STREAMS=2: fused mode makes a second plugin context (the side lane's)
-// and the (band, source) pairs take the two in turn, the side lane first, while the own rows
+// XCCL_AGGEMM_COMPUTE_STREAMS=2: fused mode makes a second plugin context (the side stream's)
+// and the (band, source) pairs take the two in turn, the side stream first, while the own rows
 // stay on the first; C is right and equal byte for byte to split mode's. With 1, one context
-// computes every band. (On the host platform both lanes run on the calling thread; the side
-// stream itself is exercised by the gpu suite.)
+// computes every band. (On the host platform both compute streams run on the calling thread; the
+// side stream itself is exercised by the gpu suite.)
 TEST_P(AgGemmTest, TwoComputeLanesTakeTheBandsInTurn) {
   const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(kPlugin);
   ASSERT_NE(counting, nullptr) << "cannot load " << kPlugin << ": " << dlerror();
@@ -473,8 +473,9 @@ TEST_P(AgGemmTest, TwoComputeLanesTakeTheBandsInTurn) {
           split.mode = xcclAgGemmSplit;
           const size_t known = CountedGemmContexts().size();
           xcclAgGemm_t f = nullptr, s = nullptr;
-          std::vector<CountedGemmContext*> lanes;
-          if (!CreateCountedAndSplit(ctx, counting, fused, split, streams, &f, &s, &lanes)) return;
+          std::vector<CountedGemmContext*> contexts;
+          if (!CreateCountedAndSplit(ctx, counting, fused, split, streams, &f, &s, &contexts))
+            return;
           const int64_t m = 512;
           int chunks = 0;
           RANK_EXPECT(ctx, xcclAgGemmChunks(f, m, &chunks) == xcclSuccess && chunks == 2,
@@ -485,30 +486,32 @@ TEST_P(AgGemmTest, TwoComputeLanesTakeTheBandsInTurn) {
             std::vector<uint8_t> cf, cs;
             CountedGemmRuns().clear();
             if (!CheckedRun(ctx, f, fused, m, 600 + call, &cf)) return;
-            // The own rows on the first lane, then pair i on the side lane for even i and the
-            // first lane for odd i (one lane: all on the first).
+            // The own rows on the first compute stream, then pair i on the side stream for even i
+            // and the first compute stream for odd i (one compute stream: all on the first).
             const std::vector<const CountedGemmContext*> runs = CountedGemmRuns();
             RANK_EXPECT(ctx, runs.size() == static_cast<size_t>(1 + pairs),
                         "call " << call << ": " << runs.size() << " bands, expected " << 1 + pairs);
             for (size_t i = 0; i < runs.size() && ctx.failures.empty(); ++i) {
-              const size_t lane = streams == 2 && i > 0 && (i - 1) % 2 == 0 ? 1 : 0;
-              RANK_EXPECT(ctx, runs[i] == lanes[lane],
-                          "call " << call << ": band " << i << " ran on the wrong lane (expected "
-                                  << lane << ")");
+              const size_t expected = streams == 2 && i > 0 && (i - 1) % 2 == 0 ? 1 : 0;
+              RANK_EXPECT(ctx, runs[i] == contexts[expected],
+                          "call " << call << ": band " << i
+                                  << " ran on the wrong compute stream (expected " << expected
+                                  << ")");
             }
             if (!CheckedRun(ctx, s, split, m, 600 + call, &cs)) return;
             RANK_EXPECT(ctx, cf == cs, "call " << call << ": fused and split differ");
           }
           if (streams == 2) {
             const int side = (pairs + 1) / 2, first = 1 + pairs / 2;
-            RANK_EXPECT(ctx, lanes[0]->bands == calls * first && lanes[1]->bands == calls * side,
-                        "bands per lane " << lanes[0]->bands << " / " << lanes[1]->bands
-                                          << ", expected " << calls * first << " / "
-                                          << calls * side);
+            RANK_EXPECT(ctx,
+                        contexts[0]->bands == calls * first && contexts[1]->bands == calls * side,
+                        "bands per compute stream " << contexts[0]->bands << " / "
+                                                    << contexts[1]->bands << ", expected "
+                                                    << calls * first << " / " << calls * side);
           } else {
-            RANK_EXPECT(
-                ctx, lanes[0]->bands == calls * (1 + pairs),
-                "one lane ran " << lanes[0]->bands << " bands, expected " << calls * (1 + pairs));
+            RANK_EXPECT(ctx, contexts[0]->bands == calls * (1 + pairs),
+                        "one compute stream ran " << contexts[0]->bands << " bands, expected "
+                                                  << calls * (1 + pairs));
           }
           RANK_EXPECT(ctx,
                       xcclAgGemmDestroy(f) == xcclSuccess && xcclAgGemmDestroy(s) == xcclSuccess,
@@ -525,8 +528,8 @@ TEST_P(AgGemmTest, TwoComputeLanesTakeTheBandsInTurn) {
 // XCCL_AGGEMM_SOURCES_PER_GEMM with one band per source: at 2 (and at 0, the rule, which pairs
 // these small shapes) the op makes the GEMM calls of FusedGemmSchedule with two sources, fewer
 // calls than sources from world 4; at 1 one call per source. On one and two compute streams:
-// each call's rows and plugin context (lane) are checked, and C against the reference and split
-// mode byte for byte.
+// each call's rows and plugin context (compute stream) are checked, and C against the reference and
+// split mode byte for byte.
 TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
   const xcclGemmPlugin_v1_t* counting = CountingGemmPlugin(kPlugin);
   ASSERT_NE(counting, nullptr) << "cannot load " << kPlugin << ": " << dlerror();
@@ -543,8 +546,8 @@ TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
             fused.chunks = 1;
             split.mode = xcclAgGemmSplit;
             xcclAgGemm_t f = nullptr, s = nullptr;
-            std::vector<CountedGemmContext*> lanes;
-            if (!CreateCountedAndSplit(ctx, counting, fused, split, streams, &f, &s, &lanes))
+            std::vector<CountedGemmContext*> contexts;
+            if (!CreateCountedAndSplit(ctx, counting, fused, split, streams, &f, &s, &contexts))
               return;
             const int world = ctx.nranks;
             const int sources = setting == 1 || world < 3 ? 1 : 2;
@@ -568,9 +571,10 @@ TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
                     "m " << m << " call " << i << ": rows [" << calls[i].row_begin << ", "
                          << calls[i].row_end << "), expected [" << want[i].row_begin << ", "
                          << want[i].row_end << ")");
-                RANK_EXPECT(ctx, i < runs.size() && runs[i] == lanes[want[i].lane],
-                            "m " << m << " call " << i << " ran on the wrong lane (expected "
-                                 << want[i].lane << ")");
+                RANK_EXPECT(ctx, i < runs.size() && runs[i] == contexts[want[i].compute_stream],
+                            "m " << m << " call " << i
+                                 << " ran on the wrong compute stream (expected "
+                                 << want[i].compute_stream << ")");
               }
               if (sources == 2 && world >= 4) {
                 RANK_EXPECT(ctx, calls.size() < static_cast<size_t>(world),

@@ -1,9 +1,9 @@
 // The fused GEMM schedule (FusedGemmSchedule) and the rule that pairs sources (SourcesPerGemm):
 // every geometry up to world 8 is checked for the properties the op relies on (a call reads only
 // rows whose flags it waited for, every peer band is multiplied exactly once, the own rows first
-// and unwaited, lanes in turn, pairs only of adjacent slots and as many as the rotation allows),
-// plus hand-written schedules and rule values so that a schedule and a property checker that
-// drift together still fail.
+// and unwaited, compute streams in turn, pairs only of adjacent slots and as many as the rotation
+// allows), plus hand-written schedules and rule values so that a schedule and a property checker
+// that drift together still fail.
 #include "fused/ag_gemm/gemm_schedule.h"
 
 #include <gtest/gtest.h>
@@ -21,11 +21,11 @@ namespace {
 struct Geometry {
   int rank, world;
   int64_t padded;
-  int chunks, sources_per_gemm, lanes;
+  int chunks, sources_per_gemm, compute_streams;
   std::string Describe() const {
     return "rank " + std::to_string(rank) + " world " + std::to_string(world) + " padded " +
            std::to_string(padded) + " chunks " + std::to_string(chunks) + " sources/gemm " +
-           std::to_string(sources_per_gemm) + " lanes " + std::to_string(lanes);
+           std::to_string(sources_per_gemm) + " compute streams " + std::to_string(compute_streams);
   }
 };
 
@@ -33,13 +33,13 @@ void CheckProperties(const Geometry& g) {
   SCOPED_TRACE(g.Describe());
   const std::vector<RowRange> bands = BandRows(g.padded, g.chunks);
   const std::vector<GemmStep> steps =
-      FusedGemmSchedule(g.rank, g.world, g.padded, bands, g.sources_per_gemm, g.lanes);
+      FusedGemmSchedule(g.rank, g.world, g.padded, bands, g.sources_per_gemm, g.compute_streams);
   ASSERT_FALSE(steps.empty());
-  // The own rows first, whole, unwaited, on the caller's lane.
+  // The own rows first, whole, unwaited, on the caller's stream.
   EXPECT_EQ(steps[0].row_begin, g.rank * g.padded);
   EXPECT_EQ(steps[0].row_end, (g.rank + 1) * g.padded);
   EXPECT_TRUE(steps[0].waits.empty());
-  EXPECT_EQ(steps[0].lane, 0);
+  EXPECT_EQ(steps[0].compute_stream, 0);
   // Every row of the window is multiplied exactly once.
   std::vector<int> times(static_cast<size_t>(g.world * g.padded), 0);
   const bool may_pair = g.sources_per_gemm == 2 && bands.size() == 1;
@@ -51,8 +51,9 @@ void CheckProperties(const Geometry& g) {
     ASSERT_LE(s.row_end, g.world * g.padded) << "step " << i;
     for (int64_t r = s.row_begin; r < s.row_end; ++r) ++times[static_cast<size_t>(r)];
     if (i == 0) continue;
-    // Lanes: the side lane first, then in turn; one lane: all on lane 0.
-    EXPECT_EQ(s.lane, g.lanes == 2 ? static_cast<int>(i % 2) : 0) << "step " << i;
+    // Two compute streams: the side stream first, then in turn; one: all on compute stream 0.
+    EXPECT_EQ(s.compute_stream, g.compute_streams == 2 ? static_cast<int>(i % 2) : 0)
+        << "step " << i;
     // The rows read are exactly the union of the waited bands' rows, which are contiguous.
     ASSERT_GE(s.waits.size(), 1u);
     ASSERT_LE(s.waits.size(), may_pair ? 2u : 1u) << "step " << i;
@@ -118,7 +119,8 @@ TEST(FusedGemmSchedule, PropertiesHoldForEveryGeometryUpToWorld8) {
       for (int64_t padded : {256, 1024, 768})
         for (int chunks : {1, 2, 4})
           for (int sources : {1, 2})
-            for (int lanes : {1, 2}) CheckProperties({rank, world, padded, chunks, sources, lanes});
+            for (int compute_streams : {1, 2})
+              CheckProperties({rank, world, padded, chunks, sources, compute_streams});
 }
 
 // Written out by hand: world 8, 1024 rows per source, one band, sources paired, singles first.
@@ -129,16 +131,16 @@ TEST(FusedGemmSchedule, PairsAdjacentSlotsWithSinglesFirst) {
   EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{7, 0}}));  // alone, beside the own rows
   EXPECT_EQ(s[1].row_begin, 7 * 1024);
   EXPECT_EQ(s[1].row_end, 8 * 1024);
-  EXPECT_EQ(s[1].lane, 1);
+  EXPECT_EQ(s[1].compute_stream, 1);
   EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{6, 0}, {5, 0}}));
   EXPECT_EQ(s[2].row_begin, 5 * 1024);
   EXPECT_EQ(s[2].row_end, 7 * 1024);
-  EXPECT_EQ(s[2].lane, 0);
+  EXPECT_EQ(s[2].compute_stream, 0);
   EXPECT_EQ(s[3].waits, (std::vector<BandWait>{{4, 0}, {3, 0}}));
   EXPECT_EQ(s[4].waits, (std::vector<BandWait>{{2, 0}, {1, 0}}));
   EXPECT_EQ(s[4].row_begin, 1024);
   EXPECT_EQ(s[4].row_end, 3 * 1024);
-  EXPECT_EQ(s[4].lane, 0);
+  EXPECT_EQ(s[4].compute_stream, 0);
   // Rank 2: sources 1, 0 | 7, ..., 3: the pairs (1, 0), (6, 5), (4, 3) and 7 alone, which goes
   // first.
   s = FusedGemmSchedule(2, 8, 1024, one_band, 2, 1);
@@ -155,10 +157,10 @@ TEST(FusedGemmSchedule, PairsAdjacentSlotsWithSinglesFirst) {
   s = FusedGemmSchedule(6, 8, 1024, one_band, 2, 2);
   ASSERT_EQ(s.size(), 5u);
   EXPECT_EQ(s[1].waits, (std::vector<BandWait>{{7, 0}}));
-  EXPECT_EQ(s[1].lane, 1);
+  EXPECT_EQ(s[1].compute_stream, 1);
   EXPECT_EQ(s[2].waits, (std::vector<BandWait>{{5, 0}, {4, 0}}));
   EXPECT_EQ(s[4].waits, (std::vector<BandWait>{{1, 0}, {0, 0}}));
-  EXPECT_EQ(s[4].lane, 0);
+  EXPECT_EQ(s[4].compute_stream, 0);
   // World 5, rank 1: 0 | 4, 3, 2: two singles (0, then 4), then (3, 2).
   s = FusedGemmSchedule(1, 5, 256, BandRows(256, 1), 2, 1);
   ASSERT_EQ(s.size(), 4u);
@@ -173,7 +175,7 @@ TEST(FusedGemmSchedule, PairsAdjacentSlotsWithSinglesFirst) {
   EXPECT_EQ(s[4].waits, (std::vector<BandWait>{{3, 0}, {2, 0}}));
   EXPECT_EQ(s[4].row_begin, 2 * 1024);
   EXPECT_EQ(s[4].row_end, 4 * 1024);
-  for (const GemmStep& step : s) EXPECT_EQ(step.lane, 0);
+  for (const GemmStep& step : s) EXPECT_EQ(step.compute_stream, 0);
   // Two bands: never paired; band 0 of every peer, then band 1.
   const std::vector<RowRange> two_bands = BandRows(1024, 2);
   s = FusedGemmSchedule(2, 4, 1024, two_bands, 2, 1);

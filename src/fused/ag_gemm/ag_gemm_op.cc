@@ -39,7 +39,7 @@ bool Aligned(const void* p, size_t alignment) {
 // XCCL_AGGEMM_COMPUTE_STREAMS, or where it is 0: 2 where the band GEMMs are stream-ordered
 // device work, since bands on one stream serialise each band's tail wave, which a second stream
 // overlaps with the next band (docs/perf-history.md, third round); 1 on the host, whose calls are
-// synchronous (a side lane would run nothing beside the caller and cost a plugin context).
+// synchronous (a side stream would run nothing beside the caller and cost a plugin context).
 int ComputeStreams(const Communicator& comm) {
   const int64_t asked = comm.params().aggemm_compute_streams;
   if (asked > 0) return static_cast<int>(asked);
@@ -49,7 +49,7 @@ int ComputeStreams(const Communicator& comm) {
 }  // namespace
 
 AgGemmOp::~AgGemmOp() {
-  lanes_.Close();
+  gemm_.Close();
   // The output first: freeing device memory waits for the device, so no queued put still
   // writes into a peer's window when its mapping is closed below.
   FreeOpBuffer(device_, output_);
@@ -128,11 +128,11 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
     // The plugin must take the whole problem at m_max; bands are row ranges of it.
     const xcclGemmProblem problem = op->ProblemOf(op->layout_.padded_m_max());
     mine = op->PrepareLocally(std::move(plugin), problem);
-    // A side lane for the bands' GEMMs where they run band by band (not through a tile-wait
+    // A side stream for the bands' GEMMs where they run band by band (not through a tile-wait
     // entry, which takes each source in one launch).
     if (mine == xcclSuccess && shape.mode == xcclAgGemmFused && world > 1 &&
         ComputeStreams(*comm) == 2 && !op->TileWait())
-      mine = op->lanes_.OpenSideLane(problem, "ag_gemm");
+      mine = op->gemm_.OpenSideStream(problem, "ag_gemm");
   }
   // Every rank learns at once whether every rank's local steps succeeded and asked for the same
   // op (a rank whose arguments were bad, whose plugin did not load or refused the shape fails
@@ -158,7 +158,7 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
            static_cast<long long>(problem.n), static_cast<long long>(problem.k),
            DataTypeName(shape_.in_type), DataTypeName(shape_.out_type),
            block_scales() ? " with block scales" : "");
-  XCCL_TRY(lanes_.Open(std::move(plugin), device_, problem, "ag_gemm", text));
+  XCCL_TRY(gemm_.Open(std::move(plugin), device_, problem, "ag_gemm", text));
   size_t output_bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(problem.m), static_cast<size_t>(shape_.n),
                              &output_bytes) ||
@@ -448,10 +448,10 @@ xcclResult_t AgGemmOp::RunTileWaits(int64_t padded, const std::vector<RowRange>&
     wait.epoch = view.device_epoch;
     wait.timeout_ns = static_cast<uint64_t>(comm_->timeout_ms()) * 1000000ull;
     const xcclResult_t gemm =
-        lanes_.plugin().api().run_tile_wait(lanes_.context(0), problem, &wait, stream);
+        gemm_.plugin().api().run_tile_wait(gemm_.context(0), problem, &wait, stream);
     if (gemm != xcclSuccess)
       return Fail(gemm, "ag_gemm: GEMM plugin '%s' failed on the tile-wait rows of rank %d",
-                  lanes_.plugin().name(), source);
+                  gemm_.plugin().name(), source);
   }
   return xcclSuccess;
 }
@@ -465,20 +465,20 @@ xcclResult_t AgGemmOp::RunFusedSchedule(uint32_t epoch, int64_t padded,
   Transport* transport = comm_->transport();
   // Own rows first, never waiting; then the peers' rows as they arrive, in the order and
   // grouping of FusedGemmSchedule (host: the calling thread waits; GPU: a wait kernel on the
-  // lane's stream per flag before the GEMM, or, with a tile-wait plugin, one launch per source
-  // whose tiles wait for their own band's flag). With a side lane the peer calls take the two lanes
-  // in turn, the side stream forked before the own rows' GEMM (it waits for the epoch advance
-  // above) so its first call may overlap it.
+  // compute stream per flag before the GEMM, or, with a tile-wait plugin, one launch per source
+  // whose tiles wait for their own band's flag). With a side stream the peer calls take the two
+  // compute streams in turn, the side stream forked before the own rows' GEMM (it waits for the
+  // epoch advance above) so its first call may overlap it.
   const bool tile_wait = problem != nullptr && TileWait();
-  const bool two_lanes = lanes_.two_lanes() && !tile_wait;
+  const bool two_streams = gemm_.two_streams() && !tile_wait;
   const int chunks = static_cast<int>(bands.size());
   const std::vector<GemmStep> steps =
       FusedGemmSchedule(rank, world, padded, bands,
                         SourcesPerGemm(padded, shape_.n, world, chunks,
                                        static_cast<int>(comm_->params().aggemm_sources_per_gemm)),
-                        two_lanes ? 2 : 1);
-  xcclResult_t result = two_lanes ? lanes_.Fork(stream) : xcclSuccess;
-  const bool forked = two_lanes && result == xcclSuccess;  // else nothing to join
+                        two_streams ? 2 : 1);
+  xcclResult_t result = two_streams ? gemm_.Fork(stream) : xcclSuccess;
+  const bool forked = two_streams && result == xcclSuccess;  // else nothing to join
   // No steps only for an empty slot (nothing to multiply).
   if (result == xcclSuccess && !steps.empty())
     *gemm = gemm_band(steps[0].row_begin, steps[0].row_end, 0);
@@ -491,20 +491,20 @@ xcclResult_t AgGemmOp::RunFusedSchedule(uint32_t epoch, int64_t padded,
     const GemmStep& step = steps[i];
     for (const BandWait& w : step.waits) {
       result = transport->WaitSlot(BandFlag(band_flags_, w.source, w.band), epoch, w.source,
-                                   "its ag_gemm rows", deadline, lanes_.stream(step.lane, stream),
-                                   &failure);
+                                   "its ag_gemm rows", deadline,
+                                   gemm_.stream(step.compute_stream, stream), &failure);
       if (result != xcclSuccess) break;
     }
     if (result != xcclSuccess) {
       result = comm_->RecordFailure("ag_gemm", failure);
       break;
     }
-    if (*gemm == xcclSuccess) *gemm = gemm_band(step.row_begin, step.row_end, step.lane);
+    if (*gemm == xcclSuccess) *gemm = gemm_band(step.row_begin, step.row_end, step.compute_stream);
   }
-  // The caller's stream waits for the side lane's bands, even after a failure (nothing of the
+  // The caller's stream waits for the side stream's bands, even after a failure (nothing of the
   // call may be left running beside the stream).
   if (forked) {
-    const xcclResult_t joined = lanes_.Join(stream);
+    const xcclResult_t joined = gemm_.Join(stream);
     if (result == xcclSuccess) result = joined;
   }
   return result;
@@ -561,7 +561,7 @@ bool AgGemmOp::TileWait() const {
   // Block scales go band by band: one tile-wait launch per source would need the source's
   // scales as one [KB][padded] array, which the band tiles are not.
   return comm_->transport()->device_view() != nullptr &&
-         lanes_.plugin().api().run_tile_wait != nullptr && !block_scales();
+         gemm_.plugin().api().run_tile_wait != nullptr && !block_scales();
 }
 
 xcclGemmProblem AgGemmOp::ProblemOf(int64_t padded) const {
@@ -579,7 +579,7 @@ xcclGemmProblem AgGemmOp::ProblemOf(int64_t padded) const {
 }
 
 xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end,
-                               int lane, xcclStream_t stream) {
+                               int compute_stream, xcclStream_t stream) {
   if (row_end <= row_begin) return xcclSuccess;
   xcclGemmBand band{row_begin, row_end};
   const xcclGemmProblem* run = &problem;
@@ -595,15 +595,16 @@ xcclResult_t AgGemmOp::RunGemm(const xcclGemmProblem& problem, int64_t row_begin
     call.c = static_cast<char*>(problem.c) +
              static_cast<size_t>(row_begin) * static_cast<size_t>(shape_.n) * out_size();
     call.a_scale_ld = call.m;
-    XCCL_TRY(CallScaleTile(padded, row_begin, row_end, lanes_.stream(lane, stream), &call.a_scale));
+    XCCL_TRY(CallScaleTile(padded, row_begin, row_end, gemm_.stream(compute_stream, stream),
+                           &call.a_scale));
     band = xcclGemmBand{0, call.m};
     run = &call;
   }
-  xcclResult_t result =
-      lanes_.plugin().api().run(lanes_.context(lane), run, &band, lanes_.stream(lane, stream));
+  xcclResult_t result = gemm_.plugin().api().run(gemm_.context(compute_stream), run, &band,
+                                                 gemm_.stream(compute_stream, stream));
   if (result != xcclSuccess)
     return Fail(result, "ag_gemm: GEMM plugin '%s' failed on rows [%lld, %lld)",
-                lanes_.plugin().name(), static_cast<long long>(row_begin),
+                gemm_.plugin().name(), static_cast<long long>(row_begin),
                 static_cast<long long>(row_end));
   return xcclSuccess;
 }
@@ -629,8 +630,8 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   problem.c = c;
   problem.a_scale = has_scales() ? reinterpret_cast<const float*>(window() + scale_base) : nullptr;
   problem.b_scale = b_scale;
-  return Exchange(m, &problem, stream, [&](int64_t row_begin, int64_t row_end, int lane) {
-    return RunGemm(problem, row_begin, row_end, lane, stream);
+  return Exchange(m, &problem, stream, [&](int64_t row_begin, int64_t row_end, int compute_stream) {
+    return RunGemm(problem, row_begin, row_end, compute_stream, stream);
   });
 }
 

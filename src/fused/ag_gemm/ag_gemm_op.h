@@ -29,8 +29,8 @@
 #include "comm/communicator.h"
 #include "fused/ag_gemm/chunk_rule.h"
 #include "fused/ag_gemm/window_layout.h"
-#include "fused/gemm_lanes.h"
 #include "fused/gemm_plugin_loader.h"
+#include "fused/gemm_streams.h"
 #include "transport/slot_map.h"
 #include "transport/transport.h"
 #include "xccl.h"
@@ -120,8 +120,9 @@ class AgGemmOp {
                                const float* b_scale, int64_t m, const void* out);
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
   xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m, xcclStream_t stream);
-  // gemm_band(row_begin, row_end, lane): one GEMM call over those rows (counted from source 0's
-  // slot); lane 0 is the caller's stream and plugin context, lane 1 the side ones.
+  // gemm_band(row_begin, row_end, compute_stream): one GEMM call over those rows (counted from
+  // source 0's slot); compute stream 0 is the caller's stream and plugin context, compute stream 1
+  // the side ones.
   using GemmBandFn = std::function<xcclResult_t(int64_t, int64_t, int)>;
   // Exchanges the slots: every rank ends with every source's rows. `problem` is the call's GEMM
   // (nullptr for the self test, which multiplies nothing). Split (or world 1): ExchangeSplit.
@@ -151,16 +152,16 @@ class AgGemmOp {
   // Whether fused calls hand each source's rows to the plugin's tile-wait entry (a platform
   // whose waits the device can read, and a plugin with that entry) instead of band by band.
   bool TileWait() const;
-  xcclResult_t RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end, int lane,
-                       xcclStream_t stream);
+  xcclResult_t RunGemm(const xcclGemmProblem& problem, int64_t row_begin, int64_t row_end,
+                       int compute_stream, xcclStream_t stream);
 
   Communicator* comm_ = nullptr;
   Shape shape_;
   WindowLayout layout_;
   SlotRange band_flags_;  // fused mode's flags (band_flags.h)
-  // The plugin and its compute lanes: a second one (side stream and context) for fused bands
+  // The plugin and its compute streams: a second one (side stream and context) for fused bands
   // where XCCL_AGGEMM_COMPUTE_STREAMS is 2, or 0 on a platform whose default is 2 (GPUs).
-  GemmLanes lanes_;
+  GemmStreams gemm_;
   int device_ = 0;          // where window_ and output_ live (AllocateOpBuffer)
   void* window_ = nullptr;  // the receive slots and scales (WindowLayout)
   void* output_ = nullptr;  // C when the caller passes no buffer

@@ -1,6 +1,7 @@
 // A fused op's GEMM side (docs/ARCHITECTURE.md, "Adding a fused op"): the plugin, its context on
-// the caller's stream (lane 0) and, where asked, a second context on a side stream (lane 1) so
-// that two GEMM calls of one op call may run at once. Every fused op holds one.
+// the caller's stream (compute stream 0) and, where asked, a second context on a side stream
+// (compute stream 1) so that two GEMM calls of one op call may run at once. Every fused op holds
+// one.
 #pragma once
 
 #include <memory>
@@ -13,29 +14,30 @@
 
 namespace xccl {
 
-class GemmLanes {
+class GemmStreams {
  public:
-  GemmLanes() = default;
-  ~GemmLanes() { Close(); }
-  GemmLanes(const GemmLanes&) = delete;
-  GemmLanes& operator=(const GemmLanes&) = delete;
+  GemmStreams() = default;
+  ~GemmStreams() { Close(); }
+  GemmStreams(const GemmStreams&) = delete;
+  GemmStreams& operator=(const GemmStreams&) = delete;
 
-  // Lane 0: the plugin's context on `device`, asked to support `problem`; `op` names the op and
-  // `problem_text` the problem in the refusal ("<op>: GEMM plugin 'x' does not support ...").
+  // Compute stream 0: the plugin's context on `device`, asked to support `problem`; `op` names the
+  // op and `problem_text` the problem in the refusal ("<op>: GEMM plugin 'x' does not support
+  // ...").
   xcclResult_t Open(std::unique_ptr<GemmPlugin> plugin, int device, const xcclGemmProblem& problem,
                     const char* op, const std::string& problem_text);
-  // Lane 1: the side stream and a second context, asked to support `problem` too.
-  xcclResult_t OpenSideLane(const xcclGemmProblem& problem, const char* op);
+  // Compute stream 1: the side stream and a second context, asked to support `problem` too.
+  xcclResult_t OpenSideStream(const xcclGemmProblem& problem, const char* op);
   // The side stream first (destroying it waits for its GEMMs, which use the side context), then
   // the contexts. Again: nothing.
   void Close();
 
   const GemmPlugin& plugin() const { return *plugin_; }
-  bool two_lanes() const { return side_context_ != nullptr; }
-  void* context(int lane) const { return lane == 0 ? context_ : side_context_; }
-  // Lane 0 is the caller's stream.
-  xcclStream_t stream(int lane, xcclStream_t caller) const {
-    return lane == 0 ? caller : side_.stream;
+  bool two_streams() const { return side_context_ != nullptr; }
+  void* context(int compute_stream) const { return compute_stream == 0 ? context_ : side_context_; }
+  // Compute stream 0 is the caller's stream.
+  xcclStream_t stream(int compute_stream, xcclStream_t caller) const {
+    return compute_stream == 0 ? caller : side_.stream;
   }
   // The side stream waits for the caller's work so far; the caller's for the side's.
   xcclResult_t Fork(xcclStream_t caller) const { return ForkSideStream(side_, caller); }

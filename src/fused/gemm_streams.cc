@@ -1,4 +1,4 @@
-#include "fused/gemm_lanes.h"
+#include "fused/gemm_streams.h"
 
 #include <utility>
 
@@ -6,16 +6,16 @@
 
 namespace xccl {
 
-void GemmLanes::Close() {
+void GemmStreams::Close() {
   DestroySideStream(device_, &side_);
   if (plugin_ && context_ != nullptr) plugin_->api().finalize(context_);
   if (plugin_ && side_context_ != nullptr) plugin_->api().finalize(side_context_);
   context_ = side_context_ = nullptr;
 }
 
-xcclResult_t GemmLanes::Open(std::unique_ptr<GemmPlugin> plugin, int device,
-                             const xcclGemmProblem& problem, const char* op,
-                             const std::string& problem_text) {
+xcclResult_t GemmStreams::Open(std::unique_ptr<GemmPlugin> plugin, int device,
+                               const xcclGemmProblem& problem, const char* op,
+                               const std::string& problem_text) {
   device_ = device;
   void* context = nullptr;
   const xcclResult_t initialised = plugin->api().init(&context, device);
@@ -31,13 +31,13 @@ xcclResult_t GemmLanes::Open(std::unique_ptr<GemmPlugin> plugin, int device,
   return xcclSuccess;
 }
 
-xcclResult_t GemmLanes::OpenSideLane(const xcclGemmProblem& problem, const char* op) {
+xcclResult_t GemmStreams::OpenSideStream(const xcclGemmProblem& problem, const char* op) {
   XCCL_TRY(CreateSideStream(device_, &side_));
   void* context = nullptr;
   const xcclResult_t initialised = plugin_->api().init(&context, device_);
   if (initialised != xcclSuccess)
     return Fail(initialised,
-                "%s: GEMM plugin '%s' failed to initialise a second context (side lane) on "
+                "%s: GEMM plugin '%s' failed to initialise a second context (side stream) on "
                 "device %d",
                 op, plugin_->name(), device_);
   side_context_ = context;
