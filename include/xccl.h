@@ -288,18 +288,18 @@ xcclResult_t xcclAgGemmCreateScaled(xcclComm_t comm, int64_t n, int64_t k, int64
                                     xcclAgGemmScales_t scales, xcclAgGemmMode_t mode, int chunks,
                                     const char* plugin_name, const struct xcclGemmPlugin_v1* plugin,
                                     xcclAgGemm_t* op);
-/* The row count every source's slot has for a call of m rows: m rounded up to 256. */
+/* The row count every source's receive slot has for a call of m rows: m rounded up to 256. */
 xcclResult_t xcclAgGemmPaddedM(xcclAgGemm_t op, int64_t m, int64_t* padded_m);
 /* This rank's receive slot for a call of m rows ([padded_m][k] of in_type) and, for fp8, its
  * scales (ptpc: [padded_m] fp32; blockscale: the tiles below; NULL without scales): a caller may
  * write A there (quantise into it) and pass these pointers to xcclAgGemmRun, which then skips
  * the copy (the padding rows, m to padded_m, and their scales it still sets to zero). */
 xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float** scales);
-/* Blockscale ops: the slot's scales are kept as one packed tile per band of rows (the unit a
+/* Blockscale ops: the receive slot's scales are kept as one packed tile per band of rows (the unit a
  * peer receives in one put and a GEMM call reads), so a caller quantising
  * into local_rows writes tile by tile. For a call of m rows, *tiles (if not NULL) says how many
  * there are; tile `tile` (0 <= tile < *tiles; pass 0 to learn the count) covers rows
- * [*row_begin, *row_end) of the padded slot and lies at *scales, [KB][*row_end - *row_begin]
+ * [*row_begin, *row_end) of the padded receive slot and lies at *scales, [KB][*row_end - *row_begin]
  * fp32 with rows contiguous: row i's scale for K block kb at (*scales)[kb * (*row_end -
  * *row_begin) + i - *row_begin]. The tiles follow each other: tile 0 is at local_rows' scales.
  * Refused for ops without block scales. */
@@ -320,9 +320,9 @@ xcclResult_t xcclAgGemmChunks(xcclAgGemm_t op, int64_t m, int* chunks);
 xcclResult_t xcclAgGemmRun(xcclAgGemm_t op, const void* a, const float* a_scale, const void* b,
                            const float* b_scale, int64_t m, void* out, void** result,
                            xcclStream_t stream);
-/* Collective check of the gather path for m rows: every rank fills its slot with a pattern,
- * the rows are exchanged as in a run, every rank checks every slot, all meet in a barrier, and
- * only then does a rank that found a wrong slot fail (xcclInternalError naming the slot, the
+/* Collective check of the gather path for m rows: every rank fills its receive slot with a pattern,
+ * the rows are exchanged as in a run, every rank checks every receive slot, all meet in a barrier, and
+ * only then does a rank that found a wrong receive slot fail (xcclInternalError naming the receive slot, the
  * count of wrong bytes, the first wrong row, and whose pattern of which round it holds there, if
  * any). It synchronises the stream (not capturable). */
 xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream);

@@ -94,7 +94,7 @@ class AgGemmOp:
             raise ValueError(f"xccl: m must be in 1..m_max ({self.m_max}), not {m}")
 
     def padded_m(self, m):
-        """The rows each source's slot has for a call of m rows (m rounded up to 256)."""
+        """The rows each source's receive slot has for a call of m rows (m rounded up to 256)."""
         self._check_m(m)
         out = ctypes.c_int64()
         check("xcclAgGemmPaddedM", lib.xcclAgGemmPaddedM(self._op("padded_m"), m,
@@ -110,7 +110,7 @@ class AgGemmOp:
 
     def self_test(self, m=None, stream=None):
         """The collective check of the gather path for m rows (default m_max); raises
-        XcclError naming a wrong slot."""
+        XcclError naming a wrong receive slot."""
         m = self.m_max if m is None else m
         self._check_m(m)
         handle_stream = _streams.resolve(stream, platform, (), self.comm.device)
@@ -121,7 +121,7 @@ class AgGemmOp:
         return view(platform, ptr, shape, dtype, self.comm.device, self)
 
     def local_rows(self, m):
-        """LocalRows viewing this rank's slot (and scales) for a call of m rows: quantise into
+        """LocalRows viewing this rank's receive slot (and scales) for a call of m rows: quantise into
         them and pass them to the op, which then skips its copy."""
         self._check_m(m)
         op = self._op("local_rows")

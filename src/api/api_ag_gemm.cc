@@ -62,17 +62,17 @@ xcclResult_t ResolveOpExclusive(xcclAgGemm_t handle, const char* function,
 
 }  // namespace
 
-xcclResult_t xccl::CorruptAgGemmSlotForTesting(xcclAgGemm_t op, int source) {
+xcclResult_t xccl::CorruptAgGemmRecvSlotForTesting(xcclAgGemm_t op, int source) {
   AgGemmOp* impl = nullptr;
-  XCCL_TRY(ResolveOp(op, "CorruptAgGemmSlotForTesting", &impl));
-  impl->CorruptSlotForTesting(source, /*scales=*/false);
+  XCCL_TRY(ResolveOp(op, "CorruptAgGemmRecvSlotForTesting", &impl));
+  impl->CorruptRecvSlotForTesting(source, /*scales=*/false);
   return xcclSuccess;
 }
 
 xcclResult_t xccl::CorruptAgGemmScalesForTesting(xcclAgGemm_t op, int source) {
   AgGemmOp* impl = nullptr;
   XCCL_TRY(ResolveOp(op, "CorruptAgGemmScalesForTesting", &impl));
-  impl->CorruptSlotForTesting(source, /*scales=*/true);
+  impl->CorruptRecvSlotForTesting(source, /*scales=*/true);
   return xcclSuccess;
 }
 

@@ -2,13 +2,13 @@
 // world of the gpu suite: a partial last column tile; back-to-back calls and alternating M with
 // a rank held on the device before each call and no host synchronisation between calls; local
 // rows (zero copy) with the op's own and a caller's output; calls across the epoch wrap; the self
-// test passing, catching a corrupted slot on the rank that holds it without any rank hanging, and
-// passing on a warm op with one rank 0.5 s late. Split mode everywhere, fused where the
-// communicator has a DMA queue per peer (create is refused with xcclInvalidUsage elsewhere), with
-// the reference plugin (with and without tile-wait) and cuBLASLt where built; and the fused cases
-// once more on one GPU with two ranks given a queue each (XCCL_GPU_QUEUES=1), so that a machine
-// of one GPU runs the fused path too. Every call gets fresh operands, every output is poisoned
-// first and compared in full against a double-precision reference after the sequence.
+// test passing, catching a corrupted receive slot on the rank that holds it without any rank
+// hanging, and passing on a warm op with one rank 0.5 s late. Split mode everywhere, fused where
+// the communicator has a DMA queue per peer (create is refused with xcclInvalidUsage elsewhere),
+// with the reference plugin (with and without tile-wait) and cuBLASLt where built; and the fused
+// cases once more on one GPU with two ranks given a queue each (XCCL_GPU_QUEUES=1), so that a
+// machine of one GPU runs the fused path too. Every call gets fresh operands, every output is
+// poisoned first and compared in full against a double-precision reference after the sequence.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -185,10 +185,10 @@ void BackToBackBody(const PluginChoice& plugin, RankContext& ctx) {
 }
 
 // M alternating as a serving loop would (512, 1024, 768, 1024, 256, 1024) on one op of
-// m_max 1024: the window's slots move with M (they are laid out for each call's padded M), so a
-// rank a call ahead writes where a slower rank's previous call had other rows. A held rank
+// m_max 1024: the window's receive slots move with M (they are laid out for each call's padded M),
+// so a rank a call ahead writes where a slower rank's previous call had other rows. A held rank
 // before each call, no host synchronisation inside the sequence; bf16 and fp8 (whose scales sit
-// after the slots and move with M too).
+// after the receive slots and move with M too).
 void AlternatingMBody(const PluginChoice& plugin, RankContext& ctx) {
   const std::vector<int64_t> ms = {512, 1024, 768, 1024, 256, 1024};
   const int64_t n = 64, k = 64, m_max = 1024;
@@ -258,7 +258,7 @@ void LocalRowsBody(const PluginChoice& plugin, RankContext& ctx) {
       if (!ctx.failures.empty() || !c.Refill(ctx, stream, 3000 + 100 * (2 * t + mode))) break;
       for (int i = 0; i < 2 && ctx.failures.empty(); ++i) {
         // A (and scales) into the local rows on the stream, after the previous call (whose
-        // queues read the slot) and before this one.
+        // queues read the receive slot) and before this one.
         AgGemmCalls::Args args = c.args(i);
         if (!GPU_OK(ctx, gpu::MemcpyAsync(rows, args.a, c.a_bytes(i), stream.get())) ||
             (fp8 && !GPU_OK(ctx, gpu::MemcpyAsync(scales, args.a_scale, m * sizeof(float),
@@ -330,12 +330,12 @@ void AcrossTheEpochWrapBody(const PluginChoice& plugin, RankContext& ctx) {
   DestroyOps(ctx, ops, 2);
 }
 
-// The self test passes on a healthy op; with one byte of rank 0's slot damaged in the window
-// of the last rank (after the exchange, before the check), it fails there, naming rank 0's slot,
-// while every other rank passes and none waits for a deadline (the check is reported only
-// after the closing barrier); then a run on the same op is still right everywhere. bf16 and
+// The self test passes on a healthy op; with one byte of rank 0's receive slot damaged in the
+// window of the last rank (after the exchange, before the check), it fails there, naming rank 0's
+// receive slot, while every other rank passes and none waits for a deadline (the check is reported
+// only after the closing barrier); then a run on the same op is still right everywhere. bf16 and
 // fp8 (scales exchanged too), split and fused.
-void CorruptedSlotBody(const PluginChoice& plugin, RankContext& ctx) {
+void CorruptedRecvSlotBody(const PluginChoice& plugin, RankContext& ctx) {
   const int64_t n = 64, k = 64, m_max = 512, m = 256;
   EveryTypeAndMode setup(ctx);
   if (!setup.Set(plugin, n, k, m_max, {m}, /*hold_later=*/false)) return;
@@ -345,7 +345,8 @@ void CorruptedSlotBody(const PluginChoice& plugin, RankContext& ctx) {
   setup.ForEachOp([&](int t, int mode, xcclAgGemm_t op, const std::string& what) {
     RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, m_max, stream.xccl()) == xcclSuccess,
                 what << ": healthy self test: " << xcclGetLastError(ctx.comm));
-    if (ctx.rank == victim && !XCCL_OK(ctx, xccl::CorruptAgGemmSlotForTesting(op, 0))) return false;
+    if (ctx.rank == victim && !XCCL_OK(ctx, xccl::CorruptAgGemmRecvSlotForTesting(op, 0)))
+      return false;
     const auto start = std::chrono::steady_clock::now();
     const xcclResult_t r = xcclAgGemmSelfTest(op, 300, stream.xccl());
     const double seconds = SecondsSince(start);
@@ -400,8 +401,8 @@ void LateRankBody(const PluginChoice& plugin, RankContext& ctx) {
 // rows right after create (zero copy, on its own non-blocking stream) are still there after a
 // long kernel on the legacy default stream has finished. Zeroing by cudaMemset queues there and
 // returns at once; with the legacy stream busy, it would land after such rows were written (a
-// slot of zeros: docs/perf-history.md, fifth round). Split mode, so that every placement runs
-// it. A plugin whose set-up waits for the device before the op's buffers are allocated
+// receive slot of zeros: docs/perf-history.md, fifth round). Split mode, so that every placement
+// runs it. A plugin whose set-up waits for the device before the op's buffers are allocated
 // (cublaslt frees its scratch there) drains the legacy stream first, so this end-to-end check
 // may pass over the old code for it; gpu_set_up_test.cc checks the allocation itself.
 void SetUpBehindABusyLegacyStreamBody(const PluginChoice& plugin, RankContext& ctx) {
@@ -463,7 +464,7 @@ TEST_P(GpuAgGemmSequenceTest, AcrossTheEpochWrap) {
 }
 
 TEST_P(GpuAgGemmSequenceTest, SelfTestPassesAndCatchesACorruptedSlotOnItsOwner) {
-  RunEveryPlugin(CorruptedSlotBody);
+  RunEveryPlugin(CorruptedRecvSlotBody);
 }
 
 TEST_P(GpuAgGemmSequenceTest, SelfTestOnAWarmOpWithALateRank) { RunEveryPlugin(LateRankBody); }
@@ -489,9 +490,12 @@ TEST_P(GpuAgGemmSequenceTest, FusedCasesOnASharedGpuWithForcedQueues) {
     bool epoch_wrap;
   };
   const Case cases[] = {
-      {"back to back", BackToBackBody, false},      {"alternating M", AlternatingMBody, false},
-      {"local rows", LocalRowsBody, false},         {"epoch wrap", AcrossTheEpochWrapBody, true},
-      {"corrupted slot", CorruptedSlotBody, false}, {"late rank", LateRankBody, false},
+      {"back to back", BackToBackBody, false},
+      {"alternating M", AlternatingMBody, false},
+      {"local rows", LocalRowsBody, false},
+      {"epoch wrap", AcrossTheEpochWrapBody, true},
+      {"corrupted slot", CorruptedRecvSlotBody, false},
+      {"late rank", LateRankBody, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

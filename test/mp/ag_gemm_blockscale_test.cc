@@ -218,8 +218,8 @@ TEST_P(AgGemmBlockscaleTest, AcrossTheEpochWrap) {
   }
 }
 
-// A caller quantising straight into local_rows: the rows into the slot, the scales tile by tile
-// as xcclAgGemmLocalScaleTile lays them out, then run with those pointers (no copy) into the
+// A caller quantising straight into local_rows: the rows into the receive slot, the scales tile by
+// tile as xcclAgGemmLocalScaleTile lays them out, then run with those pointers (no copy) into the
 // op's own output. The tiles follow each other from local_rows' scales.
 TEST_P(AgGemmBlockscaleTest, LocalRowsTileByTileIntoTheOpsOutput) {
   Run([](RankContext& ctx) {

@@ -2,7 +2,7 @@
 // one case as processes): every mode against a double-precision reference of the decoded
 // inputs on fresh operands, padding rows exactly zero, fused and split byte for byte, a
 // partial last column tile, back-to-back calls with held ranks, alternating M, local rows
-// (zero copy) and a caller's `out`, the epoch wrap, self tests (passing, a corrupted slot
+// (zero copy) and a caller's `out`, the epoch wrap, self tests (passing, a corrupted receive slot
 // failing on its owner only, a late rank), every operand check, one rank whose plugin refuses
 // the shape (every rank fails at create), and destroy.
 #include <gtest/gtest.h>
@@ -348,8 +348,8 @@ TEST_P(AgGemmTest, DestroyAfterTheCommunicatorIsGone) {
 
 // A written straight into the op's local rows (and scales): no copy; C into the op's own
 // buffer when out is NULL, into the caller's otherwise. Both modes and input types; m shrinks
-// from call to call (256, 200, 136), so the rows a call leaves out of its slot held the last
-// call's data, and the own buffer is poisoned before every call after the first: stale rows or
+// from call to call (256, 200, 136), so the rows a call leaves out of its receive slot held the
+// last call's data, and the own buffer is poisoned before every call after the first: stale rows or
 // padding the op failed to clear would show.
 TEST_P(AgGemmTest, LocalRowsZeroCopyAndOwnOutput) {
   Run([](RankContext& ctx) {
@@ -601,11 +601,11 @@ TEST_P(AgGemmTest, PairedSourcesShareOneGemmCall) {
   }
 }
 
-// Self test: passes on a healthy op; with one corrupted slot it fails on the rank holding it,
-// naming the source, the one wrong byte and its row, while every other rank passes and none
+// Self test: passes on a healthy op; with one corrupted receive slot it fails on the rank holding
+// it, naming the source, the one wrong byte and its row, while every other rank passes and none
 // hangs; on a warm op with one rank 0.5 s late it passes. With the op's own staging (one piece
-// here) and with a staging of 1000 bytes, so that every slot is checked in many pieces that do
-// not line up with rows.
+// here) and with a staging of 1000 bytes, so that every receive slot is checked in many pieces that
+// do not line up with rows.
 TEST_P(AgGemmTest, SelfTestPassesAndCatchesACorruptedSlot) {
   Run([](RankContext& ctx) {
     for (const size_t staging : {size_t{0}, size_t{1000}}) {
@@ -620,16 +620,16 @@ TEST_P(AgGemmTest, SelfTestPassesAndCatchesACorruptedSlot) {
         RANK_EXPECT(ctx, xcclAgGemmSelfTest(op, 512, nullptr) == xcclSuccess,
                     "healthy self test: " << xcclGetLastError(ctx.comm));
         const int victim = ctx.nranks - 1;
-        if (ctx.rank == victim) xccl::CorruptAgGemmSlotForTesting(op, 0);
+        if (ctx.rank == victim) xccl::CorruptAgGemmRecvSlotForTesting(op, 0);
         xcclResult_t r = xcclAgGemmSelfTest(op, 300, nullptr);
         if (ctx.rank == victim) {
-          // The op damages the middle byte of the slot (PaddedM(300) rows of k elements).
+          // The op damages the middle byte of the receive slot (PaddedM(300) rows of k elements).
           int64_t padded = 0;
           xcclAgGemmPaddedM(op, 300, &padded);
           const size_t row_bytes = c.k * (in == xcclFloat8e4m3 ? 1 : 2);
-          const size_t slot_bytes = padded * row_bytes, byte = slot_bytes / 2;
+          const size_t recv_slot_bytes = padded * row_bytes, byte = recv_slot_bytes / 2;
           const std::string expected = "slot of rank 0 is wrong: 1 of " +
-                                       std::to_string(slot_bytes) + " bytes wrong, from row " +
+                                       std::to_string(recv_slot_bytes) + " bytes wrong, from row " +
                                        std::to_string(byte / row_bytes) + " (byte " +
                                        std::to_string(byte) + ")";
           const std::string message = xcclGetLastError(ctx.comm);

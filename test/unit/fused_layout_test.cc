@@ -248,17 +248,17 @@ void CheckLayout(const WindowLayout& layout, int world, int rank, int64_t m_max,
   const uint64_t cap_rows = static_cast<uint64_t>(CountTiles(m_max)) * 256;
   const uint64_t cap_data = cap_rows * static_cast<uint64_t>(k) * esize * world;
 
-  size_t slot_bytes = 0, data_bytes = 0;
-  ASSERT_EQ(layout.SlotBytes(m, &slot_bytes), xcclSuccess);
+  size_t recv_slot_bytes = 0, data_bytes = 0;
+  ASSERT_EQ(layout.RecvSlotBytes(m, &recv_slot_bytes), xcclSuccess);
   ASSERT_EQ(layout.DataBytes(m, &data_bytes), xcclSuccess);
-  EXPECT_EQ(slot_bytes, slot);
+  EXPECT_EQ(recv_slot_bytes, slot);
   EXPECT_EQ(data_bytes, slot * world);
 
   // Slots: contiguous in rank order from 0 (one [world * M, K] operand), not overlapping.
   uint64_t expected_offset = 0;
   for (int s = 0; s < world; ++s) {
     size_t off = 0;
-    ASSERT_EQ(layout.SlotOffset(s, m, &off), xcclSuccess);
+    ASSERT_EQ(layout.RecvSlotOffset(s, m, &off), xcclSuccess);
     EXPECT_EQ(off, expected_offset) << "source " << s;
     expected_offset += slot;
   }
@@ -268,7 +268,7 @@ void CheckLayout(const WindowLayout& layout, int world, int rank, int64_t m_max,
   size_t local = 0;
   size_t own = 0;
   ASSERT_EQ(layout.LocalRows(m, &local), xcclSuccess);
-  ASSERT_EQ(layout.SlotOffset(rank, m, &own), xcclSuccess);
+  ASSERT_EQ(layout.RecvSlotOffset(rank, m, &own), xcclSuccess);
   EXPECT_EQ(local, own);
   EXPECT_EQ(local, static_cast<uint64_t>(rank) * slot);
 
@@ -315,7 +315,7 @@ TEST(FusedLayout, KimiK3Tp8) {
       }
     }
   }
-  // Hand value: fp8, rank 3, M = 1024: slot 3 at 3 * 1024 * 7168 bytes.
+  // Hand value: fp8, rank 3, M = 1024: receive slot 3 at 3 * 1024 * 7168 bytes.
   WindowLayout layout;
   ASSERT_EQ(WindowLayout::Create(8, 3, 4096, 7168, 1, ScaleLayout::kPerRow, &layout), xcclSuccess);
   size_t off = 0;
@@ -369,7 +369,7 @@ TEST(FusedLayout, CreateRefusals) {
   const int64_t big = std::numeric_limits<int64_t>::max();
   EXPECT_TRUE(refused(4, 0, big, 64, 2));           // PaddedM itself overflows
   EXPECT_TRUE(refused(4, 0, big / 512, 1024, 2));   // data bytes overflow
-  EXPECT_TRUE(refused(2, 0, 1 << 20, big / 4, 1));  // slot bytes overflow
+  EXPECT_TRUE(refused(2, 0, 1 << 20, big / 4, 1));  // receive slot bytes overflow
   EXPECT_EQ(WindowLayout::Create(4, 0, 1024, 64, 2, ScaleLayout::kNone, nullptr),
             xcclInvalidArgument);
   EXPECT_FALSE(refused(1, 0, 1, 1, 1));
@@ -379,18 +379,18 @@ TEST(FusedLayout, QueryRefusals) {
   WindowLayout layout;
   ASSERT_EQ(WindowLayout::Create(4, 1, 1000, 128, 2, ScaleLayout::kNone, &layout), xcclSuccess);
   size_t out = 12345;
-  EXPECT_EQ(layout.SlotOffset(0, 1024, &out), xcclSuccess);  // padded m_max is in range
+  EXPECT_EQ(layout.RecvSlotOffset(0, 1024, &out), xcclSuccess);  // padded m_max is in range
   EXPECT_EQ(out, 0u);
-  EXPECT_EQ(layout.SlotOffset(0, 1025, &out), xcclInvalidArgument);
-  EXPECT_EQ(layout.SlotOffset(0, -1, &out), xcclInvalidArgument);
-  EXPECT_EQ(layout.SlotOffset(4, 256, &out), xcclInvalidArgument);
-  EXPECT_EQ(layout.SlotOffset(-1, 256, &out), xcclInvalidArgument);
+  EXPECT_EQ(layout.RecvSlotOffset(0, 1025, &out), xcclInvalidArgument);
+  EXPECT_EQ(layout.RecvSlotOffset(0, -1, &out), xcclInvalidArgument);
+  EXPECT_EQ(layout.RecvSlotOffset(4, 256, &out), xcclInvalidArgument);
+  EXPECT_EQ(layout.RecvSlotOffset(-1, 256, &out), xcclInvalidArgument);
   EXPECT_EQ(layout.LocalRows(2000, &out), xcclInvalidArgument);
   EXPECT_EQ(layout.DataBytes(1025, &out), xcclInvalidArgument);
   EXPECT_EQ(layout.ScaleOffset(0, 256, &out), xcclInvalidArgument);     // no scales
   EXPECT_EQ(layout.CallTileOffset(0, 256, &out), xcclInvalidArgument);  // no block scales
   WindowLayout empty;
-  EXPECT_EQ(empty.SlotOffset(0, 0, &out), xcclInvalidArgument);  // never created
+  EXPECT_EQ(empty.RecvSlotOffset(0, 0, &out), xcclInvalidArgument);  // never created
 }
 
 // Block scales: KB = ceil(k / 128) floats per row, one source's [KB * padded] after another,

@@ -1,6 +1,7 @@
-// ag_gemm's self-test patterns and the description of a slot that came back wrong
-// (src/fused/ag_gemm/self_test_pattern.h): a right slot gives no text; a stale or misplaced slot is
-// named by the rank and round whose pattern it holds; lost bytes show in hex with their row.
+// ag_gemm's self-test patterns and the description of a receive slot that came back wrong
+// (src/fused/ag_gemm/self_test_pattern.h): a right receive slot gives no text; a stale or misplaced
+// receive slot is named by the rank and round whose pattern it holds; lost bytes show in hex with
+// their row.
 #include "fused/ag_gemm/self_test_pattern.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,7 @@
 
 namespace {
 
-using xccl::DescribeWrongSlot;
+using xccl::DescribeWrongRecvSlot;
 using xccl::PatternByte;
 
 std::vector<unsigned char> Slot(uint32_t round, int source, size_t bytes, bool scale) {
@@ -58,21 +59,21 @@ TEST(SelfTestPattern, PatternsOfOtherRanksRoundsAndScalesDiffer) {
 TEST(SelfTestPattern, ARightSlotHasNoDescription) {
   for (bool scale : {false, true}) {
     const std::vector<unsigned char> slot = Slot(41, 5, 1000, scale);
-    EXPECT_EQ(DescribeWrongSlot(slot.data(), slot.size(), 100, 41, 5, 8, scale), "");
+    EXPECT_EQ(DescribeWrongRecvSlot(slot.data(), slot.size(), 100, 41, 5, 8, scale), "");
   }
 }
 
 constexpr int kWorld = 8;
 constexpr size_t kBytes = 1024, kRowBytes = 64;
 
-// The description of a slot of `source`'s round `round` whose rows from `good` on hold
+// The description of a receive slot of `source`'s round `round` whose rows from `good` on hold
 // `other`'s pattern of `held_round` instead.
 std::string DescribeStale(uint32_t round, int source, uint32_t held_round, int other, size_t good,
                           bool scale) {
   std::vector<unsigned char> slot = Slot(round, source, kBytes, scale);
   const std::vector<unsigned char> held = Slot(held_round, other, kBytes, scale);
   std::copy(held.begin() + good * kRowBytes, held.end(), slot.begin() + good * kRowBytes);
-  return DescribeWrongSlot(slot.data(), kBytes, kRowBytes, round, source, kWorld, scale);
+  return DescribeWrongRecvSlot(slot.data(), kBytes, kRowBytes, round, source, kWorld, scale);
 }
 
 std::string Names(int rank, uint32_t round) {
@@ -129,7 +130,8 @@ TEST(SelfTestPattern, AFewWrongBytesAtTheEndAreNotAttributed) {
   std::vector<unsigned char> slot = Slot(50, 2, kBytes, false);
   const std::vector<unsigned char> held = Slot(49, 2, kBytes, false);
   std::copy(held.end() - 10, held.end(), slot.end() - 10);
-  const std::string text = DescribeWrongSlot(slot.data(), kBytes, kRowBytes, 50, 2, kWorld, false);
+  const std::string text =
+      DescribeWrongRecvSlot(slot.data(), kBytes, kRowBytes, 50, 2, kWorld, false);
   EXPECT_EQ(FirstRow(text), kBytes / kRowBytes - 1) << text;
   EXPECT_EQ(text.find("holds rank"), std::string::npos) << text;
   EXPECT_NE(text.find("no rank's pattern"), std::string::npos) << text;
@@ -144,7 +146,7 @@ TEST(SelfTestPattern, LostBytesShowInHexWithTheirCount) {
     expected_wrong += slot[i] != 0;
     slot[i] = 0;
   }
-  const std::string text = DescribeWrongSlot(slot.data(), bytes, row_bytes, 9, 1, 4, true);
+  const std::string text = DescribeWrongRecvSlot(slot.data(), bytes, row_bytes, 9, 1, 4, true);
   EXPECT_EQ(text.rfind(std::to_string(expected_wrong) + " of 512 bytes wrong, from row 3", 0), 0u)
       << text;
   EXPECT_NE(text.find("no rank's pattern of the rounds within 8 of 9: 00 00 00"), std::string::npos)
@@ -154,8 +156,8 @@ TEST(SelfTestPattern, LostBytesShowInHexWithTheirCount) {
 TEST(SelfTestPattern, PiecesInAnyOrderGiveTheWholeSlotsDescription) {
   std::mt19937 rng(std::random_device{}());
   for (int trial = 0; trial < 20; ++trial) {
-    // A slot with a stale tail from a random row, checked in pieces of random sizes (not row
-    // multiples) fed in reverse order, and filled by FillPattern at piece offsets.
+    // A receive slot with a stale tail from a random row, checked in pieces of random sizes (not
+    // row multiples) fed in reverse order, and filled by FillPattern at piece offsets.
     std::vector<unsigned char> slot(kBytes);
     for (size_t done = 0; done < kBytes;) {
       const size_t piece = std::min<size_t>(1 + rng() % 200, kBytes - done);
@@ -172,16 +174,16 @@ TEST(SelfTestPattern, PiecesInAnyOrderGiveTheWholeSlotsDescription) {
       pieces.emplace_back(done, piece);
       done += piece;
     }
-    xccl::SlotCheck check(77, 4, false);
+    xccl::RecvSlotCheck check(77, 4, false);
     for (auto it = pieces.rbegin(); it != pieces.rend(); ++it)
       check.Check(slot.data() + it->first, it->first, it->second);
     ASSERT_TRUE(check.wrong());
     const size_t first = check.first_wrong();
     EXPECT_EQ(check.Describe(kBytes, kRowBytes, slot.data() + first, kBytes - first, kWorld),
-              DescribeWrongSlot(slot.data(), kBytes, kRowBytes, 77, 4, kWorld, false));
-    EXPECT_NE(
-        DescribeWrongSlot(slot.data(), kBytes, kRowBytes, 77, 4, kWorld, false).find(Names(6, 75)),
-        std::string::npos);
+              DescribeWrongRecvSlot(slot.data(), kBytes, kRowBytes, 77, 4, kWorld, false));
+    EXPECT_NE(DescribeWrongRecvSlot(slot.data(), kBytes, kRowBytes, 77, 4, kWorld, false)
+                  .find(Names(6, 75)),
+              std::string::npos);
   }
 }
 

@@ -171,10 +171,10 @@ xcclResult_t AgGemmOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin,
   // The self test's staging, here rather than in the call: allocating pinned memory waits for
   // the device, which inside a call could wait for a peer sharing the GPU that waits for this
   // rank. A fixed size, so that an op of any m_max holds little pinned memory.
-  size_t max_slot = 0;
-  XCCL_TRY(layout_.SlotBytes(shape_.m_max, &max_slot));
+  size_t max_recv_slot = 0;
+  XCCL_TRY(layout_.RecvSlotBytes(shape_.m_max, &max_recv_slot));
   return SetSelfTestStaging(
-      std::min(kSelfTestStagingBytes, std::max(max_slot, SlotCheck::kIdentifyingBytes)));
+      std::min(kSelfTestStagingBytes, std::max(max_recv_slot, RecvSlotCheck::kIdentifyingBytes)));
 }
 
 xcclResult_t AgGemmOp::PaddedRows(int64_t m, int64_t* padded) const {
@@ -388,11 +388,11 @@ xcclResult_t AgGemmOp::Exchange(int64_t m, const xcclGemmProblem* problem, xcclS
 
 xcclResult_t AgGemmOp::ExchangeSplit(int64_t m, xcclStream_t stream, const GemmBandFn& gemm_band) {
   const int rank = comm_->rank();
-  size_t slot_offset = 0, base = 0, slot_bytes = 0;
-  XCCL_TRY(layout_.SlotOffset(rank, m, &slot_offset));
-  XCCL_TRY(layout_.SlotOffset(0, m, &base));
-  XCCL_TRY(layout_.SlotBytes(m, &slot_bytes));
-  XCCL_TRY(AllGather(comm_, window() + slot_offset, window() + base, slot_bytes, stream));
+  size_t recv_slot_offset = 0, base = 0, recv_slot_bytes = 0;
+  XCCL_TRY(layout_.RecvSlotOffset(rank, m, &recv_slot_offset));
+  XCCL_TRY(layout_.RecvSlotOffset(0, m, &base));
+  XCCL_TRY(layout_.RecvSlotBytes(m, &recv_slot_bytes));
+  XCCL_TRY(AllGather(comm_, window() + recv_slot_offset, window() + base, recv_slot_bytes, stream));
   if (has_scales()) {
     size_t scale_offset = 0, scale_base = 0, scale_bytes = 0;
     XCCL_TRY(layout_.ScaleOffset(rank, m, &scale_offset));
@@ -408,8 +408,8 @@ xcclResult_t AgGemmOp::PushBands(uint32_t epoch, int64_t m, const std::vector<Ro
   const int rank = comm_->rank(), world = comm_->nranks();
   const size_t row_bytes = static_cast<size_t>(shape_.k) * in_size();
   const size_t scale_row_bytes = static_cast<size_t>(layout_.scale_blocks()) * sizeof(float);
-  size_t slot_offset = 0, scale_offset = 0;
-  XCCL_TRY(layout_.SlotOffset(rank, m, &slot_offset));
+  size_t recv_slot_offset = 0, scale_offset = 0;
+  XCCL_TRY(layout_.RecvSlotOffset(rank, m, &recv_slot_offset));
   if (has_scales()) XCCL_TRY(layout_.ScaleOffset(rank, m, &scale_offset));
   Transport* transport = comm_->transport();
   auto put = [&](int peer, size_t offset, size_t bytes, int flag) {
@@ -420,7 +420,7 @@ xcclResult_t AgGemmOp::PushBands(uint32_t epoch, int64_t m, const std::vector<Ro
     const int peer = (rank + step) % world;
     for (size_t b = 0; b < bands.size(); ++b) {
       const int flag = BandFlag(band_flags_, rank, static_cast<int>(b));
-      put(peer, slot_offset + bands[b].begin * row_bytes,
+      put(peer, recv_slot_offset + bands[b].begin * row_bytes,
           (bands[b].end - bands[b].begin) * row_bytes,
           has_scales() ? ControlLayout::kNoSignal : flag);
       if (has_scales()) {
@@ -479,7 +479,7 @@ xcclResult_t AgGemmOp::RunFusedSchedule(uint32_t epoch, int64_t padded,
                         two_streams ? 2 : 1);
   xcclResult_t result = two_streams ? gemm_.Fork(stream) : xcclSuccess;
   const bool forked = two_streams && result == xcclSuccess;  // else nothing to join
-  // No steps only for an empty slot (nothing to multiply).
+  // No steps only for an empty receive slot (nothing to multiply).
   if (result == xcclSuccess && !steps.empty())
     *gemm = gemm_band(steps[0].row_begin, steps[0].row_end, 0);
   // Tile-wait launches are GEMM and waits in one: after a failed one nothing more is launched
@@ -622,7 +622,7 @@ xcclResult_t AgGemmOp::Run(const void* a, const float* a_scale, const void* b, c
   XCCL_TRY(FillOwnSlot(a, a_scale, m, stream));
   const int64_t padded = PaddedM(m);
   size_t base = 0, scale_base = 0;
-  XCCL_TRY(layout_.SlotOffset(0, m, &base));
+  XCCL_TRY(layout_.RecvSlotOffset(0, m, &base));
   if (has_scales()) XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
   xcclGemmProblem problem = ProblemOf(padded);
   problem.a = window() + base;

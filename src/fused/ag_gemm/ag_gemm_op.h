@@ -10,13 +10,13 @@
 // from rank-1, two adjacent sources per call where bands are small), as their flags reach the
 // call's epoch. A peer writes into this rank's window only after this rank published
 // it for the call's epoch, which it does at the start of the call, after its previous GEMM:
-// no closing barrier is needed. Split mode: xcclAllGather of the slots (and scales), then one
-// GEMM over all rows. Both give the same bytes (a plugin's band results equal its full run).
-// On GPU platforms the window and output are device memory and everything is enqueued on the
-// caller's stream: fused mode maps every peer's window at create (IPC), pushes the bands over
-// the DMA queues with flags that copy the device epoch, waits per band in a kernel that reads
-// the device epoch (so a captured graph replays correctly), and closes with a device barrier,
-// which keeps a rank a call ahead from writing a window a slower rank's GEMM still reads.
+// no closing barrier is needed. Split mode: xcclAllGather of the receive slots (and scales), then
+// one GEMM over all rows. Both give the same bytes (a plugin's band results equal its full run). On
+// GPU platforms the window and output are device memory and everything is enqueued on the caller's
+// stream: fused mode maps every peer's window at create (IPC), pushes the bands over the DMA queues
+// with flags that copy the device epoch, waits per band in a kernel that reads the device epoch (so
+// a captured graph replays correctly), and closes with a device barrier, which keeps a rank a call
+// ahead from writing a window a slower rank's GEMM still reads.
 #pragma once
 
 #include <cstdint>
@@ -69,14 +69,15 @@ class AgGemmOp {
   xcclResult_t SelfTest(int64_t m, xcclStream_t stream);
 
   Communicator* comm() const { return comm_; }
-  // Tests: the next SelfTest damages this source's slot after the exchange, before the check.
-  void CorruptSlotForTesting(int source, bool scales) {
+  // Tests: the next SelfTest damages this source's receive slot after the exchange, before the
+  // check.
+  void CorruptRecvSlotForTesting(int source, bool scales) {
     corrupt_source_ = source;
     corrupt_scales_ = scales;
   }
-  // The self test's staging, replaced by one of `bytes` (at least SlotCheck::kIdentifyingBytes;
-  // create makes min(kSelfTestStagingBytes, a slot at m_max)). Tests use a small one to check
-  // slots in many pieces. Not during a call.
+  // The self test's staging, replaced by one of `bytes` (at least RecvSlotCheck::kIdentifyingBytes;
+  // create makes min(kSelfTestStagingBytes, a receive slot at m_max)). Tests use a small one to
+  // check receive slots in many pieces. Not during a call.
   xcclResult_t SetSelfTestStaging(size_t bytes);
   static constexpr size_t kSelfTestStagingBytes = size_t{4} << 20;
 
@@ -103,8 +104,8 @@ class AgGemmOp {
   // [offset, offset + bytes) as `source`'s pattern (*wrong: "" or what is wrong).
   xcclResult_t UploadPattern(size_t offset, size_t bytes, uint32_t round, bool scale,
                              xcclStream_t stream);
-  xcclResult_t CheckSlot(size_t offset, size_t bytes, size_t row_bytes, uint32_t round, int source,
-                         bool scale, xcclStream_t stream, std::string* wrong);
+  xcclResult_t CheckRecvSlot(size_t offset, size_t bytes, size_t row_bytes, uint32_t round,
+                             int source, bool scale, xcclStream_t stream, std::string* wrong);
   // The checks of Create's arguments that need no other rank.
   static xcclResult_t CheckShape(const Communicator* comm, const Shape& shape);
   // Every rank learns whether every rank's `mine` succeeded (xcclRemoteError naming the first
@@ -121,15 +122,15 @@ class AgGemmOp {
   // Puts A's m rows (and scales) into the own slot, zeroing the padding rows.
   xcclResult_t FillOwnSlot(const void* a, const float* a_scale, int64_t m, xcclStream_t stream);
   // gemm_band(row_begin, row_end, compute_stream): one GEMM call over those rows (counted from
-  // source 0's slot); compute stream 0 is the caller's stream and plugin context, compute stream 1
-  // the side ones.
+  // source 0's receive slot); compute stream 0 is the caller's stream and plugin context, compute
+  // stream 1 the side ones.
   using GemmBandFn = std::function<xcclResult_t(int64_t, int64_t, int)>;
-  // Exchanges the slots: every rank ends with every source's rows. `problem` is the call's GEMM
-  // (nullptr for the self test, which multiplies nothing). Split (or world 1): ExchangeSplit.
+  // Exchanges the receive slots: every rank ends with every source's rows. `problem` is the call's
+  // GEMM (nullptr for the self test, which multiplies nothing). Split (or world 1): ExchangeSplit.
   // Fused: ExchangeFused.
   xcclResult_t Exchange(int64_t m, const xcclGemmProblem* problem, xcclStream_t stream,
                         const GemmBandFn& gemm_band);
-  // all_gather of the slots, then of the scales, then gemm_band over all rows.
+  // all_gather of the receive slots, then of the scales, then gemm_band over all rows.
   xcclResult_t ExchangeSplit(int64_t m, xcclStream_t stream, const GemmBandFn& gemm_band);
   // Over the queues, band by band: PushBands, then RunFusedSchedule, then the operation's end.
   xcclResult_t ExchangeFused(int64_t m, const xcclGemmProblem* problem, xcclStream_t stream,
@@ -146,8 +147,8 @@ class AgGemmOp {
   // One tile-wait launch per peer source: its tiles wait on the device for their band's flag.
   xcclResult_t RunTileWaits(int64_t padded, const std::vector<RowRange>& bands,
                             const xcclGemmProblem* problem, xcclStream_t stream);
-  // The GEMM of a call whose slots hold `padded` rows per source: shape, types and strides (the
-  // operand pointers are the caller's to fill).
+  // The GEMM of a call whose receive slots hold `padded` rows per source: shape, types and strides
+  // (the operand pointers are the caller's to fill).
   xcclGemmProblem ProblemOf(int64_t padded) const;
   // Whether fused calls hand each source's rows to the plugin's tile-wait entry (a platform
   // whose waits the device can read, and a plugin with that entry) instead of band by band.

@@ -7,8 +7,8 @@
 
 namespace xccl {
 
-// The op's next self test damages `source`'s slot after the exchange, before the check.
-xcclResult_t CorruptAgGemmSlotForTesting(xcclAgGemm_t op, int source);
+// The op's next self test damages `source`'s receive slot after the exchange, before the check.
+xcclResult_t CorruptAgGemmRecvSlotForTesting(xcclAgGemm_t op, int source);
 // The same for that source's scales.
 xcclResult_t CorruptAgGemmScalesForTesting(xcclAgGemm_t op, int source);
 

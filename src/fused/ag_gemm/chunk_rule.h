@@ -57,7 +57,7 @@ constexpr int64_t kPairTileThreshold = 128;
 // band per source (a pair of bands is not one row range) or fewer than two peers.
 int SourcesPerGemm(int64_t m_per_rank, int64_t n, int world, int chunks, int setting);
 
-// Rows [begin, end) of one band within one source's slot.
+// Rows [begin, end) of one band within one source's receive slot.
 struct RowRange {
   int64_t begin;
   int64_t end;

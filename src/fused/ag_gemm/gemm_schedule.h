@@ -21,20 +21,20 @@ struct BandWait {
 
 // One call of the plugin's run entry.
 struct GemmStep {
-  int64_t row_begin;            // rows of the gathered A (and of C), counted from source 0's slot
-  int64_t row_end;              // ... exclusive
+  int64_t row_begin;  // rows of the gathered A (and of C), counted from source 0's receive slot
+  int64_t row_end;    // ... exclusive
   std::vector<BandWait> waits;  // flags seen before the call (none for the own rows)
   int compute_stream;           // 0: the caller's stream and plugin context; 1: the side ones
 };
 
-// The steps of one fused call on `rank` of `world` with `padded` rows per source slot cut into
-// `bands` (BandRows; none when padded is 0):
+// The steps of one fused call on `rank` of `world` with `padded` rows per source receive slot cut
+// into `bands` (BandRows; none when padded is 0):
 // - the own rows first, all bands in one call on compute stream 0, waiting for nothing;
 // - then, band by band, the peers in rotation from rank - 1 (the order in which their rows are
 //   likeliest to be complete: every rank pushes to rank + 1 first). With `sources_per_gemm` 2
 //   and one band per source, two sources consecutive in that rotation share one call where
-//   their slots are adjacent in the window (source s + 1 and then s; not world - 1 and then 0).
-//   A source that cannot be paired so gets a call of its own, and those come first, beside the
+//   their receive slots are adjacent in the window (source s + 1 and then s; not world - 1 and then
+//   0). A source that cannot be paired so gets a call of its own, and those come first, beside the
 //   own rows' GEMM on the other compute stream, then the pairs in rotation order (at world 8: the
 //   own rows, one single, three pairs on every rank). Left last, the single would run alone at the
 //   end (docs/perf-history.md, fourth round).

@@ -45,10 +45,10 @@ void FillPattern(unsigned char* out, size_t offset, size_t bytes, uint32_t round
   for (size_t i = 0; i < bytes; ++i) out[i] = ByteOf(key, offset + i);
 }
 
-SlotCheck::SlotCheck(uint32_t round, int source, bool scale)
+RecvSlotCheck::RecvSlotCheck(uint32_t round, int source, bool scale)
     : round_(round), source_(source), scale_(scale), key_(PatternKey(round, source, scale)) {}
 
-void SlotCheck::Check(const unsigned char* got, size_t offset, size_t bytes) {
+void RecvSlotCheck::Check(const unsigned char* got, size_t offset, size_t bytes) {
   for (size_t i = 0; i < bytes; ++i) {
     if (got[i] == ByteOf(key_, offset + i)) continue;
     ++wrong_;
@@ -56,12 +56,12 @@ void SlotCheck::Check(const unsigned char* got, size_t offset, size_t bytes) {
   }
 }
 
-std::string SlotCheck::Describe(size_t slot_bytes, size_t row_bytes,
-                                const unsigned char* from_first, size_t available,
-                                int world) const {
+std::string RecvSlotCheck::Describe(size_t recv_slot_bytes, size_t row_bytes,
+                                    const unsigned char* from_first, size_t available,
+                                    int world) const {
   char text[160];
   snprintf(text, sizeof(text), "%zu of %zu bytes wrong, from row %zu (byte %zu)", wrong_,
-           slot_bytes, row_bytes == 0 ? 0 : first_ / row_bytes, first_);
+           recv_slot_bytes, row_bytes == 0 ? 0 : first_ / row_bytes, first_);
   std::string out = text;
   const size_t probe = std::min(available, kIdentifyingBytes);
   for (uint32_t distance = 0; probe == kIdentifyingBytes && distance <= kRoundsAround; ++distance) {
@@ -87,9 +87,9 @@ std::string SlotCheck::Describe(size_t slot_bytes, size_t row_bytes,
   return out;
 }
 
-std::string DescribeWrongSlot(const unsigned char* got, size_t bytes, size_t row_bytes,
-                              uint32_t round, int source, int world, bool scale) {
-  SlotCheck check(round, source, scale);
+std::string DescribeWrongRecvSlot(const unsigned char* got, size_t bytes, size_t row_bytes,
+                                  uint32_t round, int source, int world, bool scale) {
+  RecvSlotCheck check(round, source, scale);
   check.Check(got, 0, bytes);
   if (!check.wrong()) return "";
   const size_t first = check.first_wrong();

@@ -103,7 +103,7 @@ xcclResult_t WindowLayout::Check(int source, int64_t m, int64_t* rows) const {
   return xcclSuccess;
 }
 
-xcclResult_t WindowLayout::SlotBytes(int64_t m, size_t* bytes) const {
+xcclResult_t WindowLayout::RecvSlotBytes(int64_t m, size_t* bytes) const {
   int64_t rows = 0;
   XCCL_TRY(Check(0, m, &rows));
   *bytes = static_cast<size_t>(rows) * static_cast<size_t>(k_) * element_size_;
@@ -112,12 +112,12 @@ xcclResult_t WindowLayout::SlotBytes(int64_t m, size_t* bytes) const {
 
 xcclResult_t WindowLayout::DataBytes(int64_t m, size_t* bytes) const {
   size_t slot = 0;
-  XCCL_TRY(SlotBytes(m, &slot));
+  XCCL_TRY(RecvSlotBytes(m, &slot));
   *bytes = slot * static_cast<size_t>(world_);
   return xcclSuccess;
 }
 
-xcclResult_t WindowLayout::SlotOffset(int source, int64_t m, size_t* offset) const {
+xcclResult_t WindowLayout::RecvSlotOffset(int source, int64_t m, size_t* offset) const {
   int64_t rows = 0;
   XCCL_TRY(Check(source, m, &rows));
   *offset = static_cast<size_t>(source) * static_cast<size_t>(rows) * static_cast<size_t>(k_) *
@@ -157,7 +157,7 @@ xcclResult_t WindowLayout::CallTileOffset(int64_t row_begin, int64_t m, size_t* 
 }
 
 xcclResult_t WindowLayout::LocalRows(int64_t m, size_t* offset) const {
-  return SlotOffset(rank_, m, offset);
+  return RecvSlotOffset(rank_, m, offset);
 }
 
 }  // namespace xccl

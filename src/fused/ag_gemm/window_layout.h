@@ -5,14 +5,14 @@
 // source's [KB * M] cut into one packed [KB][rows] tile per band (the unit one put carries and
 // a GEMM call over one band reads), then as much again for the GEMM calls that span several
 // bands or sources, each packing its tiles by 2D copies at CallTileOffset. Laid out for the
-// *current* M, not for m_max: source s's rows start at s * M * K elements, so for any M the slots
-// form one contiguous [world * M, K] operand (and the scales one contiguous [world * M] vector) and
-// the GEMM reads the gathered A without a copy or a per-source pointer table. A smaller M simply
-// uses the front of the allocation made for m_max.
+// *current* M, not for m_max: source s's rows start at s * M * K elements, so for any M the receive
+// slots form one contiguous [world * M, K] operand (and the scales one contiguous [world * M]
+// vector) and the GEMM reads the gathered A without a copy or a per-source pointer table. A smaller
+// M simply uses the front of the allocation made for m_max.
 //
 // M here is always PaddedM(m): every rank pads its row count up to whole 256-row GEMM tiles, so
-// that each source's slot starts on a tile boundary of the gathered operand and no output tile
-// (nor band, see chunk_rule.h) mixes two sources' rows.
+// that each source's receive slot starts on a tile boundary of the gathered operand and no output
+// tile (nor band, see chunk_rule.h) mixes two sources' rows.
 #pragma once
 
 #include <cstddef>
@@ -49,12 +49,12 @@ class WindowLayout {
   // m above the rows the window was sized for, PaddedM(m_max): a caller's m above m_max is the
   // op's operand check to make, with the caller's own numbers in the message.
 
-  // Bytes of one source's slot, PaddedM(m) * K * element size.
-  xcclResult_t SlotBytes(int64_t m, size_t* bytes) const;
-  // Bytes of all world slots for this m: the contiguous [world * PaddedM(m), K] operand.
+  // Bytes of one source's receive slot, PaddedM(m) * K * element size.
+  xcclResult_t RecvSlotBytes(int64_t m, size_t* bytes) const;
+  // Bytes of all world receive slots for this m: the contiguous [world * PaddedM(m), K] operand.
   xcclResult_t DataBytes(int64_t m, size_t* bytes) const;
-  // Byte offset, from the window's start, of source `source`'s slot for this m.
-  xcclResult_t SlotOffset(int source, int64_t m, size_t* offset) const;
+  // Byte offset, from the window's start, of source `source`'s receive slot for this m.
+  xcclResult_t RecvSlotOffset(int source, int64_t m, size_t* offset) const;
   // Byte offset of source `source`'s scales (PaddedM(m) * scale_blocks() fp32; blockscale: its
   // band tiles one after the other); refused if the layout has none.
   xcclResult_t ScaleOffset(int source, int64_t m, size_t* offset) const;
@@ -63,7 +63,8 @@ class WindowLayout {
   // Blockscale: where a GEMM call whose rows of the gathered operand begin at row_begin packs
   // its [KB][rows] scale tile (calls cover disjoint rows, so concurrent calls never share one).
   xcclResult_t CallTileOffset(int64_t row_begin, int64_t m, size_t* offset) const;
-  // This rank's slot for this m (so a caller can quantise straight into it): SlotOffset(rank).
+  // This rank's receive slot for this m (so a caller can quantise straight into it):
+  // RecvSlotOffset(rank).
   xcclResult_t LocalRows(int64_t m, size_t* offset) const;
 
   // Where the scales begin: after the data sized for m_max, aligned to kScaleAlignment, so that
