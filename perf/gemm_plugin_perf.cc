@@ -10,7 +10,8 @@
 //   c1x2     the c1 bands on two streams taking them in turn (forked from and joined back into
 //            the timed stream), so one band's tail wave can overlap the next band's start: the
 //            remedy measured for the banding cost (docs/perf-history.md, third round); each stream
-//            has a plugin context of its own (its own workspace), as ag_gemm's two compute lanes do
+//            has a plugin context of its own (its own workspace), as ag_gemm's two compute streams
+//            do
 //   g2x2     bands of two sources' rows (world / 2 bands) on two streams in turn: what waiting
 //            for two sources before each GEMM would cost, where bands of one source are too
 //            small to fill the GPU (M 8192 at world 8: docs/perf-history.md, third round)
@@ -611,14 +612,14 @@ int main(int argc, char** argv) {
       xcclGemmProblem direct_problem = p;
       direct_problem.c = c_direct.as<void>();
       if (set.block) direct_problem.b_scale = direct_b_scale.as<float>();
-      // Rows [begin, end) of C by `lane`, as the op calls the plugin (AgGemmOp::RunGemm): a band
+      // Rows [begin, end) of C by `context`, as the op calls the plugin (AgGemmOp::RunGemm): a band
       // of p, or, with block scales, a sub-problem of those rows reading their packed scale tile:
       // the band's own where the call is one band of `banding`, else one packed from the bands'
       // tiles by 2D copies on the call's stream (each call its own rows of call_tiles, so calls
       // on two streams never share one).
-      auto run_call = [&](const Plugin& lane, const Banding& banding, int64_t begin, int64_t end,
+      auto run_call = [&](const Plugin& context, const Banding& banding, int64_t begin, int64_t end,
                           gpuStream_t stream) {
-        if (!set.block) return lane.Run(p, begin, end, stream);
+        if (!set.block) return context.Run(p, begin, end, stream);
         xcclGemmProblem call = p;
         call.m = end - begin;
         call.a = static_cast<const uint8_t*>(p.a) + begin * p.lda;  // e4m3: a byte an element
@@ -643,7 +644,7 @@ int main(int argc, char** argv) {
           }
           call.a_scale = tile;
         }
-        return lane.Run(call, 0, call.m, stream);
+        return context.Run(call, 0, call.m, stream);
       };
       DirectGemm direct, split_k_free;
       if (!plugin.Prepare(p, set.device) || !side_plugin.Prepare(p, set.device) ||
@@ -655,16 +656,16 @@ int main(int argc, char** argv) {
       // Without a split-K-free algorithm the nosk column says so (-) and the rest still runs.
       const bool have_nosk = split_k_free.Prepare(handle, direct_problem, workspace.as<void>(),
                                                   kWorkspaceBytes, /*split_k_free=*/true);
-      // GEMM calls over rows [begin, end) on lane 0 (the timed stream) or 1 (the second), the
-      // second forked from and joined into the timed stream.
+      // GEMM calls over rows [begin, end) on compute stream 0 (the timed stream) or 1 (the second),
+      // the second forked from and joined into the timed stream.
       auto on_two_streams = [&](const std::vector<xccl::GemmStep>& steps, const Banding& banding) {
         if (!Ok(gpuEventRecord(fork, timer.stream), "record") ||
             !Ok(gpuStreamWaitEvent(second, fork, 0), "wait"))
           return false;
         for (const xccl::GemmStep& step : steps) {
-          const Plugin& lane = step.lane == 0 ? plugin : side_plugin;
-          if (!run_call(lane, banding, step.row_begin, step.row_end,
-                        step.lane == 0 ? timer.stream : second))
+          const Plugin& context = step.compute_stream == 0 ? plugin : side_plugin;
+          if (!run_call(context, banding, step.row_begin, step.row_end,
+                        step.compute_stream == 0 ? timer.stream : second))
             return false;
         }
         return Ok(gpuEventRecord(join, second), "record") &&

@@ -12,7 +12,7 @@ xcclResult_t EndQueuedOperation(Communicator* comm, xcclStream_t stream, const D
   if (DeviceEngine* engine = comm->device_engine()) {
     PlatformFailure closing;
     const xcclResult_t closed =
-        engine->Barrier(*transport, /*advance_epoch=*/false, stream, &closing);
+        engine->barrier->Run(*transport, /*advance_epoch=*/false, stream, &closing);
     if (result == xcclSuccess && closed != xcclSuccess) {
       result = closed;
       *failure = closing;

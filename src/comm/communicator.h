@@ -22,7 +22,7 @@
 
 namespace xccl {
 
-class DeviceEngine;
+struct DeviceEngine;
 
 class Communicator {
  public:

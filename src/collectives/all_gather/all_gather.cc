@@ -147,12 +147,12 @@ xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, 
                               xcclStream_t stream) {
   Transport* transport = comm->transport();
   DeviceEngine* engine = comm->device_engine();
-  if (engine != nullptr && engine->kernel_all_gather()) {
+  if (engine != nullptr && engine->all_gather->kernel()) {
     std::vector<char*> direct_at;
     ZeroCopyTargets(comm, recv, bytes * comm->nranks(), &direct_at);
     PlatformFailure failure;
     xcclResult_t result =
-        engine->AllGather(*transport, send, recv, bytes, direct_at.data(), stream, &failure);
+        engine->all_gather->Run(*transport, send, recv, bytes, direct_at.data(), stream, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
     return xcclSuccess;
   }

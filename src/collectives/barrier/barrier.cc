@@ -40,7 +40,7 @@ xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
   xcclResult_t result = transport->BeginOperation(stream, /*queued=*/false, &failure);
   if (result == xcclSuccess) {
     result = engine != nullptr
-                 ? engine->Barrier(*transport, /*advance_epoch=*/true, stream, &failure)
+                 ? engine->barrier->Run(*transport, /*advance_epoch=*/true, stream, &failure)
                  : SignalsThenWaits(comm, from, epoch, deadline, &failure);
   }
   if (result != xcclSuccess) return comm->RecordFailure("xcclBarrier", failure);
