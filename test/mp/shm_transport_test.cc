@@ -175,6 +175,32 @@ TEST(ShmTransport, APutThatDoesNotFitIsRefusedNotWritten) {
   });
 }
 
+// Rank 0 publishes blocks of 64 bytes with its arrival flags as the block signal; rank 1 puts a
+// whole, well-sized block at offset 0 but raising its own arrival (block 1's): refused, since a
+// put is held to the block its flag names, and rank 0's buffer is untouched. The same put with no
+// flag (kNoSignal) may go to any whole block and lands.
+TEST(ShmTransport, APutIsHeldToTheBlockItsFlagNames) {
+  OnRanks(2, [](int rank, ShmTransport& t, Bootstrap* bootstrap) {
+    const uint32_t epoch = 4;
+    std::vector<uint8_t> recv(2 * 64, 0xEE);
+    const std::vector<uint8_t> src = RandomBytes(64, 7);
+    if (rank == 0) t.PublishRecvBuffer(epoch, recv.data(), recv.size(), 64, BlockSignal());
+    if (rank == 1) {
+      PlatformFailure failure;
+      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 0, 64, Arrival(1), &failure), xcclInvalidUsage);
+      EXPECT_NE(failure.message.find("different counts"), std::string::npos) << failure.message;
+      EXPECT_EQ(t.PutNow(0, epoch, src.data(), 0, 64, ControlLayout::kNoSignal, &failure),
+                xcclSuccess)
+          << failure.message;
+    }
+    ASSERT_EQ(bootstrap->Barrier(), xcclSuccess) << ThreadLastError();
+    if (rank == 0) {
+      for (size_t i = 0; i < 64; ++i) ASSERT_EQ(recv[i], src[i]) << i;
+      for (size_t i = 64; i < recv.size(); ++i) ASSERT_EQ(recv[i], 0xEE) << i;
+    }
+  });
+}
+
 TEST(ShmTransport, AClosedBufferRefusesLatePuts) {
   OnRanks(2, [](int rank, ShmTransport& t, Bootstrap* bootstrap) {
     const uint32_t epoch = 5;
