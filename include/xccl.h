@@ -295,13 +295,14 @@ xcclResult_t xcclAgGemmPaddedM(xcclAgGemm_t op, int64_t m, int64_t* padded_m);
  * write A there (quantise into it) and pass these pointers to xcclAgGemmRun, which then skips
  * the copy (the padding rows, m to padded_m, and their scales it still sets to zero). */
 xcclResult_t xcclAgGemmLocalRows(xcclAgGemm_t op, int64_t m, void** rows, float** scales);
-/* Blockscale ops: the receive slot's scales are kept as one packed tile per band of rows (the unit a
- * peer receives in one put and a GEMM call reads), so a caller quantising
+/* Blockscale ops: the receive slot's scales are kept as one packed tile per band of rows (the
+ * unit a peer receives in one put and a GEMM call reads), so a caller quantising
  * into local_rows writes tile by tile. For a call of m rows, *tiles (if not NULL) says how many
  * there are; tile `tile` (0 <= tile < *tiles; pass 0 to learn the count) covers rows
- * [*row_begin, *row_end) of the padded receive slot and lies at *scales, [KB][*row_end - *row_begin]
- * fp32 with rows contiguous: row i's scale for K block kb at (*scales)[kb * (*row_end -
- * *row_begin) + i - *row_begin]. The tiles follow each other: tile 0 is at local_rows' scales.
+ * [*row_begin, *row_end) of the padded receive slot and lies at *scales,
+ * [KB][*row_end - *row_begin] fp32 with rows contiguous: row i's scale for K block kb at
+ * (*scales)[kb * (*row_end - *row_begin) + i - *row_begin]. The tiles follow each other: tile 0
+ * is at local_rows' scales.
  * Refused for ops without block scales. */
 xcclResult_t xcclAgGemmLocalScaleTile(xcclAgGemm_t op, int64_t m, int tile, int* tiles,
                                       int64_t* row_begin, int64_t* row_end, float** scales);
@@ -320,11 +321,11 @@ xcclResult_t xcclAgGemmChunks(xcclAgGemm_t op, int64_t m, int* chunks);
 xcclResult_t xcclAgGemmRun(xcclAgGemm_t op, const void* a, const float* a_scale, const void* b,
                            const float* b_scale, int64_t m, void* out, void** result,
                            xcclStream_t stream);
-/* Collective check of the gather path for m rows: every rank fills its receive slot with a pattern,
- * the rows are exchanged as in a run, every rank checks every receive slot, all meet in a barrier, and
- * only then does a rank that found a wrong receive slot fail (xcclInternalError naming the receive slot, the
- * count of wrong bytes, the first wrong row, and whose pattern of which round it holds there, if
- * any). It synchronises the stream (not capturable). */
+/* Collective check of the gather path for m rows: every rank fills its receive slot with a
+ * pattern, the rows are exchanged as in a run, every rank checks every receive slot, all meet in a
+ * barrier, and only then does a rank that found a wrong receive slot fail (xcclInternalError
+ * naming the receive slot, the count of wrong bytes, the first wrong row, and whose pattern of
+ * which round it holds there, if any). It synchronises the stream (not capturable). */
 xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream);
 /* Frees the op. Before or after its communicator's destroy or abort: after it, every other call
  * on the op is refused (xcclInvalidArgument), and destroy frees what the op holds. */

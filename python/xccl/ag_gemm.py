@@ -121,8 +121,8 @@ class AgGemmOp:
         return view(platform, ptr, shape, dtype, self.comm.device, self)
 
     def local_rows(self, m):
-        """LocalRows viewing this rank's receive slot (and scales) for a call of m rows: quantise into
-        them and pass them to the op, which then skips its copy."""
+        """LocalRows viewing this rank's receive slot (and scales) for a call of m rows: quantise
+        into them and pass them to the op, which then skips its copy."""
         self._check_m(m)
         op = self._op("local_rows")
         padded = self.padded_m(m)

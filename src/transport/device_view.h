@@ -13,7 +13,7 @@ namespace xccl {
 
 struct DeviceView {
   int rank = 0, nranks = 0;
-  uint32_t* own_slots = nullptr;           // this rank's control slots (ControlLayout)
+  uint32_t* own_slots = nullptr;           // this rank's control slots (ControlLayout, SlotMap)
   uint32_t* device_epoch = nullptr;        // own_slots + ControlLayout::kDeviceEpoch
   uint32_t* const* peer_slots = nullptr;   // device table: [peer] -> that peer's control slots
   char* const* staging_at_peer = nullptr;  // device table: [peer] -> its staging area

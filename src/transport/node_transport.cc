@@ -1,10 +1,12 @@
 // The build chooses the transport between the ranks of a node: GPU memory is reached over p2p
-// mappings, host memory over shared memory.
+// mappings, host memory over shared memory. Also the check every transport makes of the slot
+// counts it is given.
 #include <memory>
 
 #include "base/error.h"
 #include "base/logging.h"
 #include "transport/transport.h"
+#include "transport/window.h"
 #if defined(XCCL_PLATFORM_HOST)
 #include "transport/shm/shm_transport.h"
 #else
@@ -13,6 +15,15 @@
 #endif
 
 namespace xccl {
+
+xcclResult_t CheckSlotCounts(const WindowGeometry& geometry) {
+  if (geometry.signalled_slots < ControlLayout::kFirstOpSlot ||
+      geometry.slot_count < geometry.signalled_slots)
+    return Fail(xcclInternalError,
+                "a transport window of %d slots, %d of them signalled: not a laid slot map",
+                geometry.slot_count, geometry.signalled_slots);
+  return xcclSuccess;
+}
 
 xcclResult_t CreateNodeTransport(Bootstrap* bootstrap, const Topology& topology,
                                  const Params& params, const WindowGeometry& geometry,

@@ -19,6 +19,7 @@ xcclResult_t SlotMap::Reserve(const std::string& name, int count, SlotReach reac
 }
 
 void SlotMap::Lay() {
+  if (laid_) return;  // the ranges are placed once; asks after it are refused
   int next = ControlLayout::kFirstOpSlot;
   for (SlotReach reach : {SlotReach::kSignalled, SlotReach::kDeviceOnly}) {
     for (Entry& entry : entries_) {
@@ -32,17 +33,15 @@ void SlotMap::Lay() {
   laid_ = true;
 }
 
-xcclResult_t SlotMap::Find(const std::string& name, SlotRange* out) const {
+xcclResult_t SlotMap::Find(const char* name, SlotRange* out) const {
   if (!laid_)
-    return Fail(xcclInternalError, "control slots '%s' looked up before the map was laid",
-                name.c_str());
+    return Fail(xcclInternalError, "control slots '%s' looked up before the map was laid", name);
   for (const Entry& entry : entries_) {
     if (entry.name != name) continue;
     *out = entry.range;
     return xcclSuccess;
   }
-  return Fail(xcclInternalError, "no control slots named '%s' were asked for at init",
-              name.c_str());
+  return Fail(xcclInternalError, "no control slots named '%s' were asked for at init", name);
 }
 
 }  // namespace xccl

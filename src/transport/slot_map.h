@@ -31,10 +31,11 @@ class SlotMap {
   // share slots), as is any ask after Lay.
   xcclResult_t Reserve(const std::string& name, int count, SlotReach reach);
   // Places every range: the transport's own words first (ControlLayout), then the signalled
-  // ranges, then the device-only ones, each group in the order asked.
+  // ranges, then the device-only ones, each group in the order asked. Once: again, nothing.
   void Lay();
-  // The range asked for under `name`; xcclInternalError where none was, or before Lay.
-  xcclResult_t Find(const std::string& name, SlotRange* out) const;
+  // The range asked for under `name`; xcclInternalError where none was, or before Lay. A plain
+  // string, as host paths look their ranges up per call.
+  xcclResult_t Find(const char* name, SlotRange* out) const;
   // Slots a connection may raise lie below this.
   int signalled_end() const { return signalled_end_; }
   // Slots in all.

@@ -151,6 +151,11 @@ struct WindowGeometry {
   }
 };
 
+// xcclInternalError unless the counts come from a laid map (the transport's own words, then
+// the signalled slots within the whole): a window made from an empty geometry would put the
+// ops' slots on the transport's words.
+xcclResult_t CheckSlotCounts(const WindowGeometry& geometry);
+
 // Collective over the node's ranks: maps every rank's window (`geometry`, the same on every rank)
 // and connects every peer with this build's transport (shm on the host platform, p2p on GPUs).
 xcclResult_t CreateNodeTransport(Bootstrap* bootstrap, const Topology& topology,

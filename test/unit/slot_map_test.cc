@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "transport/transport.h"
 #include "transport/window.h"
 
 namespace xccl {
@@ -48,7 +49,7 @@ TEST(SlotMap, RangesAreDisjointAfterTheTransportsWordsSignalledFirst) {
     int signalled = 0, device_only = 0;
     for (const Ask& ask : asks) {
       SlotRange range;
-      ASSERT_EQ(map.Find(ask.name, &range), xcclSuccess) << ThreadLastError();
+      ASSERT_EQ(map.Find(ask.name.c_str(), &range), xcclSuccess) << ThreadLastError();
       EXPECT_EQ(range.count, ask.count) << ask.name << " seed " << seed + round;
       EXPECT_GE(range.first, ControlLayout::kFirstOpSlot);
       EXPECT_LE(range.end(), map.end());
@@ -76,11 +77,30 @@ TEST(SlotMap, RanksAskingAlikeGetTheSameMap) {
   const SlotMap a = Laid(asks), b = Laid(asks);
   for (const Ask& ask : asks) {
     SlotRange ra, rb;
-    ASSERT_EQ(a.Find(ask.name, &ra), xcclSuccess);
-    ASSERT_EQ(b.Find(ask.name, &rb), xcclSuccess);
+    ASSERT_EQ(a.Find(ask.name.c_str(), &ra), xcclSuccess);
+    ASSERT_EQ(b.Find(ask.name.c_str(), &rb), xcclSuccess);
     EXPECT_EQ(ra.first, rb.first) << ask.name << " seed " << seed;
   }
   EXPECT_EQ(a.end(), b.end());
+}
+
+// A transport takes only counts from a laid map: an empty geometry would put the ops' slots on
+// the transport's own words.
+TEST(SlotMap, TransportsRefuseCountsNotFromALaidMap) {
+  WindowGeometry empty;
+  EXPECT_EQ(CheckSlotCounts(empty), xcclInternalError);
+  EXPECT_NE(ThreadLastError().find("not a laid slot map"), std::string::npos) << ThreadLastError();
+  SlotMap map;
+  ASSERT_EQ(map.Reserve("arrivals", 3, SlotReach::kSignalled), xcclSuccess);
+  ASSERT_EQ(map.Reserve("rings", 7, SlotReach::kDeviceOnly), xcclSuccess);
+  map.Lay();
+  WindowGeometry laid;
+  laid.slot_count = map.end();
+  laid.signalled_slots = map.signalled_end();
+  EXPECT_EQ(CheckSlotCounts(laid), xcclSuccess) << ThreadLastError();
+  WindowGeometry inverted = laid;
+  std::swap(inverted.slot_count, inverted.signalled_slots);
+  EXPECT_EQ(CheckSlotCounts(inverted), xcclInternalError);
 }
 
 TEST(SlotMap, MisuseIsRefusedWithAMessage) {
@@ -97,6 +117,11 @@ TEST(SlotMap, MisuseIsRefusedWithAMessage) {
   map.Lay();
   EXPECT_EQ(map.Find("barrier", &range), xcclSuccess);
   EXPECT_EQ(range.first, ControlLayout::kFirstOpSlot);
+  map.Lay();  // once laid, the map stays as it is
+  SlotRange again;
+  EXPECT_EQ(map.Find("barrier", &again), xcclSuccess);
+  EXPECT_EQ(again.first, range.first);
+  EXPECT_EQ(map.end(), ControlLayout::kFirstOpSlot + 4);
   EXPECT_EQ(map.Find("missing", &range), xcclInternalError);
   EXPECT_NE(ThreadLastError().find("no control slots named 'missing'"), std::string::npos)
       << ThreadLastError();

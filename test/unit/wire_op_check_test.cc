@@ -1,7 +1,8 @@
 // The check every net landing makes first (transport/net/proxy/proxy.h, CheckWireOp): the wire is
-// not trusted with memory, so an op may raise only a slot a connection may raise (below the
-// laid map's signalled end: never a device-only counter nor past the window) or none, and a
-// signal carries no bytes; every refusal names the sending rank.
+// not trusted with memory, so an op may raise only an op's slot that a connection may raise
+// (from the first op slot to below the laid map's signalled end: never the transport's own
+// words, a device-only counter nor past the window) or none, and a signal carries no bytes;
+// every refusal names the sending rank.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -36,13 +37,16 @@ TEST(CheckWireOp, OnlySignalledSlotsOrNoneAndSignalsWithoutBytes) {
     op.bytes = bytes;
     return CheckWireOp(peer, op, signalled, failure);
   };
-  for (int slot = ControlLayout::kNoSignal; slot < signalled; ++slot) {
+  PlatformFailure none;
+  EXPECT_EQ(check(NetOp::kInbox, ControlLayout::kNoSignal, 64, &none), xcclSuccess);
+  for (int slot = ControlLayout::kFirstOpSlot; slot < signalled; ++slot) {
     PlatformFailure failure;
     EXPECT_EQ(check(NetOp::kInbox, slot, 1 + rng() % 4096, &failure), xcclSuccess) << slot;
     EXPECT_EQ(check(NetOp::kSignal, slot, 0, &failure), xcclSuccess) << slot;
   }
   for (int slot :
-       {signalled, counters.first, counters.end() - 1, map.end(), map.end() + 1000, -2, -1000}) {
+       {signalled, counters.first, counters.end() - 1, map.end(), map.end() + 1000, -2, -1000, 0,
+        ControlLayout::kAbort, ControlLayout::kRecvBlockSignal, ControlLayout::kFirstOpSlot - 1}) {
     PlatformFailure failure;
     EXPECT_EQ(check(NetOp::kPut, slot, 64, &failure), xcclRemoteError) << slot;
     EXPECT_EQ(failure.peer, peer);

@@ -21,7 +21,8 @@
 // 4-row scratch tile (A rows, their scales, C rows copied in and out), since cuBLASLt refuses
 // such a column count and the band must neither read nor write rows outside it. These copies
 // reuse the context's memory call after call: runs of one context must be ordered (one stream,
-// as ag_gemm gives each of its compute streams its own context), never in flight on two streams at once.
+// as ag_gemm gives each of its compute streams its own context), never in flight on two streams
+// at once.
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -97,6 +97,7 @@ P2pTransport::P2pTransport(const Topology& topology, const Params& params,
 
 xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   const int nranks = topology_.nranks;
+  XCCL_TRY(CheckSlotCounts(geometry_));
   if (nranks > kMaxWatchedRanks)
     return Fail(xcclInvalidUsage, "the p2p transport supports at most %d ranks, not %d",
                 kMaxWatchedRanks, nranks);

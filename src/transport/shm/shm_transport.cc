@@ -161,6 +161,7 @@ ShmTransport::ShmTransport(const Topology& topology, const Params& params,
 
 xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   const int nranks = topology_.nranks;
+  XCCL_TRY(CheckSlotCounts(geometry_));
   RemoveStaleShmObjects();
   // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight ranks
   // fit a container's default 64 MiB /dev/shm with room to spare.

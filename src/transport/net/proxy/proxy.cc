@@ -41,7 +41,9 @@ xcclResult_t PollUntil(const Deadline& deadline, const char* what, Step step) {
 }  // namespace
 
 xcclResult_t CheckWireOp(int peer, const NetOp& op, int signalled_slots, PlatformFailure* failure) {
-  if (op.slot != ControlLayout::kNoSignal && (op.slot < 0 || op.slot >= signalled_slots))
+  // The transport's own words (below kFirstOpSlot) are never raised from the wire.
+  if (op.slot != ControlLayout::kNoSignal &&
+      (op.slot < ControlLayout::kFirstOpSlot || op.slot >= signalled_slots))
     return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op for slot %d", peer,
                       op.slot);
   if (op.kind == NetOp::kSignal && op.bytes != 0)

@@ -50,8 +50,9 @@ struct NetOp {
 static_assert(sizeof(NetOp) == 32, "NetOp is the wire header");
 
 // What every landing checks first, since the wire is not trusted with memory: the slot is one
-// a connection may raise (below `signalled_slots`, WindowGeometry) or none, and a signal carries
-// no bytes.
+// of the ops' that a connection may raise (from ControlLayout::kFirstOpSlot to below
+// `signalled_slots`, WindowGeometry; never the transport's own words) or none, and a signal
+// carries no bytes.
 xcclResult_t CheckWireOp(int peer, const NetOp& op, int signalled_slots, PlatformFailure* failure);
 
 // Implemented by the transport that owns this rank's windows.
