@@ -7,8 +7,8 @@
 namespace xccl {
 
 xcclResult_t ReserveCollectiveSlots(int nranks, SlotMap* slots) {
-  XCCL_TRY(ReserveArrivalSlots(nranks, slots));
-  return ReserveBarrierSlots(nranks, slots);
+  XCCL_TRY(kArrivalSlots.Reserve(nranks, slots));
+  return kBarrierSlots.Reserve(nranks, slots);
 }
 
 }  // namespace xccl

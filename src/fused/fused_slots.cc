@@ -5,7 +5,7 @@
 namespace xccl {
 
 xcclResult_t ReserveFusedSlots(int nranks, SlotMap* slots) {
-  return ReserveBandFlags(nranks, slots);
+  return kBandFlagSlots.Reserve(nranks * kMaxBands, slots);
 }
 
 }  // namespace xccl

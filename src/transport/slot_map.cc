@@ -18,6 +18,14 @@ xcclResult_t SlotMap::Reserve(const std::string& name, int count, SlotReach reac
   return xcclSuccess;
 }
 
+xcclResult_t SlotName::Reserve(int count, SlotMap* slots) const {
+  return slots->Reserve(name, count, reach);
+}
+
+xcclResult_t SlotName::Find(const SlotMap& slots, SlotRange* out) const {
+  return slots.Find(name, out);
+}
+
 void SlotMap::Lay() {
   if (laid_) return;  // the ranges are placed once; asks after it are refused
   int next = ControlLayout::kFirstOpSlot;

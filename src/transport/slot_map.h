@@ -25,6 +25,16 @@ struct SlotRange {
 // read and written by kernels of the node's ranks alone.
 enum class SlotReach { kSignalled, kDeviceOnly };
 
+class SlotMap;
+
+// An op's range, named once where the op lives: asked for at init, found once the map is laid.
+struct SlotName {
+  const char* name;
+  SlotReach reach;
+  xcclResult_t Reserve(int count, SlotMap* slots) const;
+  xcclResult_t Find(const SlotMap& slots, SlotRange* out) const;
+};
+
 class SlotMap {
  public:
   // Asks for `count` (>= 0) slots under `name`. A name asked twice is refused (two ops would

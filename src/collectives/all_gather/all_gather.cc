@@ -157,7 +157,7 @@ xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, 
     return xcclSuccess;
   }
   SlotRange arrivals;
-  XCCL_TRY(FindArrivalSlots(comm->slots(), &arrivals));
+  XCCL_TRY(kArrivalSlots.Find(comm->slots(), &arrivals));
   DirectPuts* direct = transport->direct_puts();
   if (comm->topology().node_count > 1)
     return direct != nullptr

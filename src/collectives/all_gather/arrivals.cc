@@ -6,18 +6,6 @@
 
 namespace xccl {
 
-namespace {
-constexpr char kArrivals[] = "all_gather.arrivals";
-}  // namespace
-
-xcclResult_t ReserveArrivalSlots(int nranks, SlotMap* slots) {
-  return slots->Reserve(kArrivals, nranks, SlotReach::kSignalled);
-}
-
-xcclResult_t FindArrivalSlots(const SlotMap& slots, SlotRange* out) {
-  return slots.Find(kArrivals, out);
-}
-
 xcclResult_t WaitArrivals(Transport* transport, const SlotRange& arrivals, int rank, int nranks,
                           uint32_t epoch, const Deadline& deadline, xcclStream_t stream,
                           const std::function<void(int peer)>& on_arrival,

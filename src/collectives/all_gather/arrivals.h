@@ -13,8 +13,8 @@
 
 namespace xccl {
 
-xcclResult_t ReserveArrivalSlots(int nranks, SlotMap* slots);
-xcclResult_t FindArrivalSlots(const SlotMap& slots, SlotRange* out);
+// One per source rank.
+inline constexpr SlotName kArrivalSlots{"all_gather.arrivals", SlotReach::kSignalled};
 
 // Until every peer's own arrival reaches `epoch`, calling `on_arrival(peer)` once its block is
 // there. Host: as each arrives, in reverse rotation (rank - 1 pushes to this rank first). Device:

@@ -14,23 +14,23 @@ namespace {
 // as many (launch and block scheduling are the whole cost there).
 constexpr size_t kSmallCallBytes = 16 * 1024;
 
-constexpr char kRings[] = "all_gather.kernel.rings";
-constexpr char kLlCounters[] = "all_gather.kernel.ll_counters";
-constexpr char kOffers[] = "all_gather.kernel.offers";
+constexpr SlotName kRings{"all_gather.kernel.rings", SlotReach::kDeviceOnly};
+constexpr SlotName kLlCounters{"all_gather.kernel.ll_counters", SlotReach::kDeviceOnly};
+constexpr SlotName kOffers{"all_gather.kernel.offers", SlotReach::kDeviceOnly};
 
 }  // namespace
 
 xcclResult_t ReserveKernelAllGatherSlots(SlotMap* slots) {
-  XCCL_TRY(slots->Reserve(kRings, PipelineSlots::kCount, SlotReach::kDeviceOnly));
-  XCCL_TRY(slots->Reserve(kLlCounters, LlLayout::kCounters, SlotReach::kDeviceOnly));
-  return slots->Reserve(kOffers, DirectSlots::kCount, SlotReach::kDeviceOnly);
+  XCCL_TRY(kRings.Reserve(PipelineSlots::kCount, slots));
+  XCCL_TRY(kLlCounters.Reserve(LlLayout::kCounters, slots));
+  return kOffers.Reserve(DirectSlots::kCount, slots);
 }
 
 xcclResult_t FindKernelAllGatherSlots(const SlotMap& slots, KernelAllGatherSlots* out) {
   SlotRange rings, ll_counters, offers;
-  XCCL_TRY(slots.Find(kRings, &rings));
-  XCCL_TRY(slots.Find(kLlCounters, &ll_counters));
-  XCCL_TRY(slots.Find(kOffers, &offers));
+  XCCL_TRY(kRings.Find(slots, &rings));
+  XCCL_TRY(kLlCounters.Find(slots, &ll_counters));
+  XCCL_TRY(kOffers.Find(slots, &offers));
   out->rings = rings.first;
   out->ll_counters = ll_counters.first;
   out->offers = offers.first;

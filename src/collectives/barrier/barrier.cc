@@ -30,7 +30,7 @@ xcclResult_t SignalsThenWaits(Communicator* comm, const SlotRange& from, uint32_
 xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
   DeviceEngine* engine = comm->device_engine();
   SlotRange from;
-  if (engine == nullptr) XCCL_TRY(FindBarrierSlots(comm->slots(), &from));
+  if (engine == nullptr) XCCL_TRY(kBarrierSlots.Find(comm->slots(), &from));
   LaunchGate gate(comm, "xcclBarrier");
   XCCL_TRY(gate.Enter(stream));
   const uint32_t epoch = comm->NextEpoch();

@@ -64,7 +64,7 @@ xcclResult_t CreateBarrierEngine(const Topology& topology, const SlotMap& slots,
                                  std::unique_ptr<BarrierEngine>* out) {
   XCCL_GPU_TRY(PreloadBarrierKernel());
   SlotRange range;
-  XCCL_TRY(FindBarrierSlots(slots, &range));
+  XCCL_TRY(kBarrierSlots.Find(slots, &range));
   *out = std::make_unique<KernelBarrierEngine>(range, topology.node_count > 1);
   return xcclSuccess;
 }

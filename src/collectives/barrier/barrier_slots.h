@@ -3,11 +3,9 @@
 #pragma once
 
 #include "transport/slot_map.h"
-#include "xccl.h"
 
 namespace xccl {
 
-xcclResult_t ReserveBarrierSlots(int nranks, SlotMap* slots);
-xcclResult_t FindBarrierSlots(const SlotMap& slots, SlotRange* out);
+inline constexpr SlotName kBarrierSlots{"barrier", SlotReach::kSignalled};
 
 }  // namespace xccl

@@ -113,7 +113,7 @@ xcclResult_t AgGemmOp::Create(Communicator* comm, const Shape& shape, xcclResult
   // peers waiting there until the deadline, so every local failure becomes this rank's verdict.
   xcclResult_t mine = local != xcclSuccess ? local : CheckShape(comm, shape);
   std::unique_ptr<AgGemmOp> op(new AgGemmOp);
-  if (mine == xcclSuccess) mine = FindBandFlags(comm->slots(), &op->band_flags_);
+  if (mine == xcclSuccess) mine = kBandFlagSlots.Find(comm->slots(), &op->band_flags_);
   op->comm_ = comm;
   op->shape_ = shape;
   op->device_ = comm->device();

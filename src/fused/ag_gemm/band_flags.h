@@ -10,9 +10,8 @@ namespace xccl {
 
 constexpr int kMaxBands = 8;
 
-// At init, before the map is laid (every communicator: an op made later signals in them).
-xcclResult_t ReserveBandFlags(int nranks, SlotMap* slots);
-xcclResult_t FindBandFlags(const SlotMap& slots, SlotRange* out);
+// kMaxBands per source, asked for by every communicator at init: an op made later signals in them.
+inline constexpr SlotName kBandFlagSlots{"ag_gemm.band_flags", SlotReach::kSignalled};
 
 inline int BandFlag(const SlotRange& flags, int src, int band) {
   return flags.at(src * kMaxBands + band);
