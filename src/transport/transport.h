@@ -136,6 +136,11 @@ class Transport {
   virtual void Abort(int failed_peer) = 0;
 };
 
+// `slots` control slots in whole pages, so that what follows them is aligned for any copy.
+inline size_t SlotPageBytes(int slots) {
+  return (static_cast<size_t>(slots) * sizeof(uint32_t) + 4095) / 4096 * 4096;
+}
+
 // What every rank's window holds: the control slots the ops asked for (transport/slot_map.h),
 // and on GPUs what the collectives carve after them (collectives/device_engine.h); the host
 // platform's shm windows size their data themselves.
@@ -144,11 +149,8 @@ struct WindowGeometry {
   int signalled_slots = 0;   // SlotMap::signalled_end(): the slots a connection may raise
   size_t staging_bytes = 0;  // after the slots: a staging area the engines share (the LL buffers)
   size_t inbox_bytes = 0;    // then one inbox of this size per source rank
-  // The slots' bytes in a device window, whole pages so that the staging area after them is
-  // aligned for any copy.
-  size_t control_bytes() const {
-    return (static_cast<size_t>(slot_count) * sizeof(uint32_t) + 4095) / 4096 * 4096;
-  }
+  // The slots' bytes in a device window; the staging area follows them.
+  size_t control_bytes() const { return SlotPageBytes(slot_count); }
 };
 
 // xcclInternalError unless the counts come from a laid map (the transport's own words, then

@@ -336,8 +336,7 @@ xcclResult_t P2pTransport::CreateNetStaging() {
   }
   net_piece_ = std::min(geometry_.inbox_bytes, kNetPieceBytes);
   // The signalled slots in whole pages, then the staging.
-  const size_t control =
-      (static_cast<size_t>(geometry_.signalled_slots) * sizeof(uint32_t) + 4095) / 4096 * 4096;
+  const size_t control = SlotPageBytes(geometry_.signalled_slots);
   const size_t bytes = control + 2 * static_cast<size_t>(remote_count_) * net_piece_;
   void* host = nullptr;
   XCCL_GPU_TRY(gpuHostAlloc(&host, bytes, gpuHostAllocMapped));
