@@ -83,7 +83,8 @@ class P2pNetConnection final : public Connection {
 class P2pTransport final : public Transport, public NetLanding {
  public:
   // The most a net op carries, so the pinned staging per remote peer and direction: also the
-  // inbox limit (all_gather's piece) of a communicator that spans nodes.
+  // inbox limit (the largest piece an operation puts per source) of a communicator that spans
+  // nodes.
   static constexpr size_t kNetPieceBytes = size_t(4) << 20;
 
   P2pTransport(const Topology& topology, const Params& params, const WindowGeometry& geometry,
