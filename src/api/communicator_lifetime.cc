@@ -47,8 +47,8 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   slots.Lay();
   geometry.slot_count = slots.end();
   geometry.signalled_slots = slots.signalled_end();
-  XCCL_TRY(CreateNodeTransport(comm->bootstrap_.get(), comm->topology_, params, geometry,
-                               config.timeout_ms, &comm->transport_));
+  XCCL_TRY(CreateTransports(comm->bootstrap_.get(), comm->topology_, params, geometry,
+                            config.timeout_ms, &comm->transport_));
   XCCL_TRY(CreateDeviceEngine(params, comm->topology_, geometry, slots, *comm->transport_,
                               &comm->device_engine_));
   XCCL_INFO(kLogInit,

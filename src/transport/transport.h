@@ -1,7 +1,8 @@
-// This rank's transport to the other ranks of its node: a Connection per peer, the waits on
-// this rank's own control slots, its inboxes, and what only some transports offer, asked for
-// as capabilities (DirectPuts, a DeviceView). One per communicator, chosen at build time: shm
-// on the host platform, p2p on cuda and hip (CreateNodeTransport).
+// This rank's transport to the other ranks: a Connection per peer, the waits on this rank's own
+// control slots, its inboxes, and what only some transports offer, asked for as capabilities
+// (DirectPuts, a DeviceView). The communicator holds one, PeerTransports, which takes each peer's
+// connection from the transport chosen for it (CreateTransports); the node transports (shm on
+// the host platform, p2p on cuda and hip) implement it too.
 #pragma once
 
 #include <cstddef>
@@ -64,6 +65,18 @@ class PeerMappings {
 
  protected:
   std::vector<void*> at_;
+};
+
+// The ranks of other nodes as a node transport's waits see them: their slots are raised in this
+// rank's memory, but their links are the net transport's (docs/ARCHITECTURE.md, "Transports per
+// peer").
+class RemotePeers {
+ public:
+  virtual ~RemotePeers() = default;
+  // This rank is about to wait for a rank of another node: its links are polled now.
+  virtual void Kick() = 0;
+  // `peer`'s links failed (false while healthy).
+  virtual bool PeerFailed(int peer, PlatformFailure* failure) const = 0;
 };
 
 class Transport {
@@ -130,6 +143,13 @@ class Transport {
   virtual xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
                                       std::unique_ptr<PeerMappings>* out) = 0;
 
+  // Where the communicator spans nodes: waits for slots raised by ranks of other nodes ask
+  // `remote` about them (a node transport makes no connection to them).
+  virtual void WatchRemotePeers(RemotePeers* /*remote*/) {}
+  // The rank to name when this rank aborts because of `failed_peer` (a root cause the transport
+  // saw first, where `failed_peer` is this rank itself).
+  virtual int RootCause(int failed_peer) const { return failed_peer; }
+
   // A failure that a device-side wait recorded since init, or xcclSuccess.
   virtual xcclResult_t PollAsyncFailure(PlatformFailure* failure) = 0;
   // Marks this rank failed (peers' waits see it) and makes queued work give up at once.
@@ -158,10 +178,12 @@ struct WindowGeometry {
 // ops' slots on the transport's words.
 xcclResult_t CheckSlotCounts(const WindowGeometry& geometry);
 
-// Collective over the node's ranks: maps every rank's window (`geometry`, the same on every rank)
-// and connects every peer with this build's transport (shm on the host platform, p2p on GPUs).
-xcclResult_t CreateNodeTransport(Bootstrap* bootstrap, const Topology& topology,
-                                 const Params& params, const WindowGeometry& geometry,
-                                 int64_t timeout_ms, std::unique_ptr<Transport>* out);
+// Collective over every rank: maps the window of every rank of this node (`geometry`, the same
+// on every rank) and connects each peer with the transport that reaches it: this build's node
+// transport (shm on the host platform, p2p on GPUs) and, where the communicator spans nodes, the
+// net transport (docs/ARCHITECTURE.md, "Transports per peer").
+xcclResult_t CreateTransports(Bootstrap* bootstrap, const Topology& topology, const Params& params,
+                              const WindowGeometry& geometry, int64_t timeout_ms,
+                              std::unique_ptr<Transport>* out);
 
 }  // namespace xccl

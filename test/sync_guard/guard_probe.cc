@@ -1,10 +1,13 @@
 // guard_probe: shows that libxccl-device-sync-guard.so catches what it is for. Two ranks share
-// GPU 0 as threads; rank 0 enqueues a barrier (in flight until rank 1 joins it), then rank 1
-// copies from pageable host memory before its own barrier. Without the guard it exits 0; under
-// it the guard reports the copy and the exit status is the guard's (97).
+// GPU 0 as threads and enqueue a barrier each (the launch gate lets neither return before both
+// have reached it); rank 0's stream first holds a 500 ms host function, so its barrier stays in
+// flight while rank 1, once rank 0's call has returned, copies from pageable host memory. Without
+// the guard it exits 0; under it the guard reports the copy and the exit status is the guard's
+// (97).
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <thread>
 
@@ -40,19 +43,25 @@ int main() {
   std::atomic<bool> enqueued{false};
   std::atomic<bool> rank_ok[2] = {{false}, {false}};
   std::thread rank0([&] {
-    rank_ok[0] = Ok(cudaSetDevice(0), "cudaSetDevice") &&
-                 Ok(xcclBarrier(comms[0], streams[0]), "rank 0 barrier");
-    enqueued = true;
+    rank_ok[0] =
+        Ok(cudaSetDevice(0), "cudaSetDevice") &&
+        Ok(cudaLaunchHostFunc(
+               streams[0],
+               [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(500)); }, nullptr),
+           "host function") &&
+        Ok(xcclBarrier(comms[0], streams[0]), "rank 0 barrier");
+    enqueued = true;  // after the guard recorded the call's event
     rank_ok[0] = rank_ok[0] && Ok(cudaStreamSynchronize(streams[0]), "rank 0 sync");
   });
   std::thread rank1([&] {
+    rank_ok[1] = Ok(cudaSetDevice(0), "cudaSetDevice") &&
+                 Ok(xcclBarrier(comms[1], streams[1]), "rank 1 barrier");
     while (!enqueued.load()) std::this_thread::yield();
     static int pageable = 42;  // ordinary memory: the runtime stages it
-    rank_ok[1] = Ok(cudaSetDevice(0), "cudaSetDevice") &&
+    rank_ok[1] = rank_ok[1] &&
                  Ok(cudaMemcpyAsync(device_word, &pageable, sizeof(pageable),
                                     cudaMemcpyHostToDevice, streams[1]),
                     "pageable copy") &&
-                 Ok(xcclBarrier(comms[1], streams[1]), "rank 1 barrier") &&
                  Ok(cudaStreamSynchronize(streams[1]), "rank 1 sync");
   });
   rank0.join();

@@ -9,7 +9,6 @@
 #include "platform/runtime.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
-#include "transport/net/net_choice.h"
 #include "transport/p2p/copy_kernel.h"
 #include "transport/p2p/device_signals.h"
 #include "transport/p2p/peer_map.h"
@@ -57,34 +56,6 @@ xcclResult_t P2pConnection::Flush(const Deadline& /*deadline: stream-ordered*/,
   return transport_->TakeLaunchFailure(failure);
 }
 
-// ---- P2pNetConnection ----
-
-void P2pNetConnection::Put(uint32_t /*epoch*/, void* /*dst*/, size_t /*dst_offset*/,
-                           const void* /*src*/, size_t /*bytes*/, int /*signal_slot*/) {
-  // An op that puts into mapped buffers refuses communicators that span nodes before it puts.
-  transport_->Check(gpuErrorInvalidValue,
-                    "a put into a mapped buffer of a rank of another node (nothing is mapped "
-                    "across nodes)");
-}
-
-void P2pNetConnection::InboxPut(uint32_t /*epoch: the device's*/, int inbox_of, const void* src,
-                                size_t bytes, int signal_slot) {
-  if (inbox_of != transport_->topology_.rank) {
-    transport_->Check(gpuErrorInvalidValue, "a forwarded block sent to a rank of another node");
-    return;
-  }
-  transport_->QueueNetOp(peer(), NetOp::kInbox, signal_slot, src, bytes);
-}
-
-void P2pNetConnection::Signal(int slot, uint32_t /*epoch: the device's*/) {
-  transport_->QueueNetOp(peer(), NetOp::kSignal, slot, nullptr, 0);
-}
-
-xcclResult_t P2pNetConnection::Flush(const Deadline& /*deadline: stream-ordered*/,
-                                     PlatformFailure* failure) {
-  return transport_->TakeLaunchFailure(failure);
-}
-
 // ---- P2pTransport ----
 
 P2pTransport::P2pTransport(const Topology& topology, const Params& params,
@@ -122,18 +93,13 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
                  [this](int blamed) { windows_.RecordHostFailure(blamed, xcclRemoteError); });
   // Collective (topology is the same on every rank): a watch wherever processes share a node.
   if (topology_.AnyNodeSharedByProcesses())
-    XCCL_TRY(watch_.Start(bootstrap, topology_, timeout_ms_,
-                          [this](int peer, const PlatformFailure& f) { LinkFailed(peer, f); }));
+    XCCL_TRY(
+        watch_.Start(bootstrap, topology_, timeout_ms_,
+                     [this](int peer, const PlatformFailure& f) { RecordPeerFailure(peer, f); }));
   XCCL_TRY(CreateQueues());
-  remote_index_.assign(nranks, -1);
-  if (topology_.node_count > 1) XCCL_TRY(ConnectNodes(bootstrap));
   connections_.resize(nranks);
   for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == topology_.rank) continue;
-    if (IsRemote(peer)) {
-      connections_[peer] = std::make_unique<P2pNetConnection>(this, peer);
-      continue;
-    }
+    if (peer == topology_.rank || IsRemote(peer)) continue;
     connections_[peer] = std::make_unique<P2pConnection>(
         this, peer, ChooseTransport(topology_, peer, /*device_memory=*/true));
   }
@@ -193,7 +159,10 @@ xcclResult_t P2pTransport::WaitSlot(int slot, uint32_t /*epoch: the device's*/, 
                                     xcclStream_t stream, PlatformFailure* /*failure*/) {
   // A rank of another node raises this rank's slot in host-mapped memory (its ops land there).
   const bool remote = peer >= 0 && peer < topology_.nranks && IsRemote(peer);
-  if (remote) proxy_->Kick();  // keeps the proxy polling while the wait is near
+  if (remote && remote_slots_device_ == nullptr) {
+    Check(gpuErrorInvalidValue, "a wait for a rank of another node without its slots");
+    return xcclSuccess;
+  }
   // A launch failure is the operation's, reported by its Flush.
   Check(LaunchWaitSlot((remote ? remote_slots_device_ : view_.own_slots) + slot, peer,
                        view_.device_epoch, view_.timeout_ns, view_.record,
@@ -210,7 +179,8 @@ xcclResult_t P2pTransport::WaitSlotsRaisedBy(int first_slot, uint32_t /*epoch: t
   uint32_t remote = 0;
   for (int r = 0; r < nranks; ++r)
     if (r != rank && raiser[r] >= 0 && IsRemote(raiser[r])) remote |= 1u << r;
-  if (proxy_ && remote != 0) proxy_->Kick();
+  if (remote != 0 && remote_slots_device_ == nullptr)
+    Check(gpuErrorInvalidValue, "a wait for a rank of another node without its slots");
   Check(LaunchWaitSlots(view_.own_slots, remote_slots_device_, remote, first_slot, nranks, rank,
                         view_.device_epoch, view_.timeout_ns, view_.record,
                         static_cast<gpuStream_t>(stream)),
@@ -218,10 +188,7 @@ xcclResult_t P2pTransport::WaitSlotsRaisedBy(int first_slot, uint32_t /*epoch: t
   return TakeLaunchFailure(failure);
 }
 
-const void* P2pTransport::Inbox(uint32_t /*epoch*/, int src, int carrier) const {
-  // What a remote rank sent waits in pinned memory; the copy out of it runs on this rank's
-  // stream. A block forwarded by a rank of this node waits in the window's inbox of its source.
-  if (IsRemote(carrier)) return recv_staging_ + remote_index_[carrier] * net_piece_;
+const void* P2pTransport::Inbox(uint32_t /*epoch*/, int src, int /*carrier*/) const {
   return view_.own_inbox + src * geometry_.inbox_bytes;
 }
 
@@ -244,64 +211,26 @@ xcclResult_t P2pTransport::PollAsyncFailure(PlatformFailure* failure) {
       return failure->result;
     }
   }
-  const xcclResult_t result = windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
-  if (result != xcclSuccess) trigger_feed_.GiveUp();
-  // A device wait across nodes that timed out: where the net path stood, once, for a diagnosis.
-  if (result != xcclSuccess && proxy_ && !net_state_logged_.exchange(true))
-    XCCL_WARN(kLogPlatform, "rank %d, at its device timeout (%s): %s; %s", topology_.rank,
-              failure->message.c_str(), trigger_feed_.Describe().c_str(),
-              proxy_->Describe().c_str());
-  return result;
+  return windows_.PollAsyncFailure(topology_, timeout_ms_, failure);
+}
+
+int P2pTransport::RootCause(int failed_peer) const {
+  // A failure that names no other rank (a launch refused after a link failed) blames the rank the
+  // host already saw fail, so that the last words to the peers name the root cause.
+  if (failed_peer >= 0 && failed_peer != topology_.rank) return failed_peer;
+  std::lock_guard<std::mutex> lock(peer_failure_mutex_);
+  if (peer_failure_.result != xcclSuccess && peer_failure_.peer >= 0) return peer_failure_.peer;
+  return failed_peer;
 }
 
 void P2pTransport::Abort(int failed_peer) {
-  // A failure that names no other rank (a launch refused after a link failed) blames the rank the
-  // host already saw fail, so that the last words to the peers name the root cause.
-  if (failed_peer < 0 || failed_peer == topology_.rank) {
-    std::lock_guard<std::mutex> lock(peer_failure_mutex_);
-    if (peer_failure_.result != xcclSuccess && peer_failure_.peer >= 0)
-      failed_peer = peer_failure_.peer;
-  }
+  failed_peer = RootCause(failed_peer);
   watch_.Abort(failed_peer);
   windows_.Abort();
   if (clique_) clique_->Abort(topology_.rank, failed_peer);
-  trigger_feed_.GiveUp();
-  if (proxy_) proxy_->Abort(failed_peer);
 }
 
-xcclResult_t P2pTransport::Destination(int peer, const NetOp& op, char** dst,
-                                       PlatformFailure* failure) {
-  *dst = nullptr;
-  XCCL_TRY(CheckWireOp(peer, op, geometry_.signalled_slots, failure));
-  switch (op.kind) {
-    case NetOp::kSignal:
-      return xcclSuccess;
-    case NetOp::kInbox:
-      if (op.bytes > net_piece_ || op.offset != 0)
-        return SetFailure(failure, xcclInvalidUsage, peer,
-                          "rank %d sent %llu bytes for a GPU net inbox of %zu: the ranks differ "
-                          "in XCCL_WINDOW_BYTES",
-                          peer, static_cast<unsigned long long>(op.bytes), net_piece_);
-      *dst = recv_staging_ + remote_index_[peer] * net_piece_;
-      return xcclSuccess;
-    case NetOp::kPut:
-      return SetFailure(failure, xcclInvalidUsage, peer,
-                        "rank %d put into a buffer of this rank: GPU ranks map no buffer across "
-                        "nodes",
-                        peer);
-  }
-  return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op of unknown kind %u", peer,
-                    op.kind);
-}
-
-void P2pTransport::Landed(int /*peer*/, const NetOp& op) {
-  // After the bytes (written by this thread): the device's acquire load of the slot orders the
-  // copy out of the staging, which the stream issues only after that wait.
-  if (op.slot != ControlLayout::kNoSignal)
-    __atomic_store_n(&remote_slots_[op.slot], op.epoch, __ATOMIC_RELEASE);
-}
-
-void P2pTransport::LinkFailed(int peer, const PlatformFailure& failure) {
+void P2pTransport::RecordPeerFailure(int peer, const PlatformFailure& failure) {
   {
     std::lock_guard<std::mutex> lock(peer_failure_mutex_);
     if (peer_failure_.result == xcclSuccess) peer_failure_ = failure;
@@ -309,67 +238,6 @@ void P2pTransport::LinkFailed(int peer, const PlatformFailure& failure) {
   // Every device wait of this rank gives up at its next check, whatever it waits for: a wait on
   // a rank of this node may wait for data that rank can only send after hearing from `peer`.
   windows_.RecordHostFailure(failure.peer >= 0 ? failure.peer : peer, failure.result);
-  trigger_feed_.GiveUp();
-}
-
-void P2pTransport::QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* src, size_t bytes) {
-  if (bytes > net_piece_) {
-    Check(gpuErrorInvalidValue, "a net put larger than the pinned staging");
-    return;
-  }
-  if (bytes > 0)
-    Check(StreamCopy(SendStaging(peer), src, bytes, gpuMemcpyDeviceToHost, stream_),
-          "net staging copy");
-  gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
-  Check(gpuStreamIsCapturing(stream_, &capture), "capture query");
-  Check(trigger_feed_.Launch(kind, peer, slot, static_cast<uint32_t>(bytes),
-                             capture != gpuStreamCaptureStatusNone, view_.device_epoch,
-                             view_.timeout_ns, view_.record, stream_),
-        "net trigger kernel");
-}
-
-xcclResult_t P2pTransport::CreateNetStaging() {
-  const int nranks = topology_.nranks;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (topology_.node_of_rank[peer] == topology_.node_of_rank[topology_.rank]) continue;
-    remote_index_[peer] = remote_count_++;
-  }
-  net_piece_ = std::min(geometry_.inbox_bytes, kNetPieceBytes);
-  // The signalled slots in whole pages, then the staging.
-  const size_t control = SlotPageBytes(geometry_.signalled_slots);
-  const size_t bytes = control + 2 * static_cast<size_t>(remote_count_) * net_piece_;
-  void* host = nullptr;
-  XCCL_GPU_TRY(gpuHostAlloc(&host, bytes, gpuHostAllocMapped));
-  pinned_ = static_cast<char*>(host);
-  remote_slots_ = reinterpret_cast<uint32_t*>(pinned_);
-  for (int i = 0; i < geometry_.signalled_slots; ++i) remote_slots_[i] = params_.epoch_base;
-  recv_staging_ = pinned_ + control;
-  send_staging_ = recv_staging_ + remote_count_ * net_piece_;
-  void* device = nullptr;
-  XCCL_GPU_TRY(gpuHostGetDevicePointer(&device, host, 0));
-  remote_slots_device_ = static_cast<const uint32_t*>(device);
-  std::vector<const char*> staging_of_rank(nranks, nullptr);
-  for (int peer = 0; peer < nranks; ++peer)
-    if (IsRemote(peer)) staging_of_rank[peer] = SendStaging(peer);
-  return trigger_feed_.Create(std::move(staging_of_rank));
-}
-
-// Collective over every rank: the pinned staging and the net backend, one verdict round, then
-// the proxy's connections (CreateNetBackends is the one place that chooses the backend).
-xcclResult_t P2pTransport::ConnectNodes(Bootstrap* bootstrap) {
-  std::unique_ptr<NetBackend> net, beats;
-  xcclResult_t created = CreateNetStaging();
-  if (created == xcclSuccess) created = CreateNetBackends(params_, topology_, &net, &beats);
-  int failed = -1;
-  XCCL_TRY(ExchangeVerdicts(bootstrap, created == xcclSuccess, &failed));
-  XCCL_TRY(created);
-  if (failed >= 0)
-    return Fail(xcclRemoteError,
-                "rank %d could not set up its pinned net staging or net backend (XCCL_NET=%s)",
-                failed, params_.net.c_str());
-  proxy_ = std::make_unique<Proxy>(topology_, this, timeout_ms_);
-  proxy_->SetTriggerFeed(&trigger_feed_);
-  return proxy_->Connect(bootstrap, std::move(net), std::move(beats));
 }
 
 void P2pTransport::QueuePut(int peer, void* dst, const void* src, size_t bytes, int signal_slot) {
@@ -450,8 +318,8 @@ xcclResult_t P2pTransport::CreateQueues() {
   int count = topology_.RanksOnMyDevice() > 1 ? 0 : nranks - 1;
   if (params_.gpu_queues > 0) count = std::min<int>(nranks - 1, params_.gpu_queues);
   // Across nodes every put and signal runs on the operation's stream: the closing barrier's
-  // signals must follow this rank's copies out of its inboxes, and the net ops' staging copies
-  // and triggers are ordered on it anyway (the queues serve the dma engine, not run here).
+  // signals must follow this rank's copies out of its inboxes, and the net endpoint's staging
+  // copies and triggers are ordered on it anyway (the queues serve the dma engine, not run here).
   if (topology_.node_count > 1) count = 0;
   return queues_.Create(topology_, count);
 }
@@ -463,23 +331,6 @@ void P2pTransport::Release() {
     clique_.reset();
     return;
   }
-  if (proxy_) {
-    // Every trigger still on a stream fires and the proxy takes it, then sends what it queued,
-    // before the proxy goes; the destroy waits for the device anyway (the frees below).
-    (void)gpuDeviceSynchronize();
-    const Deadline deadline(timeout_ms_);
-    PlatformFailure seen;
-    (void)PollAsyncFailure(&seen);  // after a failure the feed expects no more entries
-    proxy_->Kick();
-    (void)trigger_feed_.AwaitDrained(deadline);
-    PlatformFailure ignored;
-    for (int peer = 0; peer < topology_.nranks; ++peer)
-      if (IsRemote(peer)) (void)proxy_->Flush(peer, deadline, &ignored);
-    proxy_.reset();  // tells the other nodes this rank closes in order
-  }
-  trigger_feed_.Release();
-  if (pinned_ != nullptr) (void)gpuFreeHost(pinned_);
-  pinned_ = nullptr;
   queues_.Destroy();
   // The frees first: cudaFree waits for the device, so no kernel queued on a caller's stream
   // (after an abort they give up at once) still stores into a peer's window when its mapping is

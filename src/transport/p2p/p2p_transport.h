@@ -5,16 +5,9 @@
 // by a 4-byte copy of this rank's device epoch into the peer's slot; a wait is a kernel on the
 // operation's stream. Nothing waits on the host inside a call.
 //
-// Ranks of other nodes (docs/ARCHITECTURE.md, "GPU ranks across nodes") are reached through the CPU
-// proxy over the net backend, staged through pinned host memory and stream-ordered: an inbox put
-// copies the block into this rank's pinned send staging for that peer on the operation's stream,
-// then a one-thread kernel on the same stream writes the op into the trigger FIFO the proxy polls,
-// with the device epoch of that point (so a captured graph sends each replay's). The peer's proxy
-// lands the bytes in its pinned receive staging for this rank, which is that peer's inbox for this
-// rank (the receiver copies out of it on its own stream), and raises the slot in host-mapped memory
-// with a CPU store after the bytes; the receiver's device waits read remote ranks' slots there. The
-// staging buffers are reused only after the closing barrier of the operation that used them (both
-// ends have passed it), so no flow control of their own is needed.
+// Slots raised by ranks of other nodes are read in the net endpoint's host-mapped page
+// (DeviceNetEndpoint, docs/ARCHITECTURE.md "GPU ranks across nodes"): this transport connects
+// only the ranks of its node.
 #pragma once
 
 #include <algorithm>
@@ -30,10 +23,8 @@
 #include "base/topology.h"
 #include "platform/gpu.h"
 #include "transport/net/proxy/peer_watch.h"
-#include "transport/net/proxy/proxy.h"
 #include "transport/p2p/copy_engine_queues.h"
 #include "transport/p2p/device_windows.h"
-#include "transport/p2p/net_trigger_feed.h"
 #include "transport/p2p/process_clique.h"
 #include "transport/transport.h"
 
@@ -59,34 +50,8 @@ class P2pConnection final : public Connection {
   P2pTransport* transport_;
 };
 
-// A peer of another node, through the proxy (see above). Everything is stream-ordered on the
-// operation's stream; a failure of the link reaches the device waits through the failure record.
-class P2pNetConnection final : public Connection {
+class P2pTransport final : public Transport {
  public:
-  P2pNetConnection(P2pTransport* transport, int peer)
-      : Connection(peer, TransportKind::kNet), transport_(transport) {}
-  // Refused (a launch failure of the operation): no buffer of a rank of another node is mapped.
-  void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
-           int signal_slot) override;
-  // At most inbox_limit() bytes of this rank's own block (`inbox_of` any other: a launch failure):
-  // staged, then sent; lands in the peer's pinned inbox for this rank.
-  void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
-                int signal_slot) override;
-  void Signal(int slot, uint32_t epoch) override;
-  // Stream-ordered: nothing to wait for; launch failures of the operation so far.
-  xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
-
- private:
-  P2pTransport* transport_;
-};
-
-class P2pTransport final : public Transport, public NetLanding {
- public:
-  // The most a net op carries, so the pinned staging per remote peer and direction: also the
-  // inbox limit (the largest piece an operation puts per source) of a communicator that spans
-  // nodes.
-  static constexpr size_t kNetPieceBytes = size_t(4) << 20;
-
   P2pTransport(const Topology& topology, const Params& params, const WindowGeometry& geometry,
                int64_t timeout_ms);
   ~P2pTransport() override { Release(); }
@@ -94,9 +59,13 @@ class P2pTransport final : public Transport, public NetLanding {
   P2pTransport& operator=(const P2pTransport&) = delete;
 
   // Collective: allocates and maps the window of every rank of this node, uploads the device
-  // tables, makes the copy-engine queues; where the communicator spans nodes, the pinned staging,
-  // the net backend (CreateNetBackends: XCCL_NET) and the proxy's connections to the other nodes.
+  // tables, makes the copy-engine queues.
   xcclResult_t Init(Bootstrap* bootstrap);
+  // Where the communicator spans nodes, before the first operation: the slots ranks of other
+  // nodes raise, as the device reads them.
+  void SetRemoteSlots(const uint32_t* remote_slots_device) {
+    remote_slots_device_ = remote_slots_device;
+  }
 
   const char* name() const override { return "p2p"; }
   // The copy-engine streams of this rank; 0 where ranks share its device.
@@ -123,9 +92,8 @@ class P2pTransport final : public Transport, public NetLanding {
 
   // A kernel where ranks share this rank's device (copy_kernel.h), else the copy engine.
   xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override;
-  size_t inbox_limit() const override {
-    return proxy_ ? std::min(geometry_.inbox_bytes, kNetPieceBytes) : geometry_.inbox_bytes;
-  }
+  size_t inbox_limit() const override { return geometry_.inbox_bytes; }
+  // A block of this node's ranks (forwarded or not) in the window's inbox of its source.
   const void* Inbox(uint32_t epoch, int src, int carrier) const override;
   bool InboxBlockBytes(uint32_t /*epoch*/, int /*src*/, size_t* /*bytes*/) const override {
     return false;  // the puts and the wait are stream-ordered
@@ -135,30 +103,20 @@ class P2pTransport final : public Transport, public NetLanding {
                               std::unique_ptr<PeerMappings>* out) override;
 
   xcclResult_t PollAsyncFailure(PlatformFailure* failure) override;
+  int RootCause(int failed_peer) const override;
   void Abort(int failed_peer) override;
 
-  // NetLanding (the proxy thread; no GPU runtime call): ops from ranks of other nodes land in
-  // pinned memory.
-  xcclResult_t Destination(int peer, const NetOp& op, char** dst,
-                           PlatformFailure* failure) override;
-  void Landed(int peer, const NetOp& op) override;
-  void Abandoned(int /*peer*/, const NetOp& /*op*/) override {}
-  // Also the peer watch's (its thread): a rank of this node died or aborted.
-  void LinkFailed(int peer, const PlatformFailure& failure) override;
+  // A peer failed, as the host saw it (the peer watch's thread: a rank of this node died or
+  // aborted; the proxy's: a link to another node failed): every device wait of this rank gives
+  // up at its next check.
+  void RecordPeerFailure(int peer, const PlatformFailure& failure);
 
  private:
   friend class P2pConnection;
-  friend class P2pNetConnection;
 
-  bool IsRemote(int peer) const { return remote_index_[peer] >= 0; }
-  // This rank's pinned piece for `peer` (a rank of another node).
-  char* SendStaging(int peer) const { return send_staging_ + remote_index_[peer] * net_piece_; }
-  // On the operation's stream: `bytes` from `src` (device) into the send staging for `peer`,
-  // then the trigger that hands the op to the proxy.
-  void QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* src, size_t bytes);
-  // Pinned memory of the net path: remote slots, receive and send staging; the trigger FIFO.
-  xcclResult_t CreateNetStaging();
-  xcclResult_t ConnectNodes(Bootstrap* bootstrap);
+  bool IsRemote(int peer) const {
+    return topology_.node_of_rank[peer] != topology_.node_of_rank[topology_.rank];
+  }
 
   // On peer's queue: the data (if any), then (unless kNoSignal) the flag, a copy of this rank's
   // device epoch as the device holds it then.
@@ -198,22 +156,12 @@ class P2pTransport final : public Transport, public NetLanding {
   bool gated_ = false;
   bool in_gate_ = false;  // between EnterLaunchGate and LeaveLaunchGate of a gated call
 
-  // Across nodes (empty, null where every rank is on this node).
-  std::vector<int> remote_index_;  // [rank] -> its index among the remote peers, -1 on this node
-  int remote_count_ = 0;
-  size_t net_piece_ = 0;
-  char* pinned_ = nullptr;            // one host-mapped allocation for all of the below
-  uint32_t* remote_slots_ = nullptr;  // the signalled slots, raised by remote ranks
+  // The slots ranks of other nodes raise (the net endpoint's; null on one node).
   const uint32_t* remote_slots_device_ = nullptr;
-  char* recv_staging_ = nullptr;  // [remote index] -> inbox of that rank's pieces
-  char* send_staging_ = nullptr;  // [remote index] -> this rank's piece for it
-  NetTriggerFeed trigger_feed_;
-  std::unique_ptr<Proxy> proxy_;  // stops before the staging and the feed are freed
   mutable std::mutex peer_failure_mutex_;
-  PlatformFailure peer_failure_;  // the first peer failure found on the host (LinkFailed)
-  std::atomic<bool> net_state_logged_{false};
+  PlatformFailure peer_failure_;  // the first peer failure found on the host (RecordPeerFailure)
   // Other processes of this node, whose deaths end this rank's device waits at once. Last, so
-  // that it stops before anything its thread touches (LinkFailed) goes.
+  // that it stops before anything its thread touches (RecordPeerFailure) goes.
   PeerWatch watch_;
 };
 

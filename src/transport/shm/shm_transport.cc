@@ -17,8 +17,6 @@
 #include "base/process_alive.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/verdicts.h"
-#include "transport/net/net_choice.h"
-#include "transport/net/net_connection.h"
 #include "transport/shm/peer_copy.h"
 #include "transport/window.h"
 
@@ -173,18 +171,8 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
                            2 * nranks * eager_limit_, "XCCL_EAGER_BYTES", &InitSlots, this));
   XCCL_TRY(ProbePeers(bootstrap));
   connections_.resize(nranks);
-  if (topology_.node_count > 1) {
-    std::unique_ptr<NetBackend> net, beats;
-    XCCL_TRY(OpenNetBackends(bootstrap, params_, topology_, &net, &beats));
-    proxy_ = std::make_unique<Proxy>(topology_, this, timeout_ms_);
-    XCCL_TRY(proxy_->Connect(bootstrap, std::move(net), std::move(beats)));
-  }
   for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == topology_.rank) continue;
-    if (topology_.node_of_rank[peer] != topology_.node_of_rank[topology_.rank]) {
-      connections_[peer] = std::make_unique<NetConnection>(proxy_.get(), peer);
-      continue;
-    }
+    if (peer == topology_.rank || IsRemote(peer)) continue;
     std::unique_ptr<DmaQueue> queue;
     try {
       queue = std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + ">" +
@@ -243,63 +231,42 @@ bool ShmTransport::AnyPeerProcessDied() const {
 
 xcclResult_t ShmTransport::PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset,
                                   size_t bytes, int signal_slot, PlatformFailure* failure) {
-  if (connections_[peer]->kind() == TransportKind::kNet) {
-    connections_[peer]->Put(epoch, nullptr, dst_offset, src, bytes, signal_slot);
-    return xcclSuccess;
-  }
+  if (IsRemote(peer))
+    return SetFailure(failure, xcclInternalError, peer,
+                      "a direct put to rank %d of another node through the shm transport", peer);
   return CopyToPeer(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
 }
 
-xcclResult_t ShmTransport::Destination(int peer, const NetOp& op, char** dst,
-                                       PlatformFailure* failure) {
+xcclResult_t ShmTransport::NetPutDestination(int peer, const NetOp& op, char** dst,
+                                             PlatformFailure* failure) {
   *dst = nullptr;
   uint32_t* mine = windows_.slots(topology_.rank);
-  XCCL_TRY(CheckWireOp(peer, op, geometry_.signalled_slots, failure));
-  switch (op.kind) {
-    case NetOp::kSignal:
-      return xcclSuccess;
-    case NetOp::kInbox:
-      if (op.bytes > eager_limit_)
-        return SetFailure(failure, xcclInvalidUsage, peer,
-                          "rank %d sent %llu bytes for an inbox of %zu: the ranks differ in "
-                          "XCCL_EAGER_BYTES",
-                          peer, static_cast<unsigned long long>(op.bytes), eager_limit_);
-      *dst = InboxOf(topology_.rank, op.epoch, peer);
-      return xcclSuccess;
-    case NetOp::kPut: {
-      const uint32_t ready = SignalLoad(&mine[ControlLayout::kReadyEpoch]);
-      if (static_cast<int32_t>(op.epoch - ready) > 0) return xcclSuccess;  // not published yet
-      const PublishedBuffer published = ReadPublished(mine, ready);
-      if (static_cast<int32_t>(op.epoch - published.first) < 0)
-        return SetFailure(failure, xcclInvalidUsage, peer,
-                          "rank %d put into operation %u after this rank moved on to %u", peer,
-                          op.epoch, published.first);
-      if (!PutFits(published, op.epoch, published.BlockOf(op.slot, topology_.nranks), op.offset,
-                   op.bytes))
-        return PutMismatch(published, topology_.rank, peer, op.offset, op.bytes, failure);
-      if (__atomic_load_n(&mine[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == ready)
-        return SetFailure(failure, xcclRemoteError, peer,
-                          "this rank gave up operation %u before rank %d's put", ready, peer);
-      // A writer until Landed, as a shm put is (CloseRecvBuffer waits for writers).
-      __atomic_fetch_add(&mine[ControlLayout::kRecvWriters], 1, __ATOMIC_SEQ_CST);
-      *dst = reinterpret_cast<char*>(static_cast<uintptr_t>(published.address)) + op.offset;
-      return xcclSuccess;
-    }
-  }
-  return SetFailure(failure, xcclRemoteError, peer, "rank %d sent an op of unknown kind %u", peer,
-                    op.kind);
+  const uint32_t ready = SignalLoad(&mine[ControlLayout::kReadyEpoch]);
+  if (static_cast<int32_t>(op.epoch - ready) > 0) return xcclSuccess;  // not published yet
+  const PublishedBuffer published = ReadPublished(mine, ready);
+  if (static_cast<int32_t>(op.epoch - published.first) < 0)
+    return SetFailure(failure, xcclInvalidUsage, peer,
+                      "rank %d put into operation %u after this rank moved on to %u", peer,
+                      op.epoch, published.first);
+  if (!PutFits(published, op.epoch, published.BlockOf(op.slot, topology_.nranks), op.offset,
+               op.bytes))
+    return PutMismatch(published, topology_.rank, peer, op.offset, op.bytes, failure);
+  if (__atomic_load_n(&mine[ControlLayout::kRecvClosed], __ATOMIC_SEQ_CST) == ready)
+    return SetFailure(failure, xcclRemoteError, peer,
+                      "this rank gave up operation %u before rank %d's put", ready, peer);
+  // A writer until NetPutEnded, as a shm put is (CloseRecvBuffer waits for writers).
+  __atomic_fetch_add(&mine[ControlLayout::kRecvWriters], 1, __ATOMIC_SEQ_CST);
+  *dst = reinterpret_cast<char*>(static_cast<uintptr_t>(published.address)) + op.offset;
+  return xcclSuccess;
 }
 
-void ShmTransport::Abandoned(int /*peer*/, const NetOp& op) {
-  if (op.kind == NetOp::kPut && op.bytes > 0)
-    __atomic_fetch_sub(&windows_.slots(topology_.rank)[ControlLayout::kRecvWriters], 1,
-                       __ATOMIC_SEQ_CST);
+void ShmTransport::NetPutEnded(int /*peer*/, const NetOp& /*op*/) {
+  __atomic_fetch_sub(&windows_.slots(topology_.rank)[ControlLayout::kRecvWriters], 1,
+                     __ATOMIC_SEQ_CST);
 }
 
-void ShmTransport::Landed(int peer, const NetOp& op) {
+void ShmTransport::NetRaise(int peer, const NetOp& op) {
   uint32_t* mine = windows_.slots(topology_.rank);
-  if (op.kind == NetOp::kPut && op.bytes > 0)
-    __atomic_fetch_sub(&mine[ControlLayout::kRecvWriters], 1, __ATOMIC_SEQ_CST);
   if (op.kind == NetOp::kInbox)
     __atomic_store_n(&mine[InboxBytesSlot(op.epoch & 1, peer)], static_cast<uint32_t>(op.bytes),
                      __ATOMIC_RELEASE);
@@ -316,7 +283,7 @@ bool ShmTransport::InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const
 xcclResult_t ShmTransport::Flush(const Deadline& deadline, PlatformFailure* failure) {
   xcclResult_t first = xcclSuccess;
   for (int peer = 0; peer < topology_.nranks; ++peer) {
-    if (peer == topology_.rank) continue;
+    if (!connections_[peer]) continue;
     PlatformFailure one;
     const xcclResult_t result = connections_[peer]->Flush(deadline, &one);
     if (result != xcclSuccess && first == xcclSuccess) {
@@ -341,7 +308,7 @@ xcclResult_t ShmTransport::WaitSlot(int slot, uint32_t epoch, int peer, const ch
                                     const Deadline& deadline, xcclStream_t /*stream*/,
                                     PlatformFailure* failure) {
   uint32_t* mine = windows_.slots(topology_.rank);
-  if (connections_[peer]->kind() == TransportKind::kNet) proxy_->Kick();
+  if (remote_ != nullptr && IsRemote(peer)) remote_->Kick();
   return SignalWait(&mine[slot], &mine[ControlLayout::kSleepers], epoch, wait_policy_, peer, what,
                     deadline, Watcher(peer), failure);
 }
@@ -359,9 +326,6 @@ void ShmTransport::Abort(int failed_peer) {
   __atomic_compare_exchange_n(&mine[ControlLayout::kAbort], &expected,
                               static_cast<uint32_t>(failed_peer + 1), false, __ATOMIC_RELEASE,
                               __ATOMIC_RELAXED);
-  // After the window's flag (this node's peers see it at once): peers of other nodes learn the
-  // cause, then the close.
-  if (proxy_) proxy_->Abort(failed_peer);
 }
 
 void ShmTransport::SignalPeer(int peer, int slot, uint32_t value) {
@@ -429,10 +393,11 @@ char* ShmTransport::InboxOf(int owner, uint32_t epoch, int src) const {
 std::function<xcclResult_t(PlatformFailure*)> ShmTransport::Watcher(int peer) {
   return [this, peer](PlatformFailure* failure) -> xcclResult_t {
     if (AbortedOrAnnounced(peer, "waiting for", failure)) return failure->result;
-    // A rank of another node is known by its connections only (no pid, no window).
-    if (connections_[peer] && connections_[peer]->kind() == TransportKind::kNet) {
-      proxy_->Kick();  // still waiting: keep the proxy polling
-      return proxy_->PeerFailed(peer, failure) ? failure->result : xcclSuccess;
+    // A rank of another node is known by its links only (no pid, no window).
+    if (IsRemote(peer)) {
+      if (remote_ == nullptr) return xcclSuccess;
+      remote_->Kick();  // still waiting: keep its links polled
+      return remote_->PeerFailed(peer, failure) ? failure->result : xcclSuccess;
     }
     if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
       // Once more: the peer may have announced the root cause and exited between the scan

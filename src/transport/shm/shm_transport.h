@@ -1,6 +1,7 @@
-// Host memory: the host platform's Transport. The control window of every rank of this node in
-// shared memory (shm_window), one ShmConnection per peer of this node (NetConnection for peers of
-// other nodes, through the proxy), and the waits on this rank's own slots. A put
+// Host memory: the host platform's node transport. The control window of every rank of this node
+// in shared memory (shm_window), one ShmConnection per peer of this node, and the waits on this
+// rank's own slots, whoever raises them (ranks of other nodes through the net transport, which
+// lands their ops where this transport's NetEndpoint says). A put
 // copies straight into the peer's receive buffer, published per call in the peer's window (memcpy
 // for a rank of this process, process_vm_writev for another), then raises one of the peer's slots;
 // small blocks go through inboxes in the peer's window instead, copied by the calling thread.
@@ -19,7 +20,7 @@
 #include "base/topology.h"
 #include "platform/runtime.h"
 #include "transport/connection.h"
-#include "transport/net/proxy/proxy.h"
+#include "transport/net/net_transport.h"
 #include "transport/shm/dma_queue.h"
 #include "transport/shm/futex_signal.h"
 #include "transport/shm/shm_window.h"
@@ -56,9 +57,8 @@ class ShmConnection final : public Connection {
   std::unique_ptr<DmaQueue> queue_;
 };
 
-// Ranks of other nodes are reached through NetConnections served by the proxy; ShmTransport is
-// their NetLanding: it tells the proxy where their bytes land in this rank's memory.
-class ShmTransport final : public Transport, public DirectPuts, public NetLanding {
+// The host's NetEndpoint too: ops from ranks of other nodes land in this rank's window.
+class ShmTransport final : public Transport, public DirectPuts, public NetEndpoint {
  public:
   // `geometry`: its slot counts (the data area sizes itself from XCCL_EAGER_BYTES).
   ShmTransport(const Topology& topology, const Params& params, const WindowGeometry& geometry,
@@ -67,8 +67,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   ShmTransport& operator=(const ShmTransport&) = delete;
 
   // Collective: maps the window of every rank of this node, proves cross-process copies work,
-  // starts a worker queue per peer of this node; where the communicator spans nodes, connects
-  // the ranks of the others over the net backend (XCCL_SOCKET_IFNAME, XCCL_SOCKET_NSOCKS).
+  // starts a worker queue per peer of this node.
   xcclResult_t Init(Bootstrap* bootstrap);
 
   const char* name() const override { return "shm"; }
@@ -104,6 +103,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
                               std::unique_ptr<PeerMappings>* out) override;
 
+  void WatchRemotePeers(RemotePeers* remote) override { remote_ = remote; }
   // Waits fail on the host itself, as they happen.
   xcclResult_t PollAsyncFailure(PlatformFailure* /*failure*/) override { return xcclSuccess; }
   // Marks this rank failed in its window (peers' waits see it) and stops its queued puts.
@@ -113,15 +113,21 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   void PublishRecvRange(uint32_t first, uint32_t last, void* recv, size_t bytes, size_t block,
                         size_t chunk, int block_signal) override;
   void CloseRecvBuffer(uint32_t epoch, const Deadline& deadline) override;
-  // For a peer of another node the proxy makes the put (queued; the operation's flush waits).
+  // Peers of this node only (a put to another node is the net transport's connection's).
   xcclResult_t PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
                       int signal_slot, PlatformFailure* failure) override;
 
-  // NetLanding: ops from peers of other nodes.
-  xcclResult_t Destination(int peer, const NetOp& op, char** dst,
-                           PlatformFailure* failure) override;
-  void Landed(int peer, const NetOp& op) override;
-  void Abandoned(int peer, const NetOp& op) override;
+  // NetEndpoint: ops from peers of other nodes land in this rank's inboxes and published
+  // receive buffer, as a shm put does.
+  size_t net_inbox_bytes() const override { return eager_limit_; }
+  const char* net_inbox_setting() const override { return "XCCL_EAGER_BYTES"; }
+  char* NetInbox(int peer, uint32_t epoch) const override {
+    return InboxOf(topology_.rank, epoch, peer);
+  }
+  xcclResult_t NetPutDestination(int peer, const NetOp& op, char** dst,
+                                 PlatformFailure* failure) override;
+  void NetPutEnded(int peer, const NetOp& op) override;
+  void NetRaise(int peer, const NetOp& op) override;
 
  private:
   friend class ShmConnection;
@@ -141,6 +147,9 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   std::function<xcclResult_t(PlatformFailure*)> StopCheck(int peer);
   bool AbortedOrAnnounced(int peer, const char* doing, PlatformFailure* failure) const;
   bool AnnouncedFailure(PlatformFailure* failure) const;
+  bool IsRemote(int peer) const {
+    return topology_.node_of_rank[peer] != topology_.node_of_rank[topology_.rank];
+  }
   // Whether a rank of this node in another process is gone (dead or a zombie).
   bool AnyPeerProcessDied() const;
   xcclResult_t ProbePeers(Bootstrap* bootstrap);
@@ -153,8 +162,8 @@ class ShmTransport final : public Transport, public DirectPuts, public NetLandin
   size_t eager_limit_ = 0;
   WaitPolicy wait_policy_;
   ShmWindows windows_;
-  std::unique_ptr<Proxy> proxy_;  // where ranks of other nodes take part; stops before the windows
-  std::vector<std::unique_ptr<Connection>> connections_;  // null for this rank
+  RemotePeers* remote_ = nullptr;                         // where ranks of other nodes take part
+  std::vector<std::unique_ptr<Connection>> connections_;  // null for this rank and other nodes
   std::atomic<bool> aborted_{false};
 };
 

@@ -1,0 +1,115 @@
+// The transport to the ranks of other nodes (docs/ARCHITECTURE.md, "Transports per peer"): the
+// proxy under it, a connection per remote peer, and the one NetLanding, which checks every op
+// that comes off the wire and asks the rank's NetEndpoint where it lands. The memory an op lands
+// in is the rank's own (its window on the host platform, pinned staging on GPUs): the endpoint
+// says where, and raises the slot the rank waits on, whatever carried the bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/failure.h"
+#include "base/params.h"
+#include "base/topology.h"
+#include "transport/connection.h"
+#include "transport/net/proxy/proxy.h"
+#include "transport/transport.h"
+#include "xccl.h"
+
+namespace xccl {
+
+class Bootstrap;
+class NetTransport;
+
+// What the platform gives the net transport: this rank's landing memory and how its own sources
+// reach the proxy.
+class NetEndpoint {
+ public:
+  virtual ~NetEndpoint() = default;
+  // The most one inbox op may carry, and the setting that sizes it (for the error when ranks
+  // differ in it).
+  virtual size_t net_inbox_bytes() const = 0;
+  virtual const char* net_inbox_setting() const = 0;
+  // Where `peer`'s inbox op of `epoch` lands; read by the algorithm after the slot was raised.
+  virtual char* NetInbox(int peer, uint32_t epoch) const = 0;
+  // Where a put into a published receive buffer lands (xcclSuccess with *dst nullptr: not
+  // published yet, asked again). By default refused: nothing of this rank is published.
+  virtual xcclResult_t NetPutDestination(int peer, const NetOp& op, char** dst,
+                                         PlatformFailure* failure);
+  // A put given a destination has landed or never will.
+  virtual void NetPutEnded(int /*peer*/, const NetOp& /*op*/) {}
+  // After an op's bytes have landed: its slot (ControlLayout::kNoSignal: none) <- its epoch.
+  virtual void NetRaise(int peer, const NetOp& op) = 0;
+  // A link failed (proxy thread, once per link): waits that the host does not poll end here.
+  virtual void NetLinkFailed(int /*peer*/, const PlatformFailure& /*failure*/) {}
+  // A connection to `peer` for this rank's sources; by default host memory queued straight on
+  // the proxy (NetConnection).
+  virtual std::unique_ptr<Connection> NetConnect(NetTransport* net, int peer);
+  // Stream-ordered connections: the operation's stream; ops before the next flush use it.
+  virtual void NetBegin(xcclStream_t /*stream*/) {}
+  // Ops this rank launched that the proxy must still take before it may close (a GPU trigger
+  // FIFO), drained before the close; given up after a failure.
+  virtual TriggerFeed* net_feed() { return nullptr; }
+  virtual xcclResult_t NetDrain(const Deadline& /*deadline*/) { return xcclSuccess; }
+  virtual void NetGiveUp() {}
+  virtual std::string NetDescribe() const { return std::string(); }
+};
+
+class NetTransport final : public NetLanding, public RemotePeers {
+ public:
+  // `signalled_slots`: the slots an op may raise (WindowGeometry).
+  NetTransport(const Topology& topology, const Params& params, int signalled_slots,
+               int64_t timeout_ms, NetEndpoint* endpoint);
+  ~NetTransport() override;
+  NetTransport(const NetTransport&) = delete;
+  NetTransport& operator=(const NetTransport&) = delete;
+
+  // Collective over every rank (those without a remote peer take part too): the net backend
+  // (XCCL_NET, one choice for all), the proxy's connections, a connection per remote peer.
+  // `prepared`: whether this rank's endpoint could make its memory (a verdict for all).
+  xcclResult_t Connect(Bootstrap* bootstrap, bool prepared);
+
+  bool IsRemote(int peer) const {
+    return topology_.node_of_rank[peer] != topology_.node_of_rank[topology_.rank];
+  }
+  Connection& connection(int peer) { return *connections_[peer]; }
+  Proxy& proxy() { return *proxy_; }
+  int64_t timeout_ms() const { return timeout_ms_; }
+
+  void Begin(xcclStream_t stream) { endpoint_->NetBegin(stream); }
+  // Every remote connection flushed; the first failure.
+  xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure);
+  // RemotePeers: the proxy polls while a wait is near; a peer's links failed.
+  void Kick() override { proxy_->Kick(); }
+  bool PeerFailed(int peer, PlatformFailure* failure) const override {
+    return proxy_->PeerFailed(peer, failure);
+  }
+  const NetEndpoint& endpoint() const { return *endpoint_; }
+  // After this rank failed: the endpoint stops expecting launched ops.
+  void GiveUp() { endpoint_->NetGiveUp(); }
+  std::string Describe() const;
+  // Tells every remote peer that this rank failed because of `failed_peer`, closes the links.
+  void Abort(int failed_peer);
+
+  // NetLanding.
+  xcclResult_t Destination(int peer, const NetOp& op, char** dst,
+                           PlatformFailure* failure) override;
+  void Landed(int peer, const NetOp& op) override;
+  void Abandoned(int peer, const NetOp& op) override;
+  void LinkFailed(int peer, const PlatformFailure& failure) override;
+
+ private:
+  Topology topology_;
+  Params params_;
+  int64_t timeout_ms_;
+  int signalled_slots_;
+  NetEndpoint* endpoint_;
+  std::unique_ptr<Proxy> proxy_;
+  std::vector<std::unique_ptr<Connection>> connections_;  // null on this node
+};
+
+}  // namespace xccl

@@ -1,0 +1,102 @@
+#include "transport/peer_transports.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/logging.h"
+
+namespace xccl {
+
+PeerTransports::PeerTransports(const Topology& topology, std::unique_ptr<Transport> node,
+                               std::unique_ptr<NetEndpoint> endpoint,
+                               std::unique_ptr<NetTransport> net)
+    : topology_(topology),
+      node_(std::move(node)),
+      node_puts_(node_->direct_puts()),
+      endpoint_(std::move(endpoint)),
+      net_(std::move(net)) {
+  if (net_) node_->WatchRemotePeers(net_.get());
+}
+
+PeerTransports::~PeerTransports() {
+  if (net_) {
+    // After a failure the endpoint expects no more launched ops (a GPU trigger that gave up never
+    // writes its entry), so the close does not wait for them.
+    PlatformFailure seen;
+    if (node_->PollAsyncFailure(&seen) != xcclSuccess) net_->GiveUp();
+  }
+  net_.reset();
+  endpoint_.reset();
+  node_->WatchRemotePeers(nullptr);
+}
+
+xcclResult_t PeerTransports::BeginOperation(xcclStream_t stream, bool queued,
+                                            PlatformFailure* failure) {
+  if (net_) net_->Begin(stream);
+  return node_->BeginOperation(stream, queued, failure);
+}
+
+xcclResult_t PeerTransports::Flush(const Deadline& deadline, PlatformFailure* failure) {
+  const xcclResult_t node = node_->Flush(deadline, failure);
+  if (!net_) return node;
+  PlatformFailure net_failure;
+  const xcclResult_t net = net_->Flush(deadline, &net_failure);
+  if (node != xcclSuccess) return node;
+  if (net != xcclSuccess) *failure = net_failure;
+  return net;
+}
+
+xcclResult_t PeerTransports::WaitSlot(int slot, uint32_t epoch, int peer, const char* what,
+                                      const Deadline& deadline, xcclStream_t stream,
+                                      PlatformFailure* failure) {
+  if (peer >= 0 && peer < topology_.nranks && IsRemote(peer)) net_->Kick();
+  return node_->WaitSlot(slot, epoch, peer, what, deadline, stream, failure);
+}
+
+xcclResult_t PeerTransports::WaitSlotsRaisedBy(int first_slot, uint32_t epoch,
+                                               const std::vector<int>& raiser, const char* what,
+                                               const Deadline& deadline, xcclStream_t stream,
+                                               PlatformFailure* failure) {
+  if (net_ && std::any_of(raiser.begin(), raiser.end(),
+                          [this](int r) { return r >= 0 && r < topology_.nranks && IsRemote(r); }))
+    net_->Kick();  // keeps the proxy polling while the wait is near
+  return node_->WaitSlotsRaisedBy(first_slot, epoch, raiser, what, deadline, stream, failure);
+}
+
+size_t PeerTransports::inbox_limit() const {
+  const size_t node = node_->inbox_limit();
+  return net_ ? std::min(node, net_->endpoint().net_inbox_bytes()) : node;
+}
+
+const void* PeerTransports::Inbox(uint32_t epoch, int src, int carrier) const {
+  if (IsRemote(carrier)) return net_->endpoint().NetInbox(carrier, epoch);
+  return node_->Inbox(epoch, src, carrier);
+}
+
+xcclResult_t PeerTransports::PollAsyncFailure(PlatformFailure* failure) {
+  const xcclResult_t result = node_->PollAsyncFailure(failure);
+  if (result == xcclSuccess || !net_) return result;
+  net_->GiveUp();
+  // A device wait across nodes that failed: where the net path stood, once, for a diagnosis.
+  if (!net_state_logged_.exchange(true))
+    XCCL_WARN(kLogPlatform, "rank %d, at its failure (%s): %s", topology_.rank,
+              failure->message.c_str(), net_->Describe().c_str());
+  return result;
+}
+
+void PeerTransports::Abort(int failed_peer) {
+  const int blamed = node_->RootCause(failed_peer);
+  node_->Abort(failed_peer);
+  if (net_) net_->Abort(blamed);
+}
+
+xcclResult_t PeerTransports::PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset,
+                                    size_t bytes, int signal_slot, PlatformFailure* failure) {
+  if (!IsRemote(peer))
+    return node_puts_->PutNow(peer, epoch, src, dst_offset, bytes, signal_slot, failure);
+  // Queued on the proxy; the operation's flush waits for it.
+  net_->connection(peer).Put(epoch, nullptr, dst_offset, src, bytes, signal_slot);
+  return xcclSuccess;
+}
+
+}  // namespace xccl
