@@ -134,7 +134,7 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
 // nothing (as NCCL does).
 xcclResult_t AllGatherAlone(Communicator* comm, const void* send, void* recv, size_t bytes,
                             xcclStream_t stream) {
-  if (send == recv) return xcclSuccess;
+  if (send == recv || bytes == 0) return xcclSuccess;
   const xcclResult_t copied = CopyAsync(recv, send, bytes, stream);
   if (copied == xcclSuccess) return xcclSuccess;
   PlatformFailure failure;
@@ -142,20 +142,35 @@ xcclResult_t AllGatherAlone(Communicator* comm, const void* send, void* recv, si
   return comm->RecordFailure("xcclAllGather", failure);
 }
 
-// The engine's or the transport's enqueueing, by size and topology.
+// The kernel engine: both parts in one kernel. Zero-copy targets are looked up for the span that
+// holds both receive areas (ag_gemm's window), and each source's head place taken from it.
+xcclResult_t AllGatherKernel(Communicator* comm, const void* send, void* recv, size_t bytes,
+                             const GatherTail& tail, xcclStream_t stream) {
+  const size_t nranks = static_cast<size_t>(comm->nranks());
+  char* head = static_cast<char*>(recv);
+  char* span = head;
+  size_t span_bytes = bytes * nranks;
+  if (tail.bytes > 0) {
+    char* tail_at = static_cast<char*>(tail.recv);
+    span = std::min(head, tail_at);
+    span_bytes =
+        static_cast<size_t>(std::max(head + bytes * nranks, tail_at + tail.bytes * nranks) - span);
+  }
+  std::vector<char*> direct_at;
+  ZeroCopyTargets(comm, span, span_bytes, &direct_at);
+  for (char*& at : direct_at)
+    if (at != nullptr) at += head - span;
+  PlatformFailure failure;
+  const xcclResult_t result = comm->device_engine()->all_gather->Run(
+      *comm->transport(), send, recv, bytes, tail, direct_at.data(), stream, &failure);
+  if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
+  return xcclSuccess;
+}
+
+// The engine's or the transport's enqueueing of one part, by size and topology.
 xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, size_t bytes,
                               xcclStream_t stream) {
   Transport* transport = comm->transport();
-  DeviceEngine* engine = comm->device_engine();
-  if (engine != nullptr && engine->all_gather->kernel()) {
-    std::vector<char*> direct_at;
-    ZeroCopyTargets(comm, recv, bytes * comm->nranks(), &direct_at);
-    PlatformFailure failure;
-    xcclResult_t result =
-        engine->all_gather->Run(*transport, send, recv, bytes, direct_at.data(), stream, &failure);
-    if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
-    return xcclSuccess;
-  }
   SlotRange arrivals;
   XCCL_TRY(kArrivalSlots.Find(comm->slots(), &arrivals));
   DirectPuts* direct = transport->direct_puts();
@@ -171,13 +186,22 @@ xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, 
 }  // namespace
 
 xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes,
-                       xcclStream_t stream) {
+                       xcclStream_t stream, const GatherTail& tail) {
   // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
-  if (bytes == 0) return xcclSuccess;
-  if (comm->nranks() == 1) return AllGatherAlone(comm, send, recv, bytes, stream);
+  if (bytes == 0 && tail.bytes == 0) return xcclSuccess;
+  if (comm->nranks() == 1) {
+    XCCL_TRY(AllGatherAlone(comm, send, recv, bytes, stream));
+    return AllGatherAlone(comm, tail.send, tail.recv, tail.bytes, stream);
+  }
   LaunchGate gate(comm, "xcclAllGather");
   XCCL_TRY(gate.Enter(stream));
-  XCCL_TRY(AllGatherEnqueue(comm, send, recv, bytes, stream));
+  DeviceEngine* engine = comm->device_engine();
+  if (engine != nullptr && engine->all_gather->kernel()) {
+    XCCL_TRY(AllGatherKernel(comm, send, recv, bytes, tail, stream));
+  } else {
+    if (bytes > 0) XCCL_TRY(AllGatherEnqueue(comm, send, recv, bytes, stream));
+    if (tail.bytes > 0) XCCL_TRY(AllGatherEnqueue(comm, tail.send, tail.recv, tail.bytes, stream));
+  }
   return gate.Leave();
 }
 

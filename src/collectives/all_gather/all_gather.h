@@ -2,6 +2,7 @@
 
 #include <cstddef>
 
+#include "collectives/all_gather/gather_tail.h"
 #include "comm/communicator.h"
 
 namespace xccl {
@@ -12,7 +13,9 @@ namespace xccl {
 // by the peer's arrival flag, the own block copied locally, then every peer's arrival awaited:
 // straight into the peers' receive buffers where the transport offers DirectPuts (host, blocks
 // above the inbox size), else through the peers' inboxes (host eager path; the dma engine on GPUs).
+// `tail`: a second part of every rank's block gathered in the same call: in the same kernel
+// where the kernel engine runs; elsewhere as a second operation after the first part.
 xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes,
-                       xcclStream_t stream);
+                       xcclStream_t stream, const GatherTail& tail = GatherTail());
 
 }  // namespace xccl

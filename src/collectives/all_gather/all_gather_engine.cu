@@ -22,11 +22,12 @@ class KernelAllGatherEngine final : public AllGatherEngine {
   bool kernel() const override { return kernel_; }
 
   xcclResult_t Run(Transport& transport, const void* send, void* recv, size_t bytes,
-                   char* const* direct_at, xcclStream_t stream, PlatformFailure* failure) override {
+                   const GatherTail& tail, char* const* direct_at, xcclStream_t stream,
+                   PlatformFailure* failure) override {
     XCCL_TRY(transport.BeginOperation(stream, /*queued=*/false, failure));
     const DeviceView& view = *transport.device_view();
-    return LaunchFailure(LaunchKernelAllGather(tuning_, slots_, view, send, recv, bytes, direct_at,
-                                               static_cast<gpuStream_t>(stream)),
+    return LaunchFailure(LaunchKernelAllGather(tuning_, slots_, view, send, recv, bytes, tail,
+                                               direct_at, static_cast<gpuStream_t>(stream)),
                          view.rank, "all_gather kernel", failure);
   }
 

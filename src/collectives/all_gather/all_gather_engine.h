@@ -9,6 +9,7 @@
 #include "base/failure.h"
 #include "base/params.h"
 #include "base/topology.h"
+#include "collectives/all_gather/gather_tail.h"
 #include "transport/slot_map.h"
 #include "transport/transport.h"
 #include "xccl.h"
@@ -22,11 +23,12 @@ class AllGatherEngine {
   // engine, all_gather.cc; also every communicator that spans nodes, whose kernels could not
   // reach the ranks of other nodes).
   virtual bool kernel() const = 0;
-  // Enqueues the all_gather of `bytes` per rank on `stream` as one kernel; failures of the
-  // device side are reported later through Transport::PollAsyncFailure, launch failures here.
-  // `direct_at` [nranks]: where each source may write straight (zero_copy_targets.h).
+  // Enqueues the all_gather of `bytes` per rank, and of `tail`, on `stream` as one kernel;
+  // failures of the device side are reported later through Transport::PollAsyncFailure, launch
+  // failures here. `direct_at` [nranks]: where each source may write straight
+  // (zero_copy_targets.h).
   virtual xcclResult_t Run(Transport& transport, const void* send, void* recv, size_t bytes,
-                           char* const* direct_at, xcclStream_t stream,
+                           const GatherTail& tail, char* const* direct_at, xcclStream_t stream,
                            PlatformFailure* failure) = 0;
 };
 

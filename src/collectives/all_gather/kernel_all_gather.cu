@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <climits>
+#include <cstddef>
 
 #include "base/error.h"
 #include "collectives/all_gather/kernel_all_gather.h"
@@ -64,9 +66,9 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
 
 gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
                                  const KernelAllGatherSlots& slots, const DeviceView& view,
-                                 const void* send, void* recv, size_t bytes, char* const* direct_at,
-                                 gpuStream_t stream) {
-  if (bytes <= tuning.ll_bytes) {
+                                 const void* send, void* recv, size_t bytes, const GatherTail& tail,
+                                 char* const* direct_at, gpuStream_t stream) {
+  if (tail.bytes == 0 && bytes <= tuning.ll_bytes) {
     LlAllGatherArgs ll;
     ll.send = static_cast<const char*>(send);
     ll.recv = static_cast<char*>(recv);
@@ -83,10 +85,17 @@ gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
   PipelinedAllGatherArgs args;
   args.send = static_cast<const char*>(send);
   args.recv = static_cast<char*>(recv);
-  args.bytes = bytes;
+  args.head = bytes;
+  args.bytes = bytes + tail.bytes;
+  args.tail_send = tail.bytes > 0 ? static_cast<const char*>(tail.send) : args.send;
+  args.tail_recv = tail.bytes > 0 ? static_cast<char*>(tail.recv) : args.recv;
+  // The offer carries the tail's place in 16-byte units of 32 bits.
+  const ptrdiff_t tail_distance = args.tail_recv - args.recv;
+  const bool tail_offerable =
+      tail_distance % 16 == 0 && tail_distance / 16 <= INT32_MAX && tail_distance / 16 >= INT32_MIN;
   // Every rank picks the same lanes for the same call, so the per-lane counters stay in step.
-  const int lanes = bytes <= kSmallCallBytes ? 1 : tuning.lanes;
-  args.chunk = PipelineChunk(bytes, lanes, tuning.chunk_max);
+  const int lanes = args.bytes <= kSmallCallBytes ? 1 : tuning.lanes;
+  args.chunk = PipelineChunk(args.bytes, lanes, tuning.chunk_max);
   args.slot_stride = tuning.chunk_max;
   args.slots_per_lane = static_cast<uint32_t>(tuning.slots_per_lane);
   args.lanes = lanes;
@@ -102,7 +111,8 @@ gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
   args.timeout_ns = view.timeout_ns;
   args.record = view.record;
   for (int src = 0; src < PipelineSlots::kMaxRanks; ++src)
-    args.direct_at[src] = src < view.nranks && src != view.rank ? direct_at[src] : nullptr;
+    args.direct_at[src] =
+        src < view.nranks && src != view.rank && tail_offerable ? direct_at[src] : nullptr;
   return LaunchPipelinedAllGather(args, stream);
 }
 

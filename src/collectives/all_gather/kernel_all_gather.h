@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "base/params.h"
+#include "collectives/all_gather/gather_tail.h"
 #include "platform/gpu.h"
 #include "transport/device_view.h"
 #include "transport/slot_map.h"
@@ -41,14 +42,16 @@ xcclResult_t FindKernelAllGatherSlots(const SlotMap& slots, KernelAllGatherSlots
 xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per_device,
                                  size_t inbox_bytes, KernelAllGatherTuning* out);
 
-// Launches the all_gather of `bytes` per rank on `stream`.
+// Launches the all_gather of `bytes` per rank (and of `tail`, in the same kernel) on `stream`.
 // `view`: this rank's window and the device tables of every peer's (the LL buffers in the
 // staging area, the rings in the inboxes). `direct_at` [nranks]: the receive buffer as each
 // source addresses it, where that source may write straight, else nullptr (the LL path ignores
-// it: its flags travel in the data).
+// it: its flags travel in the data; with a tail, the tail's receive area must lie in the same
+// buffer, at a multiple of 16 bytes from `recv`, else every block takes the rings). A call with a
+// tail takes the pipelined kernel whatever its size.
 gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
                                  const KernelAllGatherSlots& slots, const DeviceView& view,
-                                 const void* send, void* recv, size_t bytes, char* const* direct_at,
-                                 gpuStream_t stream);
+                                 const void* send, void* recv, size_t bytes, const GatherTail& tail,
+                                 char* const* direct_at, gpuStream_t stream);
 
 }  // namespace xccl

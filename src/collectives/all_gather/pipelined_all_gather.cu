@@ -23,6 +23,37 @@ __device__ inline void LanesTogetherCopy(char* dst, const char* src, size_t byte
                    static_cast<size_t>(lanes) * blockDim.x);
 }
 
+// The part of [offset, offset + n) of a block that lies in its head (the rest is in the tail).
+// `kTail`: the call has a tail; without one the kernel is compiled as if parts did not exist, so
+// that a plain all_gather's copy loops stay as tight as they were.
+template <bool kTail>
+__device__ inline size_t HeadPart(const PipelinedAllGatherArgs& a, size_t offset, size_t n) {
+  if (!kTail) return n;
+  return offset >= a.head ? 0 : (a.head - offset < n ? a.head - offset : n);
+}
+
+// dst <- [offset, offset + n) of this rank's block, dst contiguous (a ring slot).
+template <bool kTail>
+__device__ inline void CopyFromBlock(char* dst, const PipelinedAllGatherArgs& a, size_t offset,
+                                     size_t n) {
+  const size_t first = HeadPart<kTail>(a, offset, n);
+  if (first > 0) CopyBytes<false>(dst, a.send + offset, first, threadIdx.x, blockDim.x);
+  if (n > first)
+    CopyBytes<false>(dst + first, a.tail_send + (offset + first - a.head), n - first, threadIdx.x,
+                     blockDim.x);
+}
+
+// [offset, offset + n) of a block whose head lands at `head_at` and tail at `tail_at` <- src.
+template <bool kTail, bool kFreshSource>
+__device__ inline void CopyIntoBlock(char* head_at, char* tail_at, const PipelinedAllGatherArgs& a,
+                                     size_t offset, const char* src, size_t n) {
+  const size_t first = HeadPart<kTail>(a, offset, n);
+  if (first > 0) CopyBytes<kFreshSource>(head_at + offset, src, first, threadIdx.x, blockDim.x);
+  if (n > first)
+    CopyBytes<kFreshSource>(tail_at + (offset + first - a.head), src + first, n - first,
+                            threadIdx.x, blockDim.x);
+}
+
 // Thread 0 waits; every thread of the block learns whether the wait succeeded.
 __device__ inline bool BlockWait(const uint32_t* slot, uint32_t target, int peer,
                                  const PipelinedAllGatherArgs& a) {
@@ -34,10 +65,12 @@ __device__ inline bool BlockWait(const uint32_t* slot, uint32_t target, int peer
   return result;
 }
 
-// Reads peer's offer for this rank's next call on `lane` (every thread gets it); nullptr and
-// *ok false when the wait gave up.
-__device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int lane, bool* ok) {
+// Reads peer's offer for this rank's next call on `lane` (every thread gets it, and the tail's
+// distance from it in `tail_units` of 16 bytes); nullptr and *ok false when the wait gave up.
+__device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int lane, bool* ok,
+                                  int64_t* tail_units) {
   __shared__ char* offered;
+  __shared__ int32_t tail;
   uint32_t* own_read = a.own_slots + a.offer_first + DirectSlots::OffersRead(peer, lane);
   const uint32_t* offer = a.peer_slots[peer] + a.offer_first + DirectSlots::Offer(a.rank, lane);
   const uint32_t call = *own_read + 1;  // only this block writes it, at the end of its calls
@@ -46,10 +79,12 @@ __device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int
   if (threadIdx.x == 0) {
     const volatile uint32_t* words = offer;
     offered = reinterpret_cast<char*>((static_cast<uintptr_t>(words[2]) << 32) | words[1]);
+    tail = static_cast<int32_t>(words[3]);
     *own_read = call;
   }
   __syncthreads();
   char* result = offered;
+  *tail_units = tail;
   __syncthreads();  // `offered` is reused by the next read
   return result;
 }
@@ -59,13 +94,21 @@ __device__ inline char* ReadOffer(const PipelinedAllGatherArgs& a, int peer, int
 // 128 KiB beat both the ring's 512 KiB chunks and lanes striding side by side (2 ranks sharing
 // an H200 at 1 GiB, docs/perf-history.md).
 constexpr size_t kStraightPiece = size_t{128} << 10;
-__device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane, char* at) {
+template <bool kTail>
+__device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane, char* at,
+                             int64_t tail_units) {
   const uint32_t call = a.own_slots[a.offer_first + DirectSlots::OffersRead(peer, lane)];
-  char* dst = at + static_cast<size_t>(a.rank) * a.bytes;
+  char* head_at = at + static_cast<size_t>(a.rank) * a.head;
+  char* tail_at = at + tail_units * 16 + static_cast<size_t>(a.rank) * (a.bytes - a.head);
   for (size_t offset = static_cast<size_t>(lane) * kStraightPiece; offset < a.bytes;
        offset += static_cast<size_t>(a.lanes) * kStraightPiece) {
     const size_t n = a.bytes - offset < kStraightPiece ? a.bytes - offset : kStraightPiece;
-    CopyBytes<false>(dst + offset, a.send + offset, n, threadIdx.x, blockDim.x);
+    const size_t first = HeadPart<kTail>(a, offset, n);
+    if (first > 0)
+      CopyBytes<false>(head_at + offset, a.send + offset, first, threadIdx.x, blockDim.x);
+    if (n > first)
+      CopyBytes<false>(tail_at + (offset + first - a.head), a.tail_send + (offset + first - a.head),
+                       n - first, threadIdx.x, blockDim.x);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -76,6 +119,7 @@ __device__ void PushStraight(const PipelinedAllGatherArgs& a, int peer, int lane
 }
 
 // Pushes this rank's chunks of `lane` into peer's ring, each followed by its `ready` count.
+template <bool kTail>
 __device__ void PushThroughRing(const PipelinedAllGatherArgs& a, int peer, int lane,
                                 size_t chunks) {
   uint32_t* own_sent = a.own_slots + a.ring_first + PipelineSlots::Sent(peer, lane);
@@ -90,8 +134,7 @@ __device__ void PushThroughRing(const PipelinedAllGatherArgs& a, int peer, int l
     if (!BlockWait(credit, j + 1 - a.slots_per_lane, peer, a)) return;
     const size_t offset = (static_cast<size_t>(lane) + static_cast<size_t>(i) * a.lanes) * a.chunk;
     const size_t n = a.bytes - offset < a.chunk ? a.bytes - offset : a.chunk;
-    CopyBytes<false>(ring + (j % a.slots_per_lane) * a.slot_stride, a.send + offset, n, threadIdx.x,
-                     blockDim.x);
+    CopyFromBlock<kTail>(ring + (j % a.slots_per_lane) * a.slot_stride, a, offset, n);
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence_system();  // the whole block's stores before the count
@@ -102,26 +145,30 @@ __device__ void PushThroughRing(const PipelinedAllGatherArgs& a, int peer, int l
 }
 
 // Either way to peer: as its offer for this call says.
+template <bool kTail>
 __device__ void Push(const PipelinedAllGatherArgs& a, int peer, int lane, size_t chunks) {
   bool ok = false;
-  char* at = ReadOffer(a, peer, lane, &ok);
+  int64_t tail_units = 0;
+  char* at = ReadOffer(a, peer, lane, &ok, &tail_units);
   if (!ok) return;
   if (at != nullptr) {
-    PushStraight(a, peer, lane, at);
+    PushStraight<kTail>(a, peer, lane, at, tail_units);
   } else {
-    PushThroughRing(a, peer, lane, chunks);
+    PushThroughRing<kTail>(a, peer, lane, chunks);
   }
 }
 
 // Copies the chunks of `lane` from src's ring in this rank's inbox into the receive buffer,
 // returning each slot to src with a `credit` count.
+template <bool kTail>
 __device__ void DrainRing(const PipelinedAllGatherArgs& a, int src, int lane, size_t chunks) {
   uint32_t* own_consumed = a.own_slots + a.ring_first + PipelineSlots::Consumed(src, lane);
   const uint32_t* ready = a.own_slots + a.ring_first + PipelineSlots::Ready(src, lane);
   uint32_t* credit = a.peer_slots[src] + a.ring_first + PipelineSlots::Credit(a.rank, lane);
   const char* ring = a.own_inbox + static_cast<size_t>(src) * a.inbox_bytes +
                      static_cast<size_t>(lane) * a.slots_per_lane * a.slot_stride;
-  char* out = a.recv + static_cast<size_t>(src) * a.bytes;
+  char* head_out = a.recv + static_cast<size_t>(src) * a.head;
+  char* tail_out = a.tail_recv + static_cast<size_t>(src) * (a.bytes - a.head);
   const uint32_t base = *own_consumed;
   const uint32_t count = LaneChunks(chunks, lane, a.lanes);
   for (uint32_t i = 0; i < count; ++i) {
@@ -129,8 +176,8 @@ __device__ void DrainRing(const PipelinedAllGatherArgs& a, int src, int lane, si
     if (!BlockWait(ready, j + 1, src, a)) return;
     const size_t offset = (static_cast<size_t>(lane) + static_cast<size_t>(i) * a.lanes) * a.chunk;
     const size_t n = a.bytes - offset < a.chunk ? a.bytes - offset : a.chunk;
-    CopyBytes<true>(out + offset, ring + (j % a.slots_per_lane) * a.slot_stride, n, threadIdx.x,
-                    blockDim.x);
+    CopyIntoBlock<kTail, true>(head_out, tail_out, a, offset,
+                               ring + (j % a.slots_per_lane) * a.slot_stride, n);
     // Every thread's loads of the slot have returned (their values are stored) once all pass
     // the barrier: the slot can go back to the sender.
     __syncthreads();
@@ -141,6 +188,7 @@ __device__ void DrainRing(const PipelinedAllGatherArgs& a, int src, int lane, si
 
 // Offers src this call's way in on `lane`, then receives it: the delivery count when src
 // writes straight into the receive buffer, else its chunks through the ring.
+template <bool kTail>
 __device__ void Receive(const PipelinedAllGatherArgs& a, int src, int lane, size_t chunks) {
   uint32_t* offer = a.own_slots + a.offer_first + DirectSlots::Offer(src, lane);
   const uint32_t call = *offer + 1;  // only this block writes it
@@ -149,30 +197,34 @@ __device__ void Receive(const PipelinedAllGatherArgs& a, int src, int lane, size
     volatile uint32_t* words = offer;
     words[1] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(at));
     words[2] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(at) >> 32);
+    words[3] = static_cast<uint32_t>(static_cast<int32_t>((a.tail_recv - a.recv) / 16));
     __threadfence_system();  // the address before its count
     GpuStoreReleaseSystem(offer, call);
   }
   if (at == nullptr) {
-    DrainRing(a, src, lane, chunks);
+    DrainRing<kTail>(a, src, lane, chunks);
     return;
   }
   (void)BlockWait(a.own_slots + a.offer_first + DirectSlots::Delivered(src, lane), call, src, a);
 }
 
+template <bool kTail>
 __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAllGatherArgs a) {
   const size_t chunks = (a.bytes + a.chunk - 1) / a.chunk;
   const int peers = a.nranks - 1;
   const int role = blockIdx.x / a.lanes;  // [0, peers): push, [peers, 2 peers): drain, last: own
   const int lane = blockIdx.x % a.lanes;
   if (role < peers) {
-    Push(a, (a.rank + 1 + role) % a.nranks, lane, chunks);
+    Push<kTail>(a, (a.rank + 1 + role) % a.nranks, lane, chunks);
   } else if (role < 2 * peers) {
-    Receive(a, (a.rank - 1 - (role - peers) + a.nranks) % a.nranks, lane, chunks);
+    Receive<kTail>(a, (a.rank - 1 - (role - peers) + a.nranks) % a.nranks, lane, chunks);
   } else {
-    char* own = a.recv + static_cast<size_t>(a.rank) * a.bytes;
-    if (own != a.send) {
-      LanesTogetherCopy(own, a.send, a.bytes, lane, a.lanes);
-    }
+    char* own = a.recv + static_cast<size_t>(a.rank) * a.head;
+    if (own != a.send) LanesTogetherCopy(own, a.send, a.head, lane, a.lanes);
+    const size_t tail = a.bytes - a.head;
+    char* own_tail = a.tail_recv + static_cast<size_t>(a.rank) * tail;
+    if (kTail && tail > 0 && own_tail != a.tail_send)
+      LanesTogetherCopy(own_tail, a.tail_send, tail, lane, a.lanes);
   }
 }
 
@@ -180,8 +232,11 @@ __global__ void __launch_bounds__(kThreads) PipelinedAllGatherKernel(PipelinedAl
 
 gpuError_t PreloadPipelinedAllGather() {
   gpuFuncAttributes_t attributes;
+  const gpuError_t plain = gpuFuncGetAttributes(
+      &attributes, reinterpret_cast<const void*>(&PipelinedAllGatherKernel<false>));
+  if (plain != gpuSuccess) return plain;
   return gpuFuncGetAttributes(&attributes,
-                              reinterpret_cast<const void*>(&PipelinedAllGatherKernel));
+                              reinterpret_cast<const void*>(&PipelinedAllGatherKernel<true>));
 }
 
 int PipelineLanes(int nranks, int ranks_per_device) {
@@ -199,7 +254,11 @@ size_t PipelineChunk(size_t bytes, int lanes, size_t chunk_max) {
 
 gpuError_t LaunchPipelinedAllGather(const PipelinedAllGatherArgs& args, gpuStream_t stream) {
   const unsigned blocks = static_cast<unsigned>((2 * (args.nranks - 1) + 1) * args.lanes);
-  PipelinedAllGatherKernel<<<blocks, kThreads, 0, stream>>>(args);
+  if (args.head < args.bytes) {
+    PipelinedAllGatherKernel<true><<<blocks, kThreads, 0, stream>>>(args);
+  } else {
+    PipelinedAllGatherKernel<false><<<blocks, kThreads, 0, stream>>>(args);
+  }
   return gpuGetLastError();
 }
 

@@ -52,7 +52,7 @@ struct PipelineSlots {
 struct DirectSlots {
   static constexpr int kArray = PipelineSlots::kArray;
   // Written by this rank for `src`: the calls offered on `lane` (the count, then the address's
-  // low and high words, published by the count).
+  // low and high words and the tail's distance from it, published by the count).
   XCCL_HOST_DEVICE static constexpr int Offer(int src, int lane) {
     return 4 * (src * PipelineSlots::kMaxLanes + lane);
   }
@@ -70,7 +70,12 @@ struct DirectSlots {
 struct PipelinedAllGatherArgs {
   const char* send;
   char* recv;
-  size_t bytes;             // per rank
+  size_t bytes;  // per rank: the block's two parts together
+  // The block's first `head` bytes come from `send` and land at recv + r * head; the rest (a
+  // GatherTail) from `tail_send`, landing at `tail_recv` + r * (bytes - head).
+  size_t head;
+  const char* tail_send;
+  char* tail_recv;
   size_t chunk;             // bytes per chunk of this call (a multiple of 16 unless bytes < 16)
   size_t slot_stride;       // bytes between ring slots
   uint32_t slots_per_lane;  // a power of two, so slot = counter % slots survives the wrap
@@ -87,7 +92,8 @@ struct PipelinedAllGatherArgs {
   uint64_t timeout_ns;
   DeviceFailureRecord* record;
   // [src]: where src may write its block of this call (this rank's recv as src addresses it), or
-  // nullptr (src goes through the ring in this rank's inbox).
+  // nullptr (src goes through the ring in this rank's inbox). With a tail, the offer also gives
+  // the tail's place, tail_recv - recv in 16-byte units (the caller checked that it fits).
   char* direct_at[PipelineSlots::kMaxRanks];
 };
 

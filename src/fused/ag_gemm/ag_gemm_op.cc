@@ -392,14 +392,18 @@ xcclResult_t AgGemmOp::ExchangeSplit(int64_t m, xcclStream_t stream, const GemmB
   XCCL_TRY(layout_.RecvSlotOffset(rank, m, &recv_slot_offset));
   XCCL_TRY(layout_.RecvSlotOffset(0, m, &base));
   XCCL_TRY(layout_.RecvSlotBytes(m, &recv_slot_bytes));
-  XCCL_TRY(AllGather(comm_, window() + recv_slot_offset, window() + base, recv_slot_bytes, stream));
+  // The scales ride in the same all_gather as the rows (its tail).
+  GatherTail scales;
   if (has_scales()) {
-    size_t scale_offset = 0, scale_base = 0, scale_bytes = 0;
+    size_t scale_offset = 0, scale_base = 0;
     XCCL_TRY(layout_.ScaleOffset(rank, m, &scale_offset));
     XCCL_TRY(layout_.ScaleOffset(0, m, &scale_base));
-    XCCL_TRY(layout_.ScaleBytes(m, &scale_bytes));
-    XCCL_TRY(AllGather(comm_, window() + scale_offset, window() + scale_base, scale_bytes, stream));
+    XCCL_TRY(layout_.ScaleBytes(m, &scales.bytes));
+    scales.send = window() + scale_offset;
+    scales.recv = window() + scale_base;
   }
+  XCCL_TRY(AllGather(comm_, window() + recv_slot_offset, window() + base, recv_slot_bytes, stream,
+                     scales));
   // One GEMM over all world * padded rows.
   return gemm_band(0, comm_->nranks() * PaddedM(m), 0);
 }
