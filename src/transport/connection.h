@@ -41,11 +41,12 @@ class Connection {
   // peer's slot `signal_slot` (ControlLayout::kNoSignal: none).
   virtual void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
                    int signal_slot) = 0;
-  // `bytes` into the peer's inbox for `inbox_of`, then the peer's slot `signal_slot`. `inbox_of`
-  // is this rank, or, where a block that landed here from another node is forwarded to a rank
-  // of this node, its source. Connections to other nodes carry only this rank's own blocks.
-  virtual void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
-                        int signal_slot) = 0;
+  // `bytes` into the peer's receive region at `region_offset` (Transport::slice_bytes: the
+  // region is one slice per rank, laid out by the algorithm that uses it), then the peer's slot
+  // `signal_slot`. A connection to another node carries puts into this rank's own slice only
+  // (at rank * slice_bytes and up); GPU ones only at its start.
+  virtual void PutToRegion(uint32_t epoch, size_t region_offset, const void* src, size_t bytes,
+                           int signal_slot) = 0;
   // The peer's slot `slot`, after everything queued before it.
   virtual void Signal(int slot, uint32_t epoch) = 0;
   // Until everything queued so far has landed (host), or the operation's stream is ordered after

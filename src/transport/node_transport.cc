@@ -69,8 +69,8 @@ xcclResult_t CreateTransports(Bootstrap* bootstrap, const Topology& topology, co
 #endif
   std::unique_ptr<NetTransport> net;
   if (spans_nodes) {
-    net = std::make_unique<NetTransport>(topology, params, geometry.signalled_slots, timeout_ms,
-                                         endpoint);
+    net = std::make_unique<NetTransport>(topology, params, geometry.signalled_slots,
+                                         node->slice_bytes(), timeout_ms, endpoint);
     XCCL_TRY(net->Connect(bootstrap, prepared));
   }
   *out = std::make_unique<PeerTransports>(topology, std::move(node), std::move(owned_endpoint),

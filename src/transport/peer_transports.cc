@@ -63,14 +63,14 @@ xcclResult_t PeerTransports::WaitSlotsRaisedBy(int first_slot, uint32_t epoch,
   return node_->WaitSlotsRaisedBy(first_slot, epoch, raiser, what, deadline, stream, failure);
 }
 
-size_t PeerTransports::inbox_limit() const {
-  const size_t node = node_->inbox_limit();
-  return net_ ? std::min(node, net_->endpoint().net_inbox_bytes()) : node;
+size_t PeerTransports::region_put_limit() const {
+  const size_t node = node_->region_put_limit();
+  return net_ ? std::min(node, net_->endpoint().net_slice_bytes()) : node;
 }
 
-const void* PeerTransports::Inbox(uint32_t epoch, int src, int carrier) const {
-  if (IsRemote(carrier)) return net_->endpoint().NetInbox(carrier, epoch);
-  return node_->Inbox(epoch, src, carrier);
+const char* PeerTransports::Received(int carrier, size_t region_offset) const {
+  if (IsRemote(carrier)) return net_->Received(carrier, region_offset);
+  return node_->Received(carrier, region_offset);
 }
 
 xcclResult_t PeerTransports::PollAsyncFailure(PlatformFailure* failure) {

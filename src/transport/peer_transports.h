@@ -51,11 +51,13 @@ class PeerTransports final : public Transport, public DirectPuts {
   xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override {
     return node_->Copy(dst, src, bytes, stream);
   }
-  size_t inbox_limit() const override;
-  // A block a rank of another node carried waits where the net endpoint landed it.
-  const void* Inbox(uint32_t epoch, int src, int carrier) const override;
-  bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const override {
-    return node_->InboxBlockBytes(epoch, src, bytes);
+  size_t slice_bytes() const override { return node_->slice_bytes(); }
+  // Across nodes also the net endpoint's landing memory per rank.
+  size_t region_put_limit() const override;
+  // What a rank of another node put waits where the net endpoint landed it.
+  const char* Received(int carrier, size_t region_offset) const override;
+  bool PutBytes(int slot, uint32_t epoch, size_t* bytes) const override {
+    return node_->PutBytes(slot, epoch, bytes);
   }
   xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
                               std::unique_ptr<PeerMappings>* out) override {

@@ -129,15 +129,19 @@ class Transport {
   // each other up (p2p). The runtime's error text on failure.
   virtual xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) = 0;
 
-  // Largest block an inbox holds (host: the eager path; GPU: the staging window, larger blocks
-  // go in several operations).
-  virtual size_t inbox_limit() const = 0;
-  // This rank's inbox holding `src`'s block of `epoch` (valid once it arrived), as `carrier` put
-  // it there: `src` itself, or the rank of this node that forwarded it from another node.
-  virtual const void* Inbox(uint32_t epoch, int src, int carrier) const = 0;
-  // The size of that block as its put gave it, so that ranks that passed different counts fail
-  // instead of copying a stale tail; false where the host cannot know it (device-side puts).
-  virtual bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const = 0;
+  // Every rank's receive region, where peers' Connection::PutToRegion land: one slice of this
+  // many bytes per rank (host: XCCL_EAGER_BYTES twice, GPU: the window's inbox per source); how
+  // a slice is used is the algorithm's (all_gather/inboxes.h).
+  virtual size_t slice_bytes() const = 0;
+  // The most one PutToRegion may carry (the net's pinned staging across nodes on GPUs).
+  virtual size_t region_put_limit() const { return slice_bytes(); }
+  // Where the bytes `carrier` put at `region_offset` of this rank's region are, once its slot was
+  // raised (a rank of another node's land in the net transport's memory on GPUs).
+  virtual const char* Received(int carrier, size_t region_offset) const = 0;
+  // The size of the region put that raised `slot` to `epoch` (a peer one epoch ahead keeps it),
+  // so that ranks that passed different counts fail instead of copying a stale tail; false where
+  // the host cannot know it (stream-ordered puts).
+  virtual bool PutBytes(int slot, uint32_t epoch, size_t* bytes) const = 0;
 
   // Collective: every rank's `local` op buffer made reachable for Connection::Put.
   virtual xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,

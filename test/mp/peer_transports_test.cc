@@ -1,9 +1,9 @@
 // The transports of a rank chosen per peer (docs/ARCHITECTURE.md, "Transports per peer"), below
 // the collectives: four thread ranks as two fake nodes of two, each with the Transport that
 // CreateTransports makes. A peer of this node is reached by the node transport (a rank of this
-// process) and a peer of the other node by the net transport; inbox puts and puts into the
+// process) and a peer of the other node by the net transport; region puts and puts into the
 // published buffer over both land whole, raise the receiver's own slot, and read back byte for
-// byte; an inbox op larger than the receiver's inbox is refused on the wire, naming the setting.
+// byte; a region put past the sender's slice is refused on the wire, naming the setting.
 #include "transport/peer_transports.h"
 
 #include <gtest/gtest.h>
@@ -107,18 +107,20 @@ TEST(PeerTransports, EachPeerIsReachedByTheTransportOfItsNode) {
   });
 }
 
-// Every rank puts a block of its own size into every peer's inbox, over shm or the net; every
-// receiver waits on its own slot per source and reads each block back whole, with its size.
-TEST(PeerTransports, InboxPutsOverBothTransportsLandWhole) {
+// Every rank puts a block of its own size into its slice of every peer's region, over shm or the
+// net; every receiver waits on its own slot per source and reads each block back whole, with its
+// size.
+TEST(PeerTransports, RegionPutsOverBothTransportsLandWhole) {
   const uint64_t seed = std::random_device{}();
   OnRanks([&](int rank, Transport& t, Bootstrap*) {
     const uint32_t epoch = 11;
     auto size_of = [](int r) { return size_t(3000) + 131 * r; };
     const std::vector<uint8_t> mine = RandomBytes(size_of(rank), seed + rank);
-    ASSERT_LE(size_of(kWorld - 1), t.inbox_limit());
+    ASSERT_LE(size_of(kWorld - 1), t.region_put_limit());
     for (int peer = 0; peer < kWorld; ++peer)
       if (peer != rank)
-        t.connection(peer).InboxPut(epoch, rank, mine.data(), mine.size(), Arrival(rank));
+        t.connection(peer).PutToRegion(epoch, rank * t.slice_bytes() + 64, mine.data(), mine.size(),
+                                       Arrival(rank));
     PlatformFailure failure;
     for (int src = 0; src < kWorld; ++src) {
       if (src == rank) continue;
@@ -127,10 +129,11 @@ TEST(PeerTransports, InboxPutsOverBothTransportsLandWhole) {
                 xcclSuccess)
           << failure.message;
       size_t arrived = 0;
-      ASSERT_TRUE(t.InboxBlockBytes(epoch, src, &arrived));
+      ASSERT_TRUE(t.PutBytes(Arrival(src), epoch, &arrived));
       EXPECT_EQ(arrived, size_of(src)) << "from rank " << src;
       const std::vector<uint8_t> want = RandomBytes(size_of(src), seed + src);
-      const uint8_t* got = static_cast<const uint8_t*>(t.Inbox(epoch, src, src));
+      const uint8_t* got =
+          reinterpret_cast<const uint8_t*>(t.Received(src, src * t.slice_bytes() + 64));
       EXPECT_TRUE(std::equal(want.begin(), want.end(), got)) << "from rank " << src;
     }
     ASSERT_EQ(t.Flush(Deadline(kTimeoutMs), &failure), xcclSuccess) << failure.message;
@@ -177,16 +180,17 @@ TEST(PeerTransports, DirectPutsOverBothTransportsFillThePublishedBuffer) {
   });
 }
 
-// Rank 2 (the other node) sends rank 0 an inbox op larger than rank 0's inbox: rank 0's net
+// Rank 2 (the other node) sends rank 0 a region put that runs past its slice: rank 0's net
 // landing refuses it off the wire and its wait for rank 2 fails, naming the rank and the setting
 // in which the ranks differ; nothing is raised.
-TEST(PeerTransports, AnInboxOpLargerThanTheInboxIsRefusedOnTheWire) {
+TEST(PeerTransports, ARegionPutPastTheSenderSliceIsRefusedOnTheWire) {
   OnRanks([](int rank, Transport& t, Bootstrap*) {
     const uint32_t epoch = 31;
     PlatformFailure failure;
     if (rank == 2) {
-      const std::vector<uint8_t> big(t.inbox_limit() + 64, 0x5A);
-      t.connection(0).InboxPut(epoch, rank, big.data(), big.size(), Arrival(rank));
+      const std::vector<uint8_t> bytes(256, 0x5A);
+      t.connection(0).PutToRegion(epoch, (rank + 1) * t.slice_bytes() - 128, bytes.data(),
+                                  bytes.size(), Arrival(rank));
       (void)t.Flush(Deadline(2000), &failure);  // the link may fail under it: either is fine
     }
     if (rank != 0) return;

@@ -47,7 +47,7 @@ std::vector<ExpectedOp> MakeOps(uint64_t seed) {
   std::vector<ExpectedOp> ops(kOps);
   for (int i = 0; i < kOps; ++i) {
     const size_t bytes = i % 9 == 4 ? 0 : 1 + rng() % kMaxOpBytes;
-    ops[i].op.kind = bytes == 0 ? NetOp::kSignal : NetOp::kInbox;
+    ops[i].op.kind = bytes == 0 ? NetOp::kSignal : NetOp::kRegion;
     ops[i].op.slot = kArrivalSlot;
     ops[i].op.epoch = 1000u + static_cast<uint32_t>(i);
     ops[i].op.bytes = bytes;

@@ -1,8 +1,9 @@
 // The host transport on its own, below the collectives: two and three ranks as threads over a
 // real bootstrap, each with a ShmTransport. Puts land in the published buffer and raise the
-// slot, in order per connection; inbox puts leave their size; a put that does not fit the
+// slot, in order per connection; a put that does not fit the
 // published buffer is refused, not written; a closed buffer refuses late puts, naming the rank
-// its owner announces as failed; waits give up at their deadline naming the peer.
+// its owner announces as failed; waits give up at their deadline naming the peer; region puts land
+// where they were put, keep their size per epoch parity, and a put past the region writes nothing.
 #include "transport/shm/shm_transport.h"
 
 #include <gtest/gtest.h>
@@ -126,27 +127,58 @@ TEST(ShmTransport, PutsLandInThePublishedBufferThenRaiseTheSlot) {
   });
 }
 
-TEST(ShmTransport, InboxPutsLeaveTheirSize) {
+// Region puts of two epochs in a row (a rank one operation ahead): each lands where it was put,
+// and the size of the put that raised the slot is kept per epoch parity, so the earlier epoch's
+// size is still read after the later put.
+TEST(ShmTransport, RegionPutsLeaveTheirSizePerEpoch) {
   const uint64_t seed = std::random_device{}();
   OnRanks(2, [&](int rank, ShmTransport& t, Bootstrap*) {
     const int peer = 1 - rank;
     const uint32_t epoch = 7;
-    const size_t bytes = 1000 + 17 * rank;  // the two ranks' blocks differ in size
-    ASSERT_LE(bytes, t.inbox_limit());
-    const std::vector<uint8_t> mine = RandomBytes(bytes, seed + rank);
-    t.connection(peer).InboxPut(epoch, rank, mine.data(), bytes, Arrival(rank));
+    // The two ranks' puts and the two epochs' differ in size and place.
+    auto size_of = [](int r, uint32_t e) { return size_t(1000) + 17 * r + 5 * (e & 1); };
+    auto offset_of = [&](int r, uint32_t e) { return r * t.slice_bytes() + (e & 1) * 2048; };
+    ASSERT_LE(size_of(1, 1) + 2048, t.slice_bytes());
+    for (uint32_t e = epoch; e <= epoch + 1; ++e) {
+      const std::vector<uint8_t> mine = RandomBytes(size_of(rank, e), seed + 2 * rank + e);
+      t.connection(peer).PutToRegion(e, offset_of(rank, e), mine.data(), mine.size(),
+                                     Arrival(rank));
+    }
     PlatformFailure failure;
-    ASSERT_EQ(
-        t.WaitSlot(Arrival(peer), epoch, peer, "its data", Deadline(kTimeoutMs), nullptr, &failure),
-        xcclSuccess)
+    ASSERT_EQ(t.WaitSlot(Arrival(peer), epoch + 1, peer, "its data", Deadline(kTimeoutMs), nullptr,
+                         &failure),
+              xcclSuccess)
         << failure.message;
-    const size_t theirs = 1000 + 17 * peer;
-    size_t arrived = 0;
-    ASSERT_TRUE(t.InboxBlockBytes(epoch, peer, &arrived));
-    EXPECT_EQ(arrived, theirs);
-    const std::vector<uint8_t> want = RandomBytes(theirs, seed + peer);
-    const uint8_t* got = static_cast<const uint8_t*>(t.Inbox(epoch, peer, peer));
-    EXPECT_TRUE(std::equal(want.begin(), want.end(), got));
+    for (uint32_t e = epoch; e <= epoch + 1; ++e) {
+      size_t arrived = 0;
+      ASSERT_TRUE(t.PutBytes(Arrival(peer), e, &arrived));
+      EXPECT_EQ(arrived, size_of(peer, e)) << "epoch " << e;
+      const std::vector<uint8_t> want = RandomBytes(size_of(peer, e), seed + 2 * peer + e);
+      const uint8_t* got = reinterpret_cast<const uint8_t*>(t.Received(peer, offset_of(peer, e)));
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), got)) << "epoch " << e;
+    }
+    ASSERT_EQ(t.Flush(Deadline(kTimeoutMs), &failure), xcclSuccess) << failure.message;
+  });
+}
+
+// A put past the peer's region writes nothing and fails the connection's flush.
+TEST(ShmTransport, ARegionPutPastTheRegionFailsTheFlush) {
+  OnRanks(2, [](int rank, ShmTransport& t, Bootstrap* bootstrap) {
+    const int peer = 1 - rank;
+    std::vector<uint8_t> bytes(64, 0x5A);
+    PlatformFailure failure;
+    if (rank == 0) {
+      t.connection(peer).PutToRegion(3, 2 * t.slice_bytes() - 32, bytes.data(), bytes.size(),
+                                     ControlLayout::kNoSignal);
+      EXPECT_EQ(t.connection(peer).Flush(Deadline(kTimeoutMs), &failure), xcclInternalError);
+      EXPECT_NE(failure.message.find("region"), std::string::npos) << failure.message;
+    }
+    ASSERT_EQ(bootstrap->Barrier(), xcclSuccess);
+    if (rank == 1) {
+      const uint8_t* tail =
+          reinterpret_cast<const uint8_t*>(t.Received(0, 2 * t.slice_bytes() - 32));
+      for (int i = 0; i < 32; ++i) EXPECT_NE(tail[i], 0x5A) << "byte " << i;
+    }
   });
 }
 

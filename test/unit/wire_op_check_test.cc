@@ -38,10 +38,10 @@ TEST(CheckWireOp, OnlySignalledSlotsOrNoneAndSignalsWithoutBytes) {
     return CheckWireOp(peer, op, signalled, failure);
   };
   PlatformFailure none;
-  EXPECT_EQ(check(NetOp::kInbox, ControlLayout::kNoSignal, 64, &none), xcclSuccess);
+  EXPECT_EQ(check(NetOp::kRegion, ControlLayout::kNoSignal, 64, &none), xcclSuccess);
   for (int slot = ControlLayout::kFirstOpSlot; slot < signalled; ++slot) {
     PlatformFailure failure;
-    EXPECT_EQ(check(NetOp::kInbox, slot, 1 + rng() % 4096, &failure), xcclSuccess) << slot;
+    EXPECT_EQ(check(NetOp::kRegion, slot, 1 + rng() % 4096, &failure), xcclSuccess) << slot;
     EXPECT_EQ(check(NetOp::kSignal, slot, 0, &failure), xcclSuccess) << slot;
   }
   for (int slot :

@@ -8,6 +8,7 @@
 #include "base/failure.h"
 #include "collectives/all_gather/arrivals.h"
 #include "collectives/all_gather/hierarchical_all_gather.h"
+#include "collectives/all_gather/inboxes.h"
 #include "collectives/all_gather/zero_copy_targets.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"
@@ -62,7 +63,7 @@ xcclResult_t AllGatherDirect(Communicator* comm, const SlotRange& arrivals, Dire
   return xcclSuccess;
 }
 
-// Through the inboxes, in operations of at most inbox_limit() bytes per block: every peer gets
+// Through the inboxes (inboxes.h), in operations of at most a piece per block: every peer gets
 // this rank's piece in its inbox (rotated order), the own piece is copied locally, and each
 // peer's piece is copied out of this rank's inbox once it has arrived.
 xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arrivals,
@@ -71,10 +72,10 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
   Transport* transport = comm->transport();
   DirectPuts* direct = transport->direct_puts();
   const int rank = comm->rank(), nranks = comm->nranks();
-  const size_t piece_limit = std::max<size_t>(transport->inbox_limit(), 1);
+  const Inboxes inboxes = PlanInboxes(comm);
   size_t offset = 0;
   do {
-    const size_t piece = std::min(piece_limit, bytes - offset);
+    const size_t piece = std::min(inboxes.piece_limit, bytes - offset);
     const uint32_t epoch = comm->NextEpoch();
     const Deadline deadline(comm->timeout_ms());
     const char* src = static_cast<const char*>(send) + offset;
@@ -88,7 +89,7 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
     if (direct != nullptr) direct->PublishRecvBuffer(epoch, nullptr, 0, piece, arrivals.first);
     for (int step = 1; step < nranks; ++step) {
       transport->connection((rank + step) % nranks)
-          .InboxPut(epoch, rank, src, piece, arrivals.at(rank));
+          .PutToRegion(epoch, inboxes.Offset(rank, epoch), src, piece, arrivals.at(rank));
     }
     // Local copies fail only at their enqueue (a runtime error): the first one ends the call
     // once the arrivals are in.
@@ -102,7 +103,7 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
         transport, arrivals, rank, nranks, epoch, deadline, stream,
         [&](int peer) {
           size_t arrived = piece;
-          if (transport->InboxBlockBytes(epoch, peer, &arrived) && arrived != piece) {
+          if (transport->PutBytes(arrivals.at(peer), epoch, &arrived) && arrived != piece) {
             if (odd_peer < 0) {
               odd_peer = peer;
               odd_bytes = arrived;
@@ -110,7 +111,8 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
             return;
           }
           const xcclResult_t one = transport->Copy(
-              out + peer * bytes + offset, transport->Inbox(epoch, peer, peer), piece, stream);
+              out + peer * bytes + offset, transport->Received(peer, inboxes.Offset(peer, epoch)),
+              piece, stream);
           if (copied == xcclSuccess) copied = one;
         },
         &failure);
@@ -178,7 +180,7 @@ xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, 
     return direct != nullptr
                ? AllGatherAcrossNodes(comm, arrivals, direct, send, recv, bytes, stream)
                : AllGatherAcrossNodesThroughInboxes(comm, arrivals, send, recv, bytes, stream);
-  if (direct != nullptr && bytes > transport->inbox_limit())
+  if (direct != nullptr && bytes > PlanInboxes(comm).piece_limit)
     return AllGatherDirect(comm, arrivals, direct, send, recv, bytes, stream);
   return AllGatherThroughInboxes(comm, arrivals, send, recv, bytes, stream);
 }

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/failure.h"
+#include "collectives/all_gather/inboxes.h"
 #include "collectives/all_gather/rail_plan.h"
 #include "collectives/queued_operation.h"
 #include "platform/runtime.h"
@@ -74,9 +75,9 @@ xcclResult_t Run(Communicator* comm, const SlotRange& arrivals, const RailPlan& 
 
 // One piece (`offset`, `piece` bytes of every block) through the inboxes, as one operation.
 xcclResult_t RunPieceThroughInboxes(Communicator* comm, const SlotRange& arrivals,
-                                    const RailPlan& plan, const char* src, char* out, size_t bytes,
-                                    size_t offset, size_t piece, xcclStream_t stream,
-                                    PlatformFailure* failure) {
+                                    const RailPlan& plan, const Inboxes& inboxes, const char* src,
+                                    char* out, size_t bytes, size_t offset, size_t piece,
+                                    xcclStream_t stream, PlatformFailure* failure) {
   Transport* transport = comm->transport();
   const Topology& topology = comm->topology();
   const int me = comm->rank();
@@ -90,22 +91,26 @@ xcclResult_t RunPieceThroughInboxes(Communicator* comm, const SlotRange& arrival
                             ThreadLastError().c_str());
   };
   // The network first: the rails are the slow stage, and this node's copies overlap them.
+  const size_t own_inbox = inboxes.Offset(me, epoch);
   for (int target : plan.rail_targets)
-    transport->connection(target).InboxPut(epoch, me, src, piece, arrivals.at(me));
+    transport->connection(target).PutToRegion(epoch, own_inbox, src, piece, arrivals.at(me));
   for (int peer : topology.local_ranks)
-    if (peer != me) transport->connection(peer).InboxPut(epoch, me, src, piece, arrivals.at(me));
+    if (peer != me)
+      transport->connection(peer).PutToRegion(epoch, own_inbox, src, piece, arrivals.at(me));
   xcclResult_t result = copy(out + me * bytes + offset, src);
   for (int source : plan.forwarded_sources) {
     if (result == xcclSuccess)
       result = transport->WaitSlot(arrivals.at(source), epoch, source, "its data", deadline, stream,
                                    failure);
     char* at = out + source * bytes + offset;
-    if (result == xcclSuccess) result = copy(at, transport->Inbox(epoch, source, source));
+    if (result == xcclSuccess)
+      result = copy(at, transport->Received(source, inboxes.Offset(source, epoch)));
     // Forwarded (or, after a failure, the slot raised all the same) so that no peer of this
     // node waits for it until its deadline: the device waits give up on the failure record.
     for (int peer : topology.local_ranks)
       if (peer != me)
-        transport->connection(peer).InboxPut(epoch, source, at, piece, arrivals.at(source));
+        transport->connection(peer).PutToRegion(epoch, inboxes.Offset(source, epoch), at, piece,
+                                                arrivals.at(source));
   }
   // Every other block in one wait: the forwarded ones again (their slots are reached already),
   // the rest as their carriers raise them; then the copies out.
@@ -119,7 +124,8 @@ xcclResult_t RunPieceThroughInboxes(Communicator* comm, const SlotRange& arrival
     if (source == me || std::find(forwarded.begin(), forwarded.end(), source) != forwarded.end())
       continue;
     const int carrier = plan.deliverer[source];
-    result = copy(out + source * bytes + offset, transport->Inbox(epoch, source, carrier));
+    result = copy(out + source * bytes + offset,
+                  transport->Received(carrier, inboxes.Offset(source, epoch)));
   }
   // The closing step runs even after a failure: the peers wait for it.
   PlatformFailure closing;
@@ -137,12 +143,13 @@ xcclResult_t AllGatherAcrossNodesThroughInboxes(Communicator* comm, const SlotRa
                                                 const void* send, void* recv, size_t bytes,
                                                 xcclStream_t stream) {
   const RailPlan plan = PlanRails(comm->topology());
-  const size_t piece_limit = std::max<size_t>(comm->transport()->inbox_limit(), 1);
-  for (size_t offset = 0; offset < bytes; offset += piece_limit) {
+  const Inboxes inboxes = PlanInboxes(comm);
+  for (size_t offset = 0; offset < bytes; offset += inboxes.piece_limit) {
     PlatformFailure failure;
     const xcclResult_t result = RunPieceThroughInboxes(
-        comm, arrivals, plan, static_cast<const char*>(send) + offset, static_cast<char*>(recv),
-        bytes, offset, std::min(piece_limit, bytes - offset), stream, &failure);
+        comm, arrivals, plan, inboxes, static_cast<const char*>(send) + offset,
+        static_cast<char*>(recv), bytes, offset, std::min(inboxes.piece_limit, bytes - offset),
+        stream, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
   }
   return xcclSuccess;

@@ -18,9 +18,10 @@ void NetConnection::Put(uint32_t epoch, void* /*dst*/, size_t dst_offset, const 
   Queue(NetOp::kPut, epoch, signal_slot, dst_offset, src, bytes);
 }
 
-void NetConnection::InboxPut(uint32_t epoch, int /*inbox_of*/, const void* src, size_t bytes,
-                             int signal_slot) {
-  Queue(NetOp::kInbox, epoch, signal_slot, 0, src, bytes);
+void NetConnection::PutToRegion(uint32_t epoch, size_t region_offset, const void* src, size_t bytes,
+                                int signal_slot) {
+  // Below this rank's slice the offset wraps to one the peer's landing refuses.
+  Queue(NetOp::kRegion, epoch, signal_slot, region_offset - own_slice_, src, bytes);
 }
 
 void NetConnection::Signal(int slot, uint32_t epoch) {

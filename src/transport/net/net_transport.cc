@@ -20,15 +20,16 @@ xcclResult_t NetEndpoint::NetPutDestination(int peer, const NetOp& /*op*/, char*
 }
 
 std::unique_ptr<Connection> NetEndpoint::NetConnect(NetTransport* net, int peer) {
-  return std::make_unique<NetConnection>(&net->proxy(), peer);
+  return std::make_unique<NetConnection>(&net->proxy(), peer, net->rank() * net->slice_bytes());
 }
 
 NetTransport::NetTransport(const Topology& topology, const Params& params, int signalled_slots,
-                           int64_t timeout_ms, NetEndpoint* endpoint)
+                           size_t slice_bytes, int64_t timeout_ms, NetEndpoint* endpoint)
     : topology_(topology),
       params_(params),
       timeout_ms_(timeout_ms),
       signalled_slots_(signalled_slots),
+      slice_bytes_(slice_bytes),
       endpoint_(endpoint) {}
 
 xcclResult_t NetTransport::Connect(Bootstrap* bootstrap, bool prepared) {
@@ -91,16 +92,18 @@ xcclResult_t NetTransport::Destination(int peer, const NetOp& op, char** dst,
   switch (op.kind) {
     case NetOp::kSignal:
       return xcclSuccess;
-    case NetOp::kInbox:
-      if (op.bytes > endpoint_->net_inbox_bytes() || op.offset != 0)
+    case NetOp::kRegion: {
+      const size_t slice = endpoint_->net_slice_bytes();
+      if (op.bytes > slice || op.offset > slice - op.bytes)
         return SetFailure(failure, xcclInvalidUsage, peer,
-                          "rank %d sent %llu bytes at offset %llu for an inbox of %zu: the ranks "
-                          "differ in %s",
+                          "rank %d sent %llu bytes at offset %llu of its slice of %zu bytes: the "
+                          "ranks differ in %s",
                           peer, static_cast<unsigned long long>(op.bytes),
-                          static_cast<unsigned long long>(op.offset), endpoint_->net_inbox_bytes(),
-                          endpoint_->net_inbox_setting());
-      *dst = endpoint_->NetInbox(peer, op.epoch);
+                          static_cast<unsigned long long>(op.offset), slice,
+                          endpoint_->net_slice_setting());
+      *dst = endpoint_->NetRegion(peer, op.offset);
       return xcclSuccess;
+    }
     case NetOp::kPut:
       // A put of no bytes lands nothing: it is its flag only.
       if (op.bytes == 0) return xcclSuccess;

@@ -30,12 +30,13 @@ class NetTransport;
 class NetEndpoint {
  public:
   virtual ~NetEndpoint() = default;
-  // The most one inbox op may carry, and the setting that sizes it (for the error when ranks
-  // differ in it).
-  virtual size_t net_inbox_bytes() const = 0;
-  virtual const char* net_inbox_setting() const = 0;
-  // Where `peer`'s inbox op of `epoch` lands; read by the algorithm after the slot was raised.
-  virtual char* NetInbox(int peer, uint32_t epoch) const = 0;
+  // The bytes of this rank's landing memory for each rank of another node (its slice of the
+  // region, or less), and the setting that sizes it (for the error when ranks differ in it).
+  virtual size_t net_slice_bytes() const = 0;
+  virtual const char* net_slice_setting() const = 0;
+  // Where `peer`'s region op at `slice_offset` of its slice lands; read by the algorithm after
+  // the slot was raised (Transport::Received).
+  virtual char* NetRegion(int peer, size_t slice_offset) const = 0;
   // Where a put into a published receive buffer lands (xcclSuccess with *dst nullptr: not
   // published yet, asked again). By default refused: nothing of this rank is published.
   virtual xcclResult_t NetPutDestination(int peer, const NetOp& op, char** dst,
@@ -61,9 +62,10 @@ class NetEndpoint {
 
 class NetTransport final : public NetLanding, public RemotePeers {
  public:
-  // `signalled_slots`: the slots an op may raise (WindowGeometry).
+  // `signalled_slots`: the slots an op may raise (WindowGeometry); `slice_bytes`: the node
+  // transport's (Transport::slice_bytes), where this rank's own slice of a peer's region starts.
   NetTransport(const Topology& topology, const Params& params, int signalled_slots,
-               int64_t timeout_ms, NetEndpoint* endpoint);
+               size_t slice_bytes, int64_t timeout_ms, NetEndpoint* endpoint);
   ~NetTransport() override;
   NetTransport(const NetTransport&) = delete;
   NetTransport& operator=(const NetTransport&) = delete;
@@ -78,7 +80,13 @@ class NetTransport final : public NetLanding, public RemotePeers {
   }
   Connection& connection(int peer) { return *connections_[peer]; }
   Proxy& proxy() { return *proxy_; }
+  int rank() const { return topology_.rank; }
+  size_t slice_bytes() const { return slice_bytes_; }
   int64_t timeout_ms() const { return timeout_ms_; }
+  // Where `carrier`'s put at `region_offset` of this rank's region landed.
+  const char* Received(int carrier, size_t region_offset) const {
+    return endpoint_->NetRegion(carrier, region_offset - carrier * slice_bytes_);
+  }
 
   void Begin(xcclStream_t stream) { endpoint_->NetBegin(stream); }
   // Every remote connection flushed; the first failure.
@@ -107,6 +115,7 @@ class NetTransport final : public NetLanding, public RemotePeers {
   Params params_;
   int64_t timeout_ms_;
   int signalled_slots_;
+  size_t slice_bytes_;
   NetEndpoint* endpoint_;
   std::unique_ptr<Proxy> proxy_;
   std::vector<std::unique_ptr<Connection>> connections_;  // null on this node

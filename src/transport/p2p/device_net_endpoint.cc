@@ -25,15 +25,17 @@ class DeviceNetConnection final : public Connection {
                      "a put into a mapped buffer of a rank of another node (nothing is mapped "
                      "across nodes)");
   }
-  // At most net_inbox_bytes() of this rank's own block (`inbox_of` any other: a launch failure):
-  // staged, then sent; lands in the peer's pinned inbox for this rank.
-  void InboxPut(uint32_t /*epoch: the device's*/, int inbox_of, const void* src, size_t bytes,
-                int signal_slot) override {
-    if (inbox_of != endpoint_->rank()) {
-      endpoint_->Check(gpuErrorInvalidValue, "a forwarded block sent to a rank of another node");
+  // At most net_slice_bytes() at the start of this rank's own slice of the peer's region (any
+  // other place: a launch failure; the trigger FIFO carries no offset): staged, then sent; lands
+  // in the peer's pinned staging for this rank.
+  void PutToRegion(uint32_t /*epoch: the device's*/, size_t region_offset, const void* src,
+                   size_t bytes, int signal_slot) override {
+    if (region_offset != endpoint_->own_slice()) {
+      endpoint_->Check(gpuErrorInvalidValue,
+                       "a put to a rank of another node outside the start of this rank's slice");
       return;
     }
-    endpoint_->QueueNetOp(peer(), NetOp::kInbox, signal_slot, src, bytes);
+    endpoint_->QueueNetOp(peer(), NetOp::kRegion, signal_slot, src, bytes);
   }
   void Signal(int slot, uint32_t /*epoch: the device's*/) override {
     endpoint_->QueueNetOp(peer(), NetOp::kSignal, slot, nullptr, 0);

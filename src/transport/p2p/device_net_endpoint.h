@@ -50,11 +50,11 @@ class DeviceNetEndpoint final : public NetEndpoint {
   // Slots raised by ranks of other nodes, as the device reads them.
   const uint32_t* remote_slots_device() const { return remote_slots_device_; }
 
-  // NetEndpoint.
-  size_t net_inbox_bytes() const override { return net_piece_; }
-  const char* net_inbox_setting() const override { return "XCCL_WINDOW_BYTES"; }
-  char* NetInbox(int peer, uint32_t /*epoch: one piece per peer*/) const override {
-    return recv_staging_ + remote_index_[peer] * net_piece_;
+  // NetEndpoint: a piece of each remote rank's slice (its start) lands in pinned memory.
+  size_t net_slice_bytes() const override { return net_piece_; }
+  const char* net_slice_setting() const override { return "XCCL_WINDOW_BYTES"; }
+  char* NetRegion(int peer, size_t slice_offset) const override {
+    return recv_staging_ + remote_index_[peer] * net_piece_ + slice_offset;
   }
   // The proxy thread; no GPU runtime call.
   void NetRaise(int peer, const NetOp& op) override;
@@ -74,7 +74,8 @@ class DeviceNetEndpoint final : public NetEndpoint {
   // Launch-time failures of the runtime are kept until the operation's flush reports them.
   void Check(gpuError_t err, const char* what);
   xcclResult_t TakeLaunchFailure(PlatformFailure* failure);
-  int rank() const { return topology_.rank; }
+  // Where this rank's slice of a peer's region starts (the window's inbox per source).
+  size_t own_slice() const { return topology_.rank * geometry_.inbox_bytes; }
 
  private:
   char* SendStaging(int peer) const { return send_staging_ + remote_index_[peer] * net_piece_; }

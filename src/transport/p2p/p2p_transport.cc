@@ -41,9 +41,15 @@ void P2pConnection::Put(uint32_t /*epoch: the device's*/, void* dst, size_t dst_
   transport_->QueuePut(peer(), static_cast<char*>(dst) + dst_offset, src, bytes, signal_slot);
 }
 
-void P2pConnection::InboxPut(uint32_t /*epoch*/, int inbox_of, const void* src, size_t bytes,
-                             int signal_slot) {
-  transport_->QueuePut(peer(), transport_->InboxAtPeer(peer(), inbox_of), src, bytes, signal_slot);
+void P2pConnection::PutToRegion(uint32_t /*epoch*/, size_t region_offset, const void* src,
+                                size_t bytes, int signal_slot) {
+  const size_t region = transport_->topology_.nranks * transport_->geometry_.inbox_bytes;
+  if (bytes > region || region_offset > region - bytes) {
+    transport_->Check(gpuErrorInvalidValue, "a put past the peer's region");
+    return;
+  }
+  transport_->QueuePut(peer(), transport_->RegionAtPeer(peer(), region_offset), src, bytes,
+                       signal_slot);
 }
 
 void P2pConnection::Signal(int slot, uint32_t /*epoch*/) {
@@ -188,10 +194,6 @@ xcclResult_t P2pTransport::WaitSlotsRaisedBy(int first_slot, uint32_t /*epoch: t
   return TakeLaunchFailure(failure);
 }
 
-const void* P2pTransport::Inbox(uint32_t /*epoch*/, int src, int /*carrier*/) const {
-  return view_.own_inbox + src * geometry_.inbox_bytes;
-}
-
 xcclResult_t P2pTransport::MapPeerBuffers(Bootstrap* bootstrap, void* local,
                                           std::unique_ptr<PeerMappings>* out) {
   PeerBuffers mapped;
@@ -268,9 +270,9 @@ xcclResult_t P2pTransport::Copy(void* dst, const void* src, size_t bytes, xcclSt
 
 void P2pTransport::JoinQueueOf(int peer) { Check(queues_.JoinQueueOf(peer), "queue join"); }
 
-char* P2pTransport::InboxAtPeer(int peer, int inbox_of) const {
+char* P2pTransport::RegionAtPeer(int peer, size_t region_offset) const {
   return windows_.window(peer) + geometry_.control_bytes() + geometry_.staging_bytes +
-         inbox_of * geometry_.inbox_bytes;
+         region_offset;
 }
 
 void P2pTransport::Check(gpuError_t err, const char* what) {
@@ -295,7 +297,7 @@ xcclResult_t P2pTransport::UploadTables() {
     if (windows_.window(r) == nullptr) continue;  // a rank of another node: not mapped
     slots[r] = windows_.window(r);
     staging[r] = windows_.window(r) + geometry_.control_bytes();
-    inboxes[r] = InboxAtPeer(r, topology_.rank);
+    inboxes[r] = RegionAtPeer(r, topology_.rank * geometry_.inbox_bytes);
   }
   void** table = nullptr;
   XCCL_TRY(UploadPointerTable(slots, &table));

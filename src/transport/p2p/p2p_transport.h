@@ -40,8 +40,8 @@ class P2pConnection final : public Connection {
       : Connection(peer, kind), transport_(transport) {}
   void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
            int signal_slot) override;
-  void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
-                int signal_slot) override;
+  void PutToRegion(uint32_t epoch, size_t region_offset, const void* src, size_t bytes,
+                   int signal_slot) override;
   void Signal(int slot, uint32_t epoch) override;
   // The operation's stream waits for this peer's queue.
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
@@ -92,10 +92,12 @@ class P2pTransport final : public Transport {
 
   // A kernel where ranks share this rank's device (copy_kernel.h), else the copy engine.
   xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override;
-  size_t inbox_limit() const override { return geometry_.inbox_bytes; }
-  // A block of this node's ranks (forwarded or not) in the window's inbox of its source.
-  const void* Inbox(uint32_t epoch, int src, int carrier) const override;
-  bool InboxBlockBytes(uint32_t /*epoch*/, int /*src*/, size_t* /*bytes*/) const override {
+  // The region is the window's inboxes: one per source rank.
+  size_t slice_bytes() const override { return geometry_.inbox_bytes; }
+  const char* Received(int /*carrier: a rank of this node*/, size_t region_offset) const override {
+    return view_.own_inbox + region_offset;
+  }
+  bool PutBytes(int /*slot*/, uint32_t /*epoch*/, size_t* /*bytes*/) const override {
     return false;  // the puts and the wait are stream-ordered
   }
 
@@ -125,8 +127,8 @@ class P2pTransport final : public Transport {
   // `bytes` on `stream` by the copy engine, or by a kernel (kernel_copies_).
   gpuError_t StreamCopy(void* dst, const void* src, size_t bytes, gpuMemcpyKind kind,
                         gpuStream_t stream);
-  // The peer's inbox for `inbox_of` in its window.
-  char* InboxAtPeer(int peer, int inbox_of) const;
+  // The peer's region (its window's inboxes) at `region_offset`.
+  char* RegionAtPeer(int peer, size_t region_offset) const;
   uint32_t* Slots(int rank) const { return windows_.slots(rank); }
   // Launch-time failures of the runtime are kept until the operation reports them.
   void Check(gpuError_t err, const char* what);

@@ -132,14 +132,25 @@ void ShmConnection::Put(uint32_t epoch, void* /*dst: published per operation*/, 
   });
 }
 
-void ShmConnection::InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
-                             int signal_slot) {
-  memcpy(transport_->InboxOf(peer(), epoch, inbox_of), src, bytes);
-  // Before the signal, which orders it for the peer (blocks are at most XCCL_EAGER_BYTES,
-  // 16 MiB: one slot holds the size).
-  __atomic_store_n(
-      &transport_->windows_.slots(peer())[transport_->InboxBytesSlot(epoch & 1, inbox_of)],
-      static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
+void ShmConnection::PutToRegion(uint32_t epoch, size_t region_offset, const void* src, size_t bytes,
+                                int signal_slot) {
+  const size_t region = transport_->region_bytes();
+  if (bytes > region || region_offset > region - bytes) {
+    const int to = peer();
+    queue_->Enqueue([=](PlatformFailure* failure) {
+      return SetFailure(failure, xcclInternalError, to,
+                        "a put of %zu bytes at %zu into rank %d's region of %zu bytes", bytes,
+                        region_offset, to, region);
+    });
+    return;
+  }
+  memcpy(transport_->windows_.data(peer()) + region_offset, src, bytes);
+  // Before the signal, which orders it for the peer (a region is at most kMaxInboxBytes: one
+  // word holds the size).
+  if (signal_slot != ControlLayout::kNoSignal)
+    __atomic_store_n(
+        &transport_->windows_.slots(peer())[transport_->PutBytesWord(signal_slot, epoch)],
+        static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
   Signal(signal_slot, epoch);
 }
 
@@ -161,14 +172,15 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   const int nranks = topology_.nranks;
   XCCL_TRY(CheckSlotCounts(geometry_));
   RemoveStaleShmObjects();
-  // Two inboxes per source; the whole data area stays within kMaxInboxBytes so that eight ranks
+  // Two eager blocks per slice; the whole region stays within kMaxInboxBytes so that eight ranks
   // fit a container's default 64 MiB /dev/shm with room to spare.
   eager_limit_ = std::min(static_cast<size_t>(params_.eager_bytes),
                           kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
   wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
-  // The ops' slots, then the inboxes' sizes (InboxBytesSlot).
-  XCCL_TRY(windows_.Create(bootstrap, topology_.local_ranks, geometry_.slot_count + 2 * nranks,
-                           2 * nranks * eager_limit_, "XCCL_EAGER_BYTES", &InitSlots, this));
+  // The ops' slots, then the region puts' sizes (PutBytesWord); the region after them.
+  XCCL_TRY(windows_.Create(bootstrap, topology_.local_ranks,
+                           geometry_.slot_count + 2 * geometry_.signalled_slots, region_bytes(),
+                           "XCCL_EAGER_BYTES", &InitSlots, this));
   XCCL_TRY(ProbePeers(bootstrap));
   connections_.resize(nranks);
   for (int peer = 0; peer < nranks; ++peer) {
@@ -265,18 +277,19 @@ void ShmTransport::NetPutEnded(int /*peer*/, const NetOp& /*op*/) {
                      __ATOMIC_SEQ_CST);
 }
 
-void ShmTransport::NetRaise(int peer, const NetOp& op) {
+void ShmTransport::NetRaise(int /*peer*/, const NetOp& op) {
   uint32_t* mine = windows_.slots(topology_.rank);
-  if (op.kind == NetOp::kInbox)
-    __atomic_store_n(&mine[InboxBytesSlot(op.epoch & 1, peer)], static_cast<uint32_t>(op.bytes),
+  if (op.slot == ControlLayout::kNoSignal) return;
+  if (op.kind == NetOp::kRegion)
+    __atomic_store_n(&mine[PutBytesWord(op.slot, op.epoch)], static_cast<uint32_t>(op.bytes),
                      __ATOMIC_RELEASE);
-  if (op.slot != ControlLayout::kNoSignal)
-    SignalStore(&mine[op.slot], &mine[ControlLayout::kSleepers], op.epoch);
+  SignalStore(&mine[op.slot], &mine[ControlLayout::kSleepers], op.epoch);
 }
 
-bool ShmTransport::InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const {
-  *bytes = __atomic_load_n(&windows_.slots(topology_.rank)[InboxBytesSlot(epoch & 1, src)],
-                           __ATOMIC_ACQUIRE);
+bool ShmTransport::PutBytes(int slot, uint32_t epoch, size_t* bytes) const {
+  if (slot < 0 || slot >= geometry_.signalled_slots) return false;
+  *bytes =
+      __atomic_load_n(&windows_.slots(topology_.rank)[PutBytesWord(slot, epoch)], __ATOMIC_ACQUIRE);
   return true;
 }
 
@@ -379,10 +392,6 @@ xcclResult_t ShmTransport::CopyToPeer(int peer, uint32_t epoch, const void* src,
   }
   if (signal_slot != ControlLayout::kNoSignal) SignalPeer(peer, signal_slot, epoch);
   return xcclSuccess;
-}
-
-char* ShmTransport::InboxOf(int owner, uint32_t epoch, int src) const {
-  return windows_.data(owner) + ((epoch & 1) * topology_.nranks + src) * eager_limit_;
 }
 
 // The checks a waiter makes every few milliseconds: this rank aborted, any peer announced a

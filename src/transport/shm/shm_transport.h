@@ -4,7 +4,8 @@
 // lands their ops where this transport's NetEndpoint says). A put
 // copies straight into the peer's receive buffer, published per call in the peer's window (memcpy
 // for a rank of this process, process_vm_writev for another), then raises one of the peer's slots;
-// small blocks go through inboxes in the peer's window instead, copied by the calling thread.
+// small blocks go through the receive region in the peer's window instead, copied by the calling
+// thread.
 #pragma once
 
 #include <atomic>
@@ -32,7 +33,7 @@ class Bootstrap;
 class ShmTransport;
 
 // One peer of this node, through shared memory. Queued puts run in order on the connection's
-// worker thread (its DMA queue), as a copy engine would; InboxPut and Signal run on the caller.
+// worker thread (its DMA queue), as a copy engine would; PutToRegion and Signal run on the caller.
 class ShmConnection final : public Connection {
  public:
   ShmConnection(ShmTransport* transport, int peer, TransportKind kind,
@@ -44,10 +45,11 @@ class ShmConnection final : public Connection {
   // always nullptr here (shm maps no op buffers: they are published per operation).
   void Put(uint32_t epoch, void* dst, size_t dst_offset, const void* src, size_t bytes,
            int signal_slot) override;
-  // Calling thread: `bytes` into the peer's inbox for this rank (by epoch parity), the block's
-  // size beside it, then the peer's `signal_slot` <- epoch.
-  void InboxPut(uint32_t epoch, int inbox_of, const void* src, size_t bytes,
-                int signal_slot) override;
+  // Calling thread: `bytes` into the peer's region at `region_offset`, the put's size beside
+  // the slot (by epoch parity), then the peer's `signal_slot` <- epoch. Past the region: nothing
+  // is written and the connection's flush fails.
+  void PutToRegion(uint32_t epoch, size_t region_offset, const void* src, size_t bytes,
+                   int signal_slot) override;
   // The peer's slot `slot` <- epoch (release, and a wake of its sleepers).
   void Signal(int slot, uint32_t epoch) override;
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
@@ -60,7 +62,7 @@ class ShmConnection final : public Connection {
 // The host's NetEndpoint too: ops from ranks of other nodes land in this rank's window.
 class ShmTransport final : public Transport, public DirectPuts, public NetEndpoint {
  public:
-  // `geometry`: its slot counts (the data area sizes itself from XCCL_EAGER_BYTES).
+  // `geometry`: its slot counts (the receive region sizes itself from XCCL_EAGER_BYTES).
   ShmTransport(const Topology& topology, const Params& params, const WindowGeometry& geometry,
                int64_t timeout_ms);
   ShmTransport(const ShmTransport&) = delete;
@@ -93,11 +95,12 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override {
     return CopyAsync(dst, src, bytes, stream);
   }
-  size_t inbox_limit() const override { return eager_limit_; }
-  const void* Inbox(uint32_t epoch, int src, int /*carrier: one window*/) const override {
-    return InboxOf(topology_.rank, epoch, src);
+  // Two eager blocks per slice: a rank one operation ahead writes the other (all_gather/inboxes.h).
+  size_t slice_bytes() const override { return 2 * eager_limit_; }
+  const char* Received(int /*carrier: one region*/, size_t region_offset) const override {
+    return windows_.data(topology_.rank) + region_offset;
   }
-  bool InboxBlockBytes(uint32_t epoch, int src, size_t* bytes) const override;
+  bool PutBytes(int slot, uint32_t epoch, size_t* bytes) const override;
 
   // Nothing to map: op buffers are published per operation (PublishRecvBuffer).
   xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
@@ -117,12 +120,12 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   xcclResult_t PutNow(int peer, uint32_t epoch, const void* src, size_t dst_offset, size_t bytes,
                       int signal_slot, PlatformFailure* failure) override;
 
-  // NetEndpoint: ops from peers of other nodes land in this rank's inboxes and published
+  // NetEndpoint: ops from peers of other nodes land in this rank's region and published
   // receive buffer, as a shm put does.
-  size_t net_inbox_bytes() const override { return eager_limit_; }
-  const char* net_inbox_setting() const override { return "XCCL_EAGER_BYTES"; }
-  char* NetInbox(int peer, uint32_t epoch) const override {
-    return InboxOf(topology_.rank, epoch, peer);
+  size_t net_slice_bytes() const override { return slice_bytes(); }
+  const char* net_slice_setting() const override { return "XCCL_EAGER_BYTES"; }
+  char* NetRegion(int peer, size_t slice_offset) const override {
+    return windows_.data(topology_.rank) + peer * slice_bytes() + slice_offset;
   }
   xcclResult_t NetPutDestination(int peer, const NetOp& op, char** dst,
                                  PlatformFailure* failure) override;
@@ -136,13 +139,13 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   xcclResult_t CopyToPeer(int peer, uint32_t epoch, const void* src, size_t dst_offset,
                           size_t bytes, int signal_slot, PlatformFailure* failure);
   void SignalPeer(int peer, int slot, uint32_t value);
-  char* InboxOf(int owner, uint32_t epoch, int src) const;
-  // The slot, after the ops' slots, holding the size of the block `src` last put into this
-  // rank's inbox for an epoch of this parity (the inboxes alternate by epoch parity, so a peer one
-  // operation ahead writes the other).
-  int InboxBytesSlot(int parity, int src) const {
-    return geometry_.slot_count + parity * topology_.nranks + src;
+  // The word, after the ops' slots, holding the size of the region put that last raised the
+  // signalled slot `slot` for an epoch of this parity (a peer one operation ahead writes the
+  // other parity's).
+  int PutBytesWord(int slot, uint32_t epoch) const {
+    return geometry_.slot_count + static_cast<int>(epoch & 1) * geometry_.signalled_slots + slot;
   }
+  size_t region_bytes() const { return topology_.nranks * slice_bytes(); }
   std::function<xcclResult_t(PlatformFailure*)> Watcher(int peer);
   std::function<xcclResult_t(PlatformFailure*)> StopCheck(int peer);
   bool AbortedOrAnnounced(int peer, const char* doing, PlatformFailure* failure) const;

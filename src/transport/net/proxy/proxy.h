@@ -39,12 +39,13 @@ struct NetOp {
   // kAbort: the sender failed because of rank `slot` (its last words before closing). kClose:
   // the sender closes its communicator in order, everything it queued sent (so the close that
   // follows is no failure a device-side wait must hear of).
-  enum Kind : uint32_t { kPut = 1, kInbox = 2, kSignal = 3, kAbort = 4, kClose = 5 };
+  // kRegion: into the receiver's region, in the sender's own slice, at `offset` within it.
+  enum Kind : uint32_t { kPut = 1, kRegion = 2, kSignal = 3, kAbort = 4, kClose = 5 };
   uint32_t kind = 0;
   int32_t slot = -1;  // the receiver's slot to raise after landing (ControlLayout::kNoSignal)
   uint32_t epoch = 0;
   uint32_t reserved = 0;
-  uint64_t offset = 0;  // kPut: into the published receive buffer
+  uint64_t offset = 0;  // kPut: into the published receive buffer; kRegion: into the slice
   uint64_t bytes = 0;
 };
 static_assert(sizeof(NetOp) == 32, "NetOp is the wire header");

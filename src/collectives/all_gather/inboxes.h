@@ -1,0 +1,27 @@
+// all_gather's inboxes (docs/ARCHITECTURE.md, "all_gather on the host"): source s's pieces land in
+// slice s of every receiver's region (Transport::slice_bytes). Where an operation ends without a
+// closing barrier (the host platform) a rank may run one operation ahead of a peer, so each slice
+// holds two pieces, one per epoch parity; on GPUs the closing barrier keeps ranks in step and a
+// piece takes the whole slice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "comm/communicator.h"
+
+namespace xccl {
+
+struct Inboxes {
+  size_t slice = 0;
+  bool by_parity = false;
+  size_t piece_limit = 1;  // the most one source puts per operation
+  // Where source `src`'s piece of operation `epoch` lands in a receiver's region.
+  size_t Offset(int src, uint32_t epoch) const {
+    return static_cast<size_t>(src) * slice + (by_parity ? (epoch & 1) * (slice / 2) : 0);
+  }
+};
+
+Inboxes PlanInboxes(Communicator* comm);
+
+}  // namespace xccl
