@@ -127,9 +127,9 @@ TEST(ShmTransport, PutsLandInThePublishedBufferThenRaiseTheSlot) {
   });
 }
 
-// Region puts of two epochs in a row (a rank one operation ahead): each lands where it was put,
-// and the size of the put that raised the slot is kept per epoch parity, so the earlier epoch's
-// size is still read after the later put.
+// Region puts of two epochs in a row (a rank one operation ahead), each block as two runs, the
+// first unsignalled: both runs land where they were put, and the size of the run that raised the
+// slot is kept per epoch parity, so the earlier epoch's size is still read after the later put.
 TEST(ShmTransport, RegionPutsLeaveTheirSizePerEpoch) {
   const uint64_t seed = std::random_device{}();
   OnRanks(2, [&](int rank, ShmTransport& t, Bootstrap*) {
@@ -137,12 +137,16 @@ TEST(ShmTransport, RegionPutsLeaveTheirSizePerEpoch) {
     const uint32_t epoch = 7;
     // The two ranks' puts and the two epochs' differ in size and place.
     auto size_of = [](int r, uint32_t e) { return size_t(1000) + 17 * r + 5 * (e & 1); };
+    auto split_of = [](int r, uint32_t e) { return size_t(300) + 11 * r + 3 * (e & 1); };
     auto offset_of = [&](int r, uint32_t e) { return r * t.slice_bytes() + (e & 1) * 2048; };
     ASSERT_LE(size_of(1, 1) + 2048, t.slice_bytes());
     for (uint32_t e = epoch; e <= epoch + 1; ++e) {
       const std::vector<uint8_t> mine = RandomBytes(size_of(rank, e), seed + 2 * rank + e);
-      t.connection(peer).PutToRegion(e, offset_of(rank, e), mine.data(), mine.size(),
-                                     Arrival(rank));
+      const size_t first = split_of(rank, e);
+      t.connection(peer).PutToRegion(e, offset_of(rank, e), mine.data(), first,
+                                     ControlLayout::kNoSignal);
+      t.connection(peer).PutToRegion(e, offset_of(rank, e) + first, mine.data() + first,
+                                     mine.size() - first, Arrival(rank));
     }
     PlatformFailure failure;
     ASSERT_EQ(t.WaitSlot(Arrival(peer), epoch + 1, peer, "its data", Deadline(kTimeoutMs), nullptr,
@@ -152,7 +156,7 @@ TEST(ShmTransport, RegionPutsLeaveTheirSizePerEpoch) {
     for (uint32_t e = epoch; e <= epoch + 1; ++e) {
       size_t arrived = 0;
       ASSERT_TRUE(t.PutBytes(Arrival(peer), e, &arrived));
-      EXPECT_EQ(arrived, size_of(peer, e)) << "epoch " << e;
+      EXPECT_EQ(arrived, size_of(peer, e) - split_of(peer, e)) << "epoch " << e;
       const std::vector<uint8_t> want = RandomBytes(size_of(peer, e), seed + 2 * peer + e);
       const uint8_t* got = reinterpret_cast<const uint8_t*>(t.Received(peer, offset_of(peer, e)));
       EXPECT_TRUE(std::equal(want.begin(), want.end(), got)) << "epoch " << e;

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/failure.h"
 #include "collectives/all_gather/arrivals.h"
+#include "collectives/all_gather/block_parts.h"
 #include "collectives/all_gather/hierarchical_all_gather.h"
 #include "collectives/all_gather/inboxes.h"
 #include "collectives/all_gather/zero_copy_targets.h"
@@ -63,23 +64,22 @@ xcclResult_t AllGatherDirect(Communicator* comm, const SlotRange& arrivals, Dire
   return xcclSuccess;
 }
 
-// Through the inboxes (inboxes.h), in operations of at most a piece per block: every peer gets
-// this rank's piece in its inbox (rotated order), the own piece is copied locally, and each
-// peer's piece is copied out of this rank's inbox once it has arrived.
+// Through the inboxes (inboxes.h), in operations of at most a piece per block (a piece may span
+// both parts: two puts, the flag on the second): every peer gets this rank's piece in its inbox
+// (rotated order), the own piece is copied locally, and each peer's piece is copied out of this
+// rank's inbox once it has arrived.
 xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arrivals,
-                                     const void* send, void* recv, size_t bytes,
-                                     xcclStream_t stream) {
+                                     const BlockParts& block, xcclStream_t stream) {
   Transport* transport = comm->transport();
   DirectPuts* direct = transport->direct_puts();
   const int rank = comm->rank(), nranks = comm->nranks();
   const Inboxes inboxes = PlanInboxes(comm);
+  const size_t bytes = block.bytes();
   size_t offset = 0;
   do {
     const size_t piece = std::min(inboxes.piece_limit, bytes - offset);
     const uint32_t epoch = comm->NextEpoch();
     const Deadline deadline(comm->timeout_ms());
-    const char* src = static_cast<const char*>(send) + offset;
-    char* out = static_cast<char*>(recv);
     PlatformFailure failure;
     xcclResult_t result = transport->BeginOperation(stream, /*queued=*/true, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
@@ -87,13 +87,27 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
     // all the same: a peer that passed a larger count takes the direct path and would otherwise
     // wait for this rank's receive buffer until the deadline.
     if (direct != nullptr) direct->PublishRecvBuffer(epoch, nullptr, 0, piece, arrivals.first);
+    // The put that raises the flag carries the piece's last run: its size is what peers check.
+    size_t flagged = 0;
     for (int step = 1; step < nranks; ++step) {
-      transport->connection((rank + step) % nranks)
-          .PutToRegion(epoch, inboxes.Offset(rank, epoch), src, piece, arrivals.at(rank));
+      Connection& connection = transport->connection((rank + step) % nranks);
+      block.ForEachRun(
+          offset, piece,
+          [&](const BlockParts::Part& p, size_t at, size_t run, size_t in_piece, bool last) {
+            connection.PutToRegion(epoch, inboxes.Offset(rank, epoch) + in_piece, p.send + at, run,
+                                   last ? arrivals.at(rank) : ControlLayout::kNoSignal);
+            if (last) flagged = run;
+          });
     }
     // Local copies fail only at their enqueue (a runtime error): the first one ends the call
     // once the arrivals are in.
-    xcclResult_t copied = transport->Copy(out + rank * bytes + offset, src, piece, stream);
+    xcclResult_t copied = xcclSuccess;
+    block.ForEachRun(offset, piece,
+                     [&](const BlockParts::Part& p, size_t at, size_t run, size_t, bool) {
+                       const xcclResult_t one =
+                           transport->Copy(p.recv + rank * p.bytes + at, p.send + at, run, stream);
+                       if (copied == xcclSuccess) copied = one;
+                     });
     // A peer whose piece has another size passed another count (pieces are cut alike from
     // equal counts): nothing of it is copied, the wait for the others goes on, and then this
     // rank fails. That peer finds the same mismatch in this rank's piece, so both fail at once.
@@ -102,18 +116,22 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
     result = WaitArrivals(
         transport, arrivals, rank, nranks, epoch, deadline, stream,
         [&](int peer) {
-          size_t arrived = piece;
-          if (transport->PutBytes(arrivals.at(peer), epoch, &arrived) && arrived != piece) {
+          size_t arrived = flagged;
+          if (transport->PutBytes(arrivals.at(peer), epoch, &arrived) && arrived != flagged) {
             if (odd_peer < 0) {
               odd_peer = peer;
               odd_bytes = arrived;
             }
             return;
           }
-          const xcclResult_t one = transport->Copy(
-              out + peer * bytes + offset, transport->Received(peer, inboxes.Offset(peer, epoch)),
-              piece, stream);
-          if (copied == xcclSuccess) copied = one;
+          block.ForEachRun(
+              offset, piece,
+              [&](const BlockParts::Part& p, size_t at, size_t run, size_t in_piece, bool) {
+                const xcclResult_t one = transport->Copy(
+                    p.recv + peer * p.bytes + at,
+                    transport->Received(peer, inboxes.Offset(peer, epoch) + in_piece), run, stream);
+                if (copied == xcclSuccess) copied = one;
+              });
         },
         &failure);
     if (result == xcclSuccess && copied != xcclSuccess)
@@ -123,7 +141,7 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
       result = SetFailure(&failure, xcclInvalidUsage, odd_peer,
                           "rank %d sent a piece of %zu bytes at offset %zu of its block where "
                           "this rank's is %zu bytes: the ranks passed different counts",
-                          odd_peer, odd_bytes, offset, piece);
+                          odd_peer, odd_bytes, offset, flagged);
     }
     if (result == xcclSuccess) result = EndQueuedOperation(comm, stream, deadline, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);
@@ -169,20 +187,40 @@ xcclResult_t AllGatherKernel(Communicator* comm, const void* send, void* recv, s
   return xcclSuccess;
 }
 
-// The engine's or the transport's enqueueing of one part, by size and topology.
-xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, size_t bytes,
-                              xcclStream_t stream) {
-  Transport* transport = comm->transport();
-  SlotRange arrivals;
-  XCCL_TRY(kArrivalSlots.Find(comm->slots(), &arrivals));
-  DirectPuts* direct = transport->direct_puts();
+// The transport's enqueueing of one part, by size and topology.
+xcclResult_t AllGatherPart(Communicator* comm, const SlotRange& arrivals, const void* send,
+                           void* recv, size_t bytes, xcclStream_t stream) {
+  DirectPuts* direct = comm->transport()->direct_puts();
   if (comm->topology().node_count > 1)
     return direct != nullptr
                ? AllGatherAcrossNodes(comm, arrivals, direct, send, recv, bytes, stream)
                : AllGatherAcrossNodesThroughInboxes(comm, arrivals, send, recv, bytes, stream);
   if (direct != nullptr && bytes > PlanInboxes(comm).piece_limit)
     return AllGatherDirect(comm, arrivals, direct, send, recv, bytes, stream);
-  return AllGatherThroughInboxes(comm, arrivals, send, recv, bytes, stream);
+  BlockParts block{
+      {{static_cast<const char*>(send), static_cast<char*>(recv), bytes}, {nullptr, nullptr, 0}}};
+  return AllGatherThroughInboxes(comm, arrivals, block, stream);
+}
+
+// Without the kernel engine: on one node where the whole block goes through the inboxes, both
+// parts in the same operations; else one part after the other.
+xcclResult_t AllGatherEnqueue(Communicator* comm, const void* send, void* recv, size_t bytes,
+                              const GatherTail& tail, xcclStream_t stream) {
+  SlotRange arrivals;
+  XCCL_TRY(kArrivalSlots.Find(comm->slots(), &arrivals));
+  const bool one_node = comm->topology().node_count == 1;
+  const bool inboxes_only = comm->transport()->direct_puts() == nullptr ||
+                            bytes + tail.bytes <= PlanInboxes(comm).piece_limit;
+  if (tail.bytes > 0 && one_node && inboxes_only) {
+    BlockParts block{
+        {{static_cast<const char*>(send), static_cast<char*>(recv), bytes},
+         {static_cast<const char*>(tail.send), static_cast<char*>(tail.recv), tail.bytes}}};
+    return AllGatherThroughInboxes(comm, arrivals, block, stream);
+  }
+  if (bytes > 0) XCCL_TRY(AllGatherPart(comm, arrivals, send, recv, bytes, stream));
+  if (tail.bytes > 0)
+    XCCL_TRY(AllGatherPart(comm, arrivals, tail.send, tail.recv, tail.bytes, stream));
+  return xcclSuccess;
 }
 
 }  // namespace
@@ -201,8 +239,7 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
   if (engine != nullptr && engine->all_gather->kernel()) {
     XCCL_TRY(AllGatherKernel(comm, send, recv, bytes, tail, stream));
   } else {
-    if (bytes > 0) XCCL_TRY(AllGatherEnqueue(comm, send, recv, bytes, stream));
-    if (tail.bytes > 0) XCCL_TRY(AllGatherEnqueue(comm, tail.send, tail.recv, tail.bytes, stream));
+    XCCL_TRY(AllGatherEnqueue(comm, send, recv, bytes, tail, stream));
   }
   return gate.Leave();
 }

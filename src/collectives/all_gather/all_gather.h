@@ -14,7 +14,8 @@ namespace xccl {
 // straight into the peers' receive buffers where the transport offers DirectPuts (host, blocks
 // above the inbox size), else through the peers' inboxes (host eager path; the dma engine on GPUs).
 // `tail`: a second part of every rank's block gathered in the same call: in the same kernel
-// where the kernel engine runs; elsewhere as a second operation after the first part.
+// where the kernel engine runs, in the same operations through the inboxes on one node, else as
+// a second operation after the first part.
 xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t bytes,
                        xcclStream_t stream, const GatherTail& tail = GatherTail());
 

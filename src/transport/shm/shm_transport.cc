@@ -145,12 +145,12 @@ void ShmConnection::PutToRegion(uint32_t epoch, size_t region_offset, const void
     return;
   }
   memcpy(transport_->windows_.data(peer()) + region_offset, src, bytes);
+  if (signal_slot == ControlLayout::kNoSignal) return;
   // Before the signal, which orders it for the peer (a region is at most kMaxInboxBytes: one
   // word holds the size).
-  if (signal_slot != ControlLayout::kNoSignal)
-    __atomic_store_n(
-        &transport_->windows_.slots(peer())[transport_->PutBytesWord(signal_slot, epoch)],
-        static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
+  __atomic_store_n(
+      &transport_->windows_.slots(peer())[transport_->PutBytesWord(signal_slot, epoch)],
+      static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
   Signal(signal_slot, epoch);
 }
 
