@@ -71,7 +71,13 @@ xcclResult_t CreateTransports(Bootstrap* bootstrap, const Topology& topology, co
   if (spans_nodes) {
     net = std::make_unique<NetTransport>(topology, params, geometry.signalled_slots,
                                          node->slice_bytes(), timeout_ms, endpoint);
-    XCCL_TRY(net->Connect(bootstrap, prepared));
+    const xcclResult_t connected = net->Connect(bootstrap, prepared);
+    if (connected != xcclSuccess) {
+      // In PeerTransports' order: the proxy before the memory it lands in, the node last.
+      net.reset();
+      owned_endpoint.reset();
+      return connected;
+    }
   }
   *out = std::make_unique<PeerTransports>(topology, std::move(node), std::move(owned_endpoint),
                                           std::move(net));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/error.h"
 #include "base/logging.h"
 
 namespace xccl {
@@ -20,20 +21,24 @@ PeerTransports::PeerTransports(const Topology& topology, std::unique_ptr<Transpo
 
 PeerTransports::~PeerTransports() {
   if (net_) {
-    // After a failure the endpoint expects no more launched ops (a GPU trigger that gave up never
-    // writes its entry), so the close does not wait for them.
+    // Once the device is done, a failure it recorded is seen, and then the endpoint expects no
+    // more launched ops (a GPU trigger that gave up never writes its entry), so the close does
+    // not wait for them.
+    net_->Settle();
     PlatformFailure seen;
     if (node_->PollAsyncFailure(&seen) != xcclSuccess) net_->GiveUp();
   }
+  node_->WatchRemotePeers(nullptr);  // before the net transport goes: the node's threads use it
   net_.reset();
   endpoint_.reset();
-  node_->WatchRemotePeers(nullptr);
 }
 
 xcclResult_t PeerTransports::BeginOperation(xcclStream_t stream, bool queued,
                                             PlatformFailure* failure) {
   if (net_) net_->Begin(stream);
-  return node_->BeginOperation(stream, queued, failure);
+  XCCL_TRY(node_->BeginOperation(stream, queued, failure));
+  // A launch failure the net ops left behind an operation that ended early.
+  return net_ ? net_->TakeLaunchFailure(failure) : xcclSuccess;
 }
 
 xcclResult_t PeerTransports::Flush(const Deadline& deadline, PlatformFailure* failure) {
@@ -60,7 +65,8 @@ xcclResult_t PeerTransports::WaitSlotsRaisedBy(int first_slot, uint32_t epoch,
   if (net_ && std::any_of(raiser.begin(), raiser.end(),
                           [this](int r) { return r >= 0 && r < topology_.nranks && IsRemote(r); }))
     net_->Kick();  // keeps the proxy polling while the wait is near
-  return node_->WaitSlotsRaisedBy(first_slot, epoch, raiser, what, deadline, stream, failure);
+  XCCL_TRY(node_->WaitSlotsRaisedBy(first_slot, epoch, raiser, what, deadline, stream, failure));
+  return net_ ? net_->TakeLaunchFailure(failure) : xcclSuccess;
 }
 
 size_t PeerTransports::region_put_limit() const {

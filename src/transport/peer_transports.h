@@ -56,8 +56,8 @@ class PeerTransports final : public Transport, public DirectPuts {
   size_t region_put_limit() const override;
   // What a rank of another node put waits where the net endpoint landed it.
   const char* Received(int carrier, size_t region_offset) const override;
-  bool PutBytes(int slot, uint32_t epoch, size_t* bytes) const override {
-    return node_->PutBytes(slot, epoch, bytes);
+  bool PutEnd(int slot, uint32_t epoch, size_t* end) const override {
+    return node_->PutEnd(slot, epoch, end);
   }
   xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
                               std::unique_ptr<PeerMappings>* out) override {

@@ -77,6 +77,9 @@ class RemotePeers {
   virtual void Kick() = 0;
   // `peer`'s links failed (false while healthy).
   virtual bool PeerFailed(int peer, PlatformFailure* failure) const = 0;
+  // This rank failed: ops it launched for them may never reach the net (GPU), so none is waited
+  // for any more.
+  virtual void GiveUp() = 0;
 };
 
 class Transport {
@@ -138,17 +141,19 @@ class Transport {
   // Where the bytes `carrier` put at `region_offset` of this rank's region are, once its slot was
   // raised (a rank of another node's land in the net transport's memory on GPUs).
   virtual const char* Received(int carrier, size_t region_offset) const = 0;
-  // The size of the region put that raised `slot` to `epoch` (a peer one epoch ahead keeps it),
-  // so that ranks that passed different counts fail instead of copying a stale tail; false where
-  // the host cannot know it (stream-ordered puts).
-  virtual bool PutBytes(int slot, uint32_t epoch, size_t* bytes) const = 0;
+  // Where, within its slice, the region put that raised `slot` to `epoch` ended (its offset in
+  // the slice plus its bytes; a peer one epoch ahead keeps it), so that ranks that passed
+  // different counts, or split a block differently, fail instead of copying a stale tail; false
+  // where the host cannot know it (stream-ordered puts).
+  virtual bool PutEnd(int slot, uint32_t epoch, size_t* end) const = 0;
 
   // Collective: every rank's `local` op buffer made reachable for Connection::Put.
   virtual xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
                                       std::unique_ptr<PeerMappings>* out) = 0;
 
   // Where the communicator spans nodes: waits for slots raised by ranks of other nodes ask
-  // `remote` about them (a node transport makes no connection to them).
+  // `remote` about them, and a failure the node transport sees tells it (a node transport makes
+  // no connection to them). nullptr before the net transport goes.
   virtual void WatchRemotePeers(RemotePeers* /*remote*/) {}
   // The rank to name when this rank aborts because of `failed_peer` (a root cause the transport
   // saw first, where `failed_peer` is this rank itself).

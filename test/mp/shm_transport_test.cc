@@ -128,9 +128,10 @@ TEST(ShmTransport, PutsLandInThePublishedBufferThenRaiseTheSlot) {
 }
 
 // Region puts of two epochs in a row (a rank one operation ahead), each block as two runs, the
-// first unsignalled: both runs land where they were put, and the size of the run that raised the
-// slot is kept per epoch parity, so the earlier epoch's size is still read after the later put.
-TEST(ShmTransport, RegionPutsLeaveTheirSizePerEpoch) {
+// first unsignalled: both runs land where they were put, and where in its slice the run that
+// raised the slot ended is kept per epoch parity, so the earlier epoch's is still read after the
+// later put.
+TEST(ShmTransport, RegionPutsLeaveTheirEndPerEpoch) {
   const uint64_t seed = std::random_device{}();
   OnRanks(2, [&](int rank, ShmTransport& t, Bootstrap*) {
     const int peer = 1 - rank;
@@ -154,9 +155,9 @@ TEST(ShmTransport, RegionPutsLeaveTheirSizePerEpoch) {
               xcclSuccess)
         << failure.message;
     for (uint32_t e = epoch; e <= epoch + 1; ++e) {
-      size_t arrived = 0;
-      ASSERT_TRUE(t.PutBytes(Arrival(peer), e, &arrived));
-      EXPECT_EQ(arrived, size_of(peer, e) - split_of(peer, e)) << "epoch " << e;
+      size_t end = 0;
+      ASSERT_TRUE(t.PutEnd(Arrival(peer), e, &end));
+      EXPECT_EQ(end, offset_of(peer, e) % t.slice_bytes() + size_of(peer, e)) << "epoch " << e;
       const std::vector<uint8_t> want = RandomBytes(size_of(peer, e), seed + 2 * peer + e);
       const uint8_t* got = reinterpret_cast<const uint8_t*>(t.Received(peer, offset_of(peer, e)));
       EXPECT_TRUE(std::equal(want.begin(), want.end(), got)) << "epoch " << e;

@@ -87,7 +87,8 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
     // all the same: a peer that passed a larger count takes the direct path and would otherwise
     // wait for this rank's receive buffer until the deadline.
     if (direct != nullptr) direct->PublishRecvBuffer(epoch, nullptr, 0, piece, arrivals.first);
-    // The put that raises the flag carries the piece's last run: its size is what peers check.
+    // The put that raises the flag carries the piece's last run; it ends where the piece ends in
+    // the sender's slice, which is what peers check (the same for any split of the block).
     size_t flagged = 0;
     for (int step = 1; step < nranks; ++step) {
       Connection& connection = transport->connection((rank + step) % nranks);
@@ -96,7 +97,7 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
           [&](const BlockParts::Part& p, size_t at, size_t run, size_t in_piece, bool last) {
             connection.PutToRegion(epoch, inboxes.Offset(rank, epoch) + in_piece, p.send + at, run,
                                    last ? arrivals.at(rank) : ControlLayout::kNoSignal);
-            if (last) flagged = run;
+            if (last) flagged = inboxes.Offset(rank, epoch) % inboxes.slice + in_piece + run;
           });
     }
     // Local copies fail only at their enqueue (a runtime error): the first one ends the call
@@ -116,11 +117,11 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
     result = WaitArrivals(
         transport, arrivals, rank, nranks, epoch, deadline, stream,
         [&](int peer) {
-          size_t arrived = flagged;
-          if (transport->PutBytes(arrivals.at(peer), epoch, &arrived) && arrived != flagged) {
+          size_t end = flagged;
+          if (transport->PutEnd(arrivals.at(peer), epoch, &end) && end != flagged) {
             if (odd_peer < 0) {
               odd_peer = peer;
-              odd_bytes = arrived;
+              odd_bytes = end - (flagged - piece);  // where its piece ends, from its start
             }
             return;
           }
@@ -141,7 +142,7 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
       result = SetFailure(&failure, xcclInvalidUsage, odd_peer,
                           "rank %d sent a piece of %zu bytes at offset %zu of its block where "
                           "this rank's is %zu bytes: the ranks passed different counts",
-                          odd_peer, odd_bytes, offset, flagged);
+                          odd_peer, odd_bytes, offset, piece);
     }
     if (result == xcclSuccess) result = EndQueuedOperation(comm, stream, deadline, &failure);
     if (result != xcclSuccess) return comm->RecordFailure("xcclAllGather", failure);

@@ -55,7 +55,12 @@ class NetEndpoint {
   // Ops this rank launched that the proxy must still take before it may close (a GPU trigger
   // FIFO), drained before the close; given up after a failure.
   virtual TriggerFeed* net_feed() { return nullptr; }
+  // At destroy, first: the device has finished what it was given (so a launched op either wrote
+  // its entry or gave up), before the rank's failure is polled and the feed drained.
+  virtual void NetSettle() {}
   virtual xcclResult_t NetDrain(const Deadline& /*deadline*/) { return xcclSuccess; }
+  // A launch failure of this rank's net ops not yet reported by a flush (GPU), else success.
+  virtual xcclResult_t NetTakeLaunchFailure(PlatformFailure* /*failure*/) { return xcclSuccess; }
   virtual void NetGiveUp() {}
   virtual std::string NetDescribe() const { return std::string(); }
 };
@@ -83,7 +88,8 @@ class NetTransport final : public NetLanding, public RemotePeers {
   int rank() const { return topology_.rank; }
   size_t slice_bytes() const { return slice_bytes_; }
   int64_t timeout_ms() const { return timeout_ms_; }
-  // Where `carrier`'s put at `region_offset` of this rank's region landed.
+  // Where `carrier`'s put at `region_offset` of this rank's region landed (an offset within the
+  // carrier's own slice: a rank of another node puts nowhere else).
   const char* Received(int carrier, size_t region_offset) const {
     return endpoint_->NetRegion(carrier, region_offset - carrier * slice_bytes_);
   }
@@ -98,7 +104,11 @@ class NetTransport final : public NetLanding, public RemotePeers {
   }
   const NetEndpoint& endpoint() const { return *endpoint_; }
   // After this rank failed: the endpoint stops expecting launched ops.
-  void GiveUp() { endpoint_->NetGiveUp(); }
+  void GiveUp() override { endpoint_->NetGiveUp(); }
+  void Settle() { endpoint_->NetSettle(); }
+  xcclResult_t TakeLaunchFailure(PlatformFailure* failure) {
+    return endpoint_->NetTakeLaunchFailure(failure);
+  }
   std::string Describe() const;
   // Tells every remote peer that this rank failed because of `failed_peer`, closes the links.
   void Abort(int failed_peer);

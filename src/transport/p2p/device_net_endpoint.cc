@@ -114,9 +114,11 @@ std::unique_ptr<Connection> DeviceNetEndpoint::NetConnect(NetTransport* /*net*/,
   return std::make_unique<DeviceNetConnection>(this, peer);
 }
 
+void DeviceNetEndpoint::NetSettle() {
+  if (gpuSetDevice(device_) == gpuSuccess) (void)gpuDeviceSynchronize();
+}
+
 xcclResult_t DeviceNetEndpoint::NetDrain(const Deadline& deadline) {
-  if (gpuSetDevice(device_) != gpuSuccess) return xcclUnhandledDeviceError;
-  (void)gpuDeviceSynchronize();
   return trigger_feed_.AwaitDrained(deadline);
 }
 

@@ -62,9 +62,13 @@ class DeviceNetEndpoint final : public NetEndpoint {
   std::unique_ptr<Connection> NetConnect(NetTransport* net, int peer) override;
   void NetBegin(xcclStream_t stream) override { stream_ = static_cast<gpuStream_t>(stream); }
   TriggerFeed* net_feed() override { return &trigger_feed_; }
-  // Every trigger still on a stream fires and the proxy takes it (the destroy waits for the
-  // device anyway).
+  // The device finishes every trigger still on a stream (the destroy waits for it anyway); then
+  // the proxy takes every entry they wrote.
+  void NetSettle() override;
   xcclResult_t NetDrain(const Deadline& deadline) override;
+  xcclResult_t NetTakeLaunchFailure(PlatformFailure* failure) override {
+    return TakeLaunchFailure(failure);
+  }
   void NetGiveUp() override { trigger_feed_.GiveUp(); }
   std::string NetDescribe() const override { return trigger_feed_.Describe(); }
 

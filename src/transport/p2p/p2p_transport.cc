@@ -234,8 +234,11 @@ void P2pTransport::Abort(int failed_peer) {
 
 void P2pTransport::RecordPeerFailure(int peer, const PlatformFailure& failure) {
   {
+    // Under the lock, so that the net transport is not gone once WatchRemotePeers(nullptr)
+    // returned (its GiveUp is one store).
     std::lock_guard<std::mutex> lock(peer_failure_mutex_);
     if (peer_failure_.result == xcclSuccess) peer_failure_ = failure;
+    if (remote_ != nullptr) remote_->GiveUp();
   }
   // Every device wait of this rank gives up at its next check, whatever it waits for: a wait on
   // a rank of this node may wait for data that rank can only send after hearing from `peer`.

@@ -97,7 +97,7 @@ class P2pTransport final : public Transport {
   const char* Received(int /*carrier: a rank of this node*/, size_t region_offset) const override {
     return view_.own_inbox + region_offset;
   }
-  bool PutBytes(int /*slot*/, uint32_t /*epoch*/, size_t* /*bytes*/) const override {
+  bool PutEnd(int /*slot*/, uint32_t /*epoch*/, size_t* /*end*/) const override {
     return false;  // the puts and the wait are stream-ordered
   }
 
@@ -111,7 +111,12 @@ class P2pTransport final : public Transport {
   // A peer failed, as the host saw it (the peer watch's thread: a rank of this node died or
   // aborted; the proxy's: a link to another node failed): every device wait of this rank gives
   // up at its next check.
+  // The net transport then gives up its launched ops too.
   void RecordPeerFailure(int peer, const PlatformFailure& failure);
+  void WatchRemotePeers(RemotePeers* remote) override {
+    std::lock_guard<std::mutex> lock(peer_failure_mutex_);
+    remote_ = remote;
+  }
 
  private:
   friend class P2pConnection;
@@ -161,7 +166,8 @@ class P2pTransport final : public Transport {
   // The slots ranks of other nodes raise (the net endpoint's; null on one node).
   const uint32_t* remote_slots_device_ = nullptr;
   mutable std::mutex peer_failure_mutex_;
-  PlatformFailure peer_failure_;  // the first peer failure found on the host (RecordPeerFailure)
+  PlatformFailure peer_failure_;   // the first peer failure found on the host (RecordPeerFailure)
+  RemotePeers* remote_ = nullptr;  // under peer_failure_mutex_
   // Other processes of this node, whose deaths end this rank's device waits at once. Last, so
   // that it stops before anything its thread touches (RecordPeerFailure) goes.
   PeerWatch watch_;

@@ -147,10 +147,10 @@ void ShmConnection::PutToRegion(uint32_t epoch, size_t region_offset, const void
   memcpy(transport_->windows_.data(peer()) + region_offset, src, bytes);
   if (signal_slot == ControlLayout::kNoSignal) return;
   // Before the signal, which orders it for the peer (a region is at most kMaxInboxBytes: one
-  // word holds the size).
-  __atomic_store_n(
-      &transport_->windows_.slots(peer())[transport_->PutBytesWord(signal_slot, epoch)],
-      static_cast<uint32_t>(bytes), __ATOMIC_RELEASE);
+  // word holds the end).
+  __atomic_store_n(&transport_->windows_.slots(peer())[transport_->PutEndWord(signal_slot, epoch)],
+                   static_cast<uint32_t>(region_offset % transport_->slice_bytes() + bytes),
+                   __ATOMIC_RELEASE);
   Signal(signal_slot, epoch);
 }
 
@@ -177,7 +177,7 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   eager_limit_ = std::min(static_cast<size_t>(params_.eager_bytes),
                           kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
   wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
-  // The ops' slots, then the region puts' sizes (PutBytesWord); the region after them.
+  // The ops' slots, then the region puts' sizes (PutEndWord); the region after them.
   XCCL_TRY(windows_.Create(bootstrap, topology_.local_ranks,
                            geometry_.slot_count + 2 * geometry_.signalled_slots, region_bytes(),
                            "XCCL_EAGER_BYTES", &InitSlots, this));
@@ -281,15 +281,15 @@ void ShmTransport::NetRaise(int /*peer*/, const NetOp& op) {
   uint32_t* mine = windows_.slots(topology_.rank);
   if (op.slot == ControlLayout::kNoSignal) return;
   if (op.kind == NetOp::kRegion)
-    __atomic_store_n(&mine[PutBytesWord(op.slot, op.epoch)], static_cast<uint32_t>(op.bytes),
-                     __ATOMIC_RELEASE);
+    __atomic_store_n(&mine[PutEndWord(op.slot, op.epoch)],
+                     static_cast<uint32_t>(op.offset + op.bytes), __ATOMIC_RELEASE);
   SignalStore(&mine[op.slot], &mine[ControlLayout::kSleepers], op.epoch);
 }
 
-bool ShmTransport::PutBytes(int slot, uint32_t epoch, size_t* bytes) const {
+bool ShmTransport::PutEnd(int slot, uint32_t epoch, size_t* end) const {
   if (slot < 0 || slot >= geometry_.signalled_slots) return false;
-  *bytes =
-      __atomic_load_n(&windows_.slots(topology_.rank)[PutBytesWord(slot, epoch)], __ATOMIC_ACQUIRE);
+  *end =
+      __atomic_load_n(&windows_.slots(topology_.rank)[PutEndWord(slot, epoch)], __ATOMIC_ACQUIRE);
   return true;
 }
 

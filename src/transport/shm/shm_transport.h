@@ -100,7 +100,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   const char* Received(int /*carrier: one region*/, size_t region_offset) const override {
     return windows_.data(topology_.rank) + region_offset;
   }
-  bool PutBytes(int slot, uint32_t epoch, size_t* bytes) const override;
+  bool PutEnd(int slot, uint32_t epoch, size_t* end) const override;
 
   // Nothing to map: op buffers are published per operation (PublishRecvBuffer).
   xcclResult_t MapPeerBuffers(Bootstrap* bootstrap, void* local,
@@ -139,10 +139,10 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   xcclResult_t CopyToPeer(int peer, uint32_t epoch, const void* src, size_t dst_offset,
                           size_t bytes, int signal_slot, PlatformFailure* failure);
   void SignalPeer(int peer, int slot, uint32_t value);
-  // The word, after the ops' slots, holding the size of the region put that last raised the
-  // signalled slot `slot` for an epoch of this parity (a peer one operation ahead writes the
-  // other parity's).
-  int PutBytesWord(int slot, uint32_t epoch) const {
+  // The word, after the ops' slots, holding where in its slice the region put that last raised
+  // the signalled slot `slot` for an epoch of this parity ended (a peer one operation ahead writes
+  // the other parity's).
+  int PutEndWord(int slot, uint32_t epoch) const {
     return geometry_.slot_count + static_cast<int>(epoch & 1) * geometry_.signalled_slots + slot;
   }
   size_t region_bytes() const { return topology_.nranks * slice_bytes(); }
