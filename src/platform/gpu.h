@@ -2,6 +2,8 @@
 // gpu.hpp: xccl's GPU code is written once against the gpu* names below.
 #pragma once
 
+#include "base/host_device.h"
+
 #if defined(XCCL_PLATFORM_HIP)
 // Built against ROCm 5.2 (Debian's packages) and meant for later ROCm as well, so only names
 // present from 5.2 on: pinned host memory is hipHostMalloc/hipHostFree with hipHostMallocMapped
@@ -175,12 +177,6 @@ constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = cudaStreamCaptureS
 #define gpuStreamIsCapturing cudaStreamIsCapturing
 #endif
 
-// Functions of headers shared by host code and kernels.
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define XCCL_HOST_DEVICE __host__ __device__
-#else
-#define XCCL_HOST_DEVICE
-#endif
 
 // Device side: system-scope acquire load and release store of a 32-bit signal, and the global
 // nanosecond timer that deadlines are measured on.

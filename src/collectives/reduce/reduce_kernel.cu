@@ -1,0 +1,78 @@
+#include "collectives/reduce/reduce_kernel.h"
+#include "collectives/reduce/reduction.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr unsigned kMaxBlocks = 1024;
+
+struct ReduceInputs {
+  const void* at[kMaxReduceInputs];
+};
+
+template <int kType>
+__global__ void __launch_bounds__(kThreads)
+    ReduceKernel(RedOp op, ReduceInputs inputs, int nranks, void* out, size_t count) {
+  using Storage = typename Element<kType>::Storage;
+  Storage* result = static_cast<Storage*>(out);
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    // Every input is read before the store: `out` may be one of them.
+    result[i] = ReduceInRankOrder<kType>(
+        op, nranks, [&](int r) { return static_cast<const Storage*>(inputs.at[r])[i]; });
+  }
+}
+
+template <int kType>
+gpuError_t Launch(RedOp op, const ReduceInputs& inputs, int nranks, void* out, size_t count,
+                  gpuStream_t stream) {
+  if (count == 0) return gpuSuccess;
+  const size_t wanted = (count + kThreads - 1) / kThreads;
+  const unsigned blocks = wanted < kMaxBlocks ? static_cast<unsigned>(wanted) : kMaxBlocks;
+  ReduceKernel<kType><<<blocks, kThreads, 0, stream>>>(op, inputs, nranks, out, count);
+  return gpuGetLastError();
+}
+
+}  // namespace
+
+gpuError_t LaunchReduce(int datatype, int op, const void* const* inputs, int nranks, void* out,
+                        size_t count, gpuStream_t stream) {
+  if (op < static_cast<int>(RedOp::kSum) || op > static_cast<int>(RedOp::kAvg) || nranks < 1 ||
+      nranks > kMaxReduceInputs)
+    return gpuErrorInvalidValue;
+  ReduceInputs table{};
+  for (int r = 0; r < nranks; ++r) table.at[r] = inputs[r];
+  const RedOp red = static_cast<RedOp>(op);
+  switch (datatype) {
+    case xcclInt8:
+      return Launch<xcclInt8>(red, table, nranks, out, count, stream);
+    case xcclUint8:
+      return Launch<xcclUint8>(red, table, nranks, out, count, stream);
+    case xcclInt32:
+      return Launch<xcclInt32>(red, table, nranks, out, count, stream);
+    case xcclUint32:
+      return Launch<xcclUint32>(red, table, nranks, out, count, stream);
+    case xcclInt64:
+      return Launch<xcclInt64>(red, table, nranks, out, count, stream);
+    case xcclUint64:
+      return Launch<xcclUint64>(red, table, nranks, out, count, stream);
+    case xcclFloat16:
+      return Launch<xcclFloat16>(red, table, nranks, out, count, stream);
+    case xcclFloat32:
+      return Launch<xcclFloat32>(red, table, nranks, out, count, stream);
+    case xcclFloat64:
+      return Launch<xcclFloat64>(red, table, nranks, out, count, stream);
+    case xcclBfloat16:
+      return Launch<xcclBfloat16>(red, table, nranks, out, count, stream);
+    case xcclFloat8e4m3:
+      return Launch<xcclFloat8e4m3>(red, table, nranks, out, count, stream);
+    case xcclFloat8e5m2:
+      return Launch<xcclFloat8e5m2>(red, table, nranks, out, count, stream);
+    default:
+      return gpuErrorInvalidValue;
+  }
+}
+
+}  // namespace xccl
