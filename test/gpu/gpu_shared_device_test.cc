@@ -22,6 +22,8 @@ namespace {
 // pageable copies) while its peers may already be calling; between calls it synchronises the
 // whole device, allocates and frees, and copies from pageable memory. Every all_gather checked.
 void EnqueueAtOnce(int world) {
+  const GpuProbe probe = ProbeGpus(/*processes=*/false);
+  if (probe.count <= 0) GTEST_SKIP() << "no GPU: " << probe.error;
   auto failures = RunGpuRanks(RankMode::kThreads, std::vector<int>(world, 0), [](RankContext& ctx) {
     Stream stream;
     if (!stream.Create(ctx)) return;
@@ -57,6 +59,8 @@ TEST(GpuSharedDevice, FourThreadsEnqueueAtOnceWithDeviceSyncsBetweenCalls) { Enq
 // aborts 200 ms later. The survivors' streams must drain within 1 s of the abort with an error
 // naming the victim; then they shrink it away and make 100 checked calls.
 void AbortWhileInFlight(RankMode mode, int world) {
+  const GpuProbe probe = ProbeGpus(mode == RankMode::kProcesses);
+  if (probe.count <= 0) GTEST_SKIP() << "no GPU: " << probe.error;
   const int victim = world / 2;
   RunOptions options;
   options.skip_destroy = true;
