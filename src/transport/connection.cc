@@ -43,4 +43,19 @@ void LogTransports(const Topology& topology, bool device_memory) {
   }
 }
 
+xcclResult_t FlushEach(const std::vector<std::unique_ptr<Connection>>& connections,
+                       const Deadline& deadline, PlatformFailure* failure) {
+  xcclResult_t first = xcclSuccess;
+  for (const std::unique_ptr<Connection>& connection : connections) {
+    if (!connection) continue;
+    PlatformFailure one;
+    const xcclResult_t result = connection->Flush(deadline, &one);
+    if (result != xcclSuccess && first == xcclSuccess) {
+      first = result;
+      *failure = one;
+    }
+  }
+  return first;
+}
+
 }  // namespace xccl

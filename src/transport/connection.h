@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "base/deadline.h"
 #include "base/failure.h"
@@ -60,5 +62,10 @@ class Connection {
   int peer_;
   TransportKind kind_;
 };
+
+// Every connection flushed (null ones skipped: this rank, or peers another transport reaches);
+// the first failure.
+xcclResult_t FlushEach(const std::vector<std::unique_ptr<Connection>>& connections,
+                       const Deadline& deadline, PlatformFailure* failure);
 
 }  // namespace xccl

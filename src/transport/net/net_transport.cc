@@ -62,17 +62,7 @@ NetTransport::~NetTransport() {
 }
 
 xcclResult_t NetTransport::Flush(const Deadline& deadline, PlatformFailure* failure) {
-  xcclResult_t first = xcclSuccess;
-  for (int peer = 0; peer < topology_.nranks; ++peer) {
-    if (!connections_[peer]) continue;
-    PlatformFailure one;
-    const xcclResult_t result = connections_[peer]->Flush(deadline, &one);
-    if (result != xcclSuccess && first == xcclSuccess) {
-      first = result;
-      *failure = one;
-    }
-  }
-  return first;
+  return FlushEach(connections_, deadline, failure);
 }
 
 std::string NetTransport::Describe() const {

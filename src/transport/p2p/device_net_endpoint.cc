@@ -142,17 +142,4 @@ void DeviceNetEndpoint::QueueNetOp(int peer, NetOp::Kind kind, int slot, const v
         "net trigger kernel");
 }
 
-void DeviceNetEndpoint::Check(gpuError_t err, const char* what) {
-  if (err != gpuSuccess && launch_error_.empty())
-    launch_error_ = std::string(what) + ": " + gpuGetErrorString(err);
-}
-
-xcclResult_t DeviceNetEndpoint::TakeLaunchFailure(PlatformFailure* failure) {
-  if (launch_error_.empty()) return xcclSuccess;
-  const xcclResult_t result =
-      SetFailure(failure, xcclUnhandledDeviceError, topology_.rank, "%s", launch_error_.c_str());
-  launch_error_.clear();
-  return result;
-}
-
 }  // namespace xccl

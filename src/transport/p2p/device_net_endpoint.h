@@ -24,6 +24,7 @@
 #include "platform/gpu.h"
 #include "transport/device_view.h"
 #include "transport/net/net_transport.h"
+#include "transport/p2p/kept_launch_error.h"
 #include "transport/p2p/net_trigger_feed.h"
 #include "transport/transport.h"
 
@@ -76,8 +77,10 @@ class DeviceNetEndpoint final : public NetEndpoint {
   // staging for `peer`, then the trigger that hands the op to the proxy.
   void QueueNetOp(int peer, NetOp::Kind kind, int slot, const void* src, size_t bytes);
   // Launch-time failures of the runtime are kept until the operation's flush reports them.
-  void Check(gpuError_t err, const char* what);
-  xcclResult_t TakeLaunchFailure(PlatformFailure* failure);
+  void Check(gpuError_t err, const char* what) { launch_error_.Keep(err, what); }
+  xcclResult_t TakeLaunchFailure(PlatformFailure* failure) {
+    return launch_error_.Take(topology_.rank, failure);
+  }
   // Where this rank's slice of a peer's region starts (the window's inbox per source).
   size_t own_slice() const { return topology_.rank * geometry_.inbox_bytes; }
 
@@ -92,7 +95,7 @@ class DeviceNetEndpoint final : public NetEndpoint {
   std::function<void(int, const PlatformFailure&)> link_failed_;
   bool kernel_copies_ = false;  // ranks share this rank's device (copy_kernel.h)
   gpuStream_t stream_ = nullptr;
-  std::string launch_error_;
+  KeptLaunchError launch_error_;
   std::vector<int> remote_index_;  // [rank] -> its index among the remote peers, -1 on this node
   int remote_count_ = 0;
   size_t net_piece_ = 0;

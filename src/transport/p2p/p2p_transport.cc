@@ -278,19 +278,6 @@ char* P2pTransport::RegionAtPeer(int peer, size_t region_offset) const {
          region_offset;
 }
 
-void P2pTransport::Check(gpuError_t err, const char* what) {
-  if (err != gpuSuccess && launch_error_.empty())
-    launch_error_ = std::string(what) + ": " + gpuGetErrorString(err);
-}
-
-xcclResult_t P2pTransport::TakeLaunchFailure(PlatformFailure* failure) {
-  if (launch_error_.empty()) return xcclSuccess;
-  const xcclResult_t result =
-      SetFailure(failure, xcclUnhandledDeviceError, topology_.rank, "%s", launch_error_.c_str());
-  launch_error_.clear();
-  return result;
-}
-
 // The tables kernels load once per launch: every rank's control base, every peer's staging
 // area and this rank's inbox in every peer's window.
 xcclResult_t P2pTransport::UploadTables() {

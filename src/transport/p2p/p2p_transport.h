@@ -25,6 +25,7 @@
 #include "transport/net/proxy/peer_watch.h"
 #include "transport/p2p/copy_engine_queues.h"
 #include "transport/p2p/device_windows.h"
+#include "transport/p2p/kept_launch_error.h"
 #include "transport/p2p/process_clique.h"
 #include "transport/transport.h"
 
@@ -136,8 +137,10 @@ class P2pTransport final : public Transport {
   char* RegionAtPeer(int peer, size_t region_offset) const;
   uint32_t* Slots(int rank) const { return windows_.slots(rank); }
   // Launch-time failures of the runtime are kept until the operation reports them.
-  void Check(gpuError_t err, const char* what);
-  xcclResult_t TakeLaunchFailure(PlatformFailure* failure);
+  void Check(gpuError_t err, const char* what) { launch_error_.Keep(err, what); }
+  xcclResult_t TakeLaunchFailure(PlatformFailure* failure) {
+    return launch_error_.Take(topology_.rank, failure);
+  }
   xcclResult_t UploadTables();
   xcclResult_t CreateQueues();
   void Release();
@@ -155,7 +158,7 @@ class P2pTransport final : public Transport {
   CopyEngineQueues queues_;                               // this rank's DMA queues
   std::vector<std::unique_ptr<Connection>> connections_;  // null for this rank
   gpuStream_t stream_ = nullptr;                          // the operation's
-  std::string launch_error_;
+  KeptLaunchError launch_error_;
   bool kernel_copies_ = false;  // ranks share this rank's device (copy_kernel.h)
   // The ranks of this process (gate, abort, the end of the windows); gated_: another of them
   // shares this rank's device.

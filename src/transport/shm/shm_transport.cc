@@ -294,17 +294,7 @@ bool ShmTransport::PutEnd(int slot, uint32_t epoch, size_t* end) const {
 }
 
 xcclResult_t ShmTransport::Flush(const Deadline& deadline, PlatformFailure* failure) {
-  xcclResult_t first = xcclSuccess;
-  for (int peer = 0; peer < topology_.nranks; ++peer) {
-    if (!connections_[peer]) continue;
-    PlatformFailure one;
-    const xcclResult_t result = connections_[peer]->Flush(deadline, &one);
-    if (result != xcclSuccess && first == xcclSuccess) {
-      first = result;
-      *failure = one;
-    }
-  }
-  return first;
+  return FlushEach(connections_, deadline, failure);
 }
 
 xcclResult_t ShmTransport::WaitSlotsRaisedBy(int first_slot, uint32_t epoch,
