@@ -18,6 +18,7 @@
 
 #include "base/error.h"
 #include "comm/topology_exchange.h"
+#include "mp/arrival_slots.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/slot_map.h"
 #include "transport/window.h"
@@ -28,22 +29,8 @@ namespace {
 constexpr int64_t kTimeoutMs = 10000;
 constexpr int kWorld = 4;
 
-struct TestSlots {
-  SlotRange arrivals;
-  WindowGeometry geometry;
-};
-const TestSlots& Slots() {
-  static const TestSlots slots = [] {
-    SlotMap map;
-    TestSlots made;
-    EXPECT_EQ(map.Reserve("other", 3, SlotReach::kSignalled), xcclSuccess);
-    EXPECT_EQ(map.Reserve("arrivals", kWorld, SlotReach::kSignalled), xcclSuccess);
-    map.Lay();
-    EXPECT_EQ(map.Find("arrivals", &made.arrivals), xcclSuccess);
-    made.geometry.slot_count = map.end();
-    made.geometry.signalled_slots = map.signalled_end();
-    return made;
-  }();
+const ArrivalSlots& Slots() {
+  static const ArrivalSlots slots = LayArrivalSlots(3, kWorld);
   return slots;
 }
 int Arrival(int src) { return Slots().arrivals.at(src); }

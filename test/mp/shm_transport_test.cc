@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 #include "comm/topology_exchange.h"
+#include "mp/arrival_slots.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/slot_map.h"
 #include "transport/window.h"
@@ -29,24 +30,9 @@ namespace {
 constexpr int64_t kTimeoutMs = 5000;
 constexpr int kMaxWorld = 3;
 
-// The slots these tests raise, laid as a communicator lays its map: one per source (as
-// all_gather's arrivals) after a range of another op, so that a slot's index is not its source's.
-struct TestSlots {
-  SlotRange arrivals;
-  WindowGeometry geometry;
-};
-const TestSlots& Slots() {
-  static const TestSlots slots = [] {
-    SlotMap map;
-    TestSlots made;
-    EXPECT_EQ(map.Reserve("other", 5, SlotReach::kSignalled), xcclSuccess);
-    EXPECT_EQ(map.Reserve("arrivals", kMaxWorld, SlotReach::kSignalled), xcclSuccess);
-    map.Lay();
-    EXPECT_EQ(map.Find("arrivals", &made.arrivals), xcclSuccess);
-    made.geometry.slot_count = map.end();
-    made.geometry.signalled_slots = map.signalled_end();
-    return made;
-  }();
+// The slots these tests raise (arrival_slots.h).
+const ArrivalSlots& Slots() {
+  static const ArrivalSlots slots = LayArrivalSlots(5, kMaxWorld);
   return slots;
 }
 int Arrival(int src) { return Slots().arrivals.at(src); }
