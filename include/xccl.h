@@ -78,6 +78,17 @@ typedef enum {
   xcclDataTypeMaxEnum = 0x7fffffff
 } xcclDataType_t;
 
+/* Numbered as ncclRedOp_t. avg is the sum divided by the rank count. */
+typedef enum {
+  xcclSum = 0,
+  xcclProd = 1,
+  xcclMax = 2,
+  xcclMin = 3,
+  xcclAvg = 4,
+  xcclNumOps = 5,
+  xcclRedOpMaxEnum = 0x7fffffff /* not an op: as xcclDataTypeMaxEnum */
+} xcclRedOp_t;
+
 /* Communicator configuration. Always start from XCCL_CONFIG_INITIALIZER: size, magic and
  * version let a library accept callers built against older headers (fewer fields: the rest
  * take defaults) and newer ones (unknown trailing fields are ignored). */
@@ -196,6 +207,32 @@ const char* xcclGetLastError(xcclComm_t comm);
  * inboxes. With one rank: a copy out of place, nothing in place. */
 xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            xcclDataType_t datatype, xcclComm_t comm, xcclStream_t stream);
+
+/* Reductions: every one of the 12 types, every op, count 0 (nothing moves), any alignment.
+ * Accuracy: fp16, bf16, fp8 e4m3 and e5m2 accumulate in fp32 and are rounded once (to nearest
+ * even; fp8 saturates to its largest finite value, fp16/bf16 overflow to inf); fp32 accumulates
+ * in fp32 and fp64 in fp64; integers wrap as two's complement of their width; max and min of
+ * floats give NaN where any rank's value is NaN; avg is the sum divided by the rank count,
+ * rounded once (integers: truncated toward zero).
+ * Determinism: every element is reduced in rank order, ((x0 op x1) op x2) op ... x(n-1) with xr
+ * rank r's value, whatever the size, engine or timing, so on a given communicator the same
+ * inputs give bitwise the same result on every rank and in every run.
+ * Every rank passes the same count, type and op; on the host platform ranks that pass different
+ * counts fail (xcclInvalidUsage), on a GPU a mismatch is not detected. */
+
+/* NCCL semantics: sendbuff holds nranks blocks of recvcount elements; rank r gets the reduction
+ * of block r of every rank. In place when recvbuff == sendbuff + rank * recvcount * size; any
+ * other overlap is refused. With one rank: a copy out of place (avg: the value itself). */
+xcclResult_t xcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               xcclDataType_t datatype, xcclRedOp_t op, xcclComm_t comm,
+                               xcclStream_t stream);
+
+/* NCCL semantics: every rank gets the reduction of every rank's `count` elements. In place when
+ * sendbuff == recvbuff; any other overlap is refused. Every rank gets the same bits: the result
+ * is reduced once per element, by the rank that owns that part, and then gathered. */
+xcclResult_t xcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           xcclDataType_t datatype, xcclRedOp_t op, xcclComm_t comm,
+                           xcclStream_t stream);
 
 /* ---- Memory and registration (zero-copy all_gather) ----
  * xcclMemAlloc: `size` bytes (> 0) that peers of this node can map: device memory of the

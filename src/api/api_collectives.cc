@@ -4,7 +4,9 @@
 #include "base/datatype.h"
 #include "base/logging.h"
 #include "collectives/all_gather/all_gather.h"
+#include "collectives/all_reduce/all_reduce.h"
 #include "collectives/barrier/barrier.h"
+#include "collectives/reduce_scatter/reduce_scatter.h"
 
 using namespace xccl;
 
@@ -24,6 +26,41 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
     XCCL_TRACE(kLogColl, "xcclAllGather rank %d send %p recv %p count %zu type %s", impl->rank(),
                sendbuff, recvbuff, sendcount, DataTypeName(datatype));
     return AllGather(impl, sendbuff, recvbuff, block_bytes, stream);
+  });
+}
+
+xcclResult_t xcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               xcclDataType_t datatype, xcclRedOp_t op, xcclComm_t comm,
+                               xcclStream_t stream) {
+  return GuardedCall("xcclReduceScatter", comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, "xcclReduceScatter", &impl));
+    size_t block_bytes = 0;
+    XCCL_TRY(CheckReduceScatterArgs(sendbuff, recvbuff, recvcount, datatype, op, impl->rank(),
+                                    impl->nranks(), &block_bytes));
+    Communicator::OperationGuard exclusive(impl);
+    XCCL_TRY(exclusive.Acquire("xcclReduceScatter"));
+    XCCL_TRY(impl->CheckHealthy("xcclReduceScatter"));
+    XCCL_TRACE(kLogColl, "xcclReduceScatter rank %d send %p recv %p count %zu type %s op %d",
+               impl->rank(), sendbuff, recvbuff, recvcount, DataTypeName(datatype), op);
+    return ReduceScatter(impl, sendbuff, recvbuff, recvcount, datatype, op, stream);
+  });
+}
+
+xcclResult_t xcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           xcclDataType_t datatype, xcclRedOp_t op, xcclComm_t comm,
+                           xcclStream_t stream) {
+  return GuardedCall("xcclAllReduce", comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, "xcclAllReduce", &impl));
+    size_t bytes = 0;
+    XCCL_TRY(CheckAllReduceArgs(sendbuff, recvbuff, count, datatype, op, &bytes));
+    Communicator::OperationGuard exclusive(impl);
+    XCCL_TRY(exclusive.Acquire("xcclAllReduce"));
+    XCCL_TRY(impl->CheckHealthy("xcclAllReduce"));
+    XCCL_TRACE(kLogColl, "xcclAllReduce rank %d send %p recv %p count %zu type %s op %d",
+               impl->rank(), sendbuff, recvbuff, count, DataTypeName(datatype), op);
+    return AllReduce(impl, sendbuff, recvbuff, count, datatype, op, stream);
   });
 }
 

@@ -12,4 +12,13 @@ namespace xccl {
 xcclResult_t CheckAllGatherArgs(const void* send, void* recv, size_t count, int datatype, int rank,
                                 int nranks, size_t* block_bytes);
 
+// xcclReduceScatter's: *block_bytes is the block each rank gets. In place means
+// recv == send + rank * block.
+xcclResult_t CheckReduceScatterArgs(const void* send, void* recv, size_t count, int datatype,
+                                    int op, int rank, int nranks, size_t* block_bytes);
+
+// xcclAllReduce's: *bytes is the buffer size. In place means send == recv.
+xcclResult_t CheckAllReduceArgs(const void* send, void* recv, size_t count, int datatype, int op,
+                                size_t* bytes);
+
 }  // namespace xccl

@@ -1,7 +1,7 @@
 #include "collectives/collective_slots.h"
 
 #include "base/error.h"
-#include "collectives/all_gather/arrivals.h"
+#include "collectives/region/arrivals.h"
 #include "collectives/barrier/barrier_slots.h"
 
 namespace xccl {

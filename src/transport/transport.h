@@ -134,7 +134,7 @@ class Transport {
 
   // Every rank's receive region, where peers' Connection::PutToRegion land: one slice of this
   // many bytes per rank (host: XCCL_EAGER_BYTES twice, GPU: the window's inbox per source); how
-  // a slice is used is the algorithm's (all_gather/inboxes.h).
+  // a slice is used is the algorithm's (collectives/region/inboxes.h).
   virtual size_t slice_bytes() const = 0;
   // The most one PutToRegion may carry (the net's pinned staging across nodes on GPUs).
   virtual size_t region_put_limit() const { return slice_bytes(); }

@@ -6,10 +6,10 @@
 
 #include "base/error.h"
 #include "base/failure.h"
-#include "collectives/all_gather/arrivals.h"
+#include "collectives/region/arrivals.h"
 #include "collectives/all_gather/block_parts.h"
 #include "collectives/all_gather/hierarchical_all_gather.h"
-#include "collectives/all_gather/inboxes.h"
+#include "collectives/region/inboxes.h"
 #include "collectives/all_gather/zero_copy_targets.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"

@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "base/failure.h"
-#include "collectives/all_gather/inboxes.h"
+#include "collectives/region/inboxes.h"
 #include "collectives/all_gather/rail_plan.h"
 #include "collectives/queued_operation.h"
 #include "platform/runtime.h"

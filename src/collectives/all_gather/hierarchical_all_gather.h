@@ -15,7 +15,7 @@
 
 namespace xccl {
 
-// `arrivals`: all_gather's arrival flags (collectives/all_gather/arrivals.h).
+// `arrivals`: all_gather's arrival flags (collectives/region/arrivals.h).
 xcclResult_t AllGatherAcrossNodes(Communicator* comm, const SlotRange& arrivals, DirectPuts* direct,
                                   const void* send, void* recv, size_t bytes, xcclStream_t stream);
 xcclResult_t AllGatherAcrossNodesThroughInboxes(Communicator* comm, const SlotRange& arrivals,

@@ -1,4 +1,10 @@
 #include "collectives/reduce/reduce_kernel.h"
+
+#include <cstdint>
+
+#include "base/datatype.h"
+#include "base/error.h"
+#include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/reduction.h"
 
 namespace xccl {
@@ -73,6 +79,34 @@ gpuError_t LaunchReduce(int datatype, int op, const void* const* inputs, int nra
     default:
       return gpuErrorInvalidValue;
   }
+}
+
+}  // namespace xccl
+
+namespace xccl {
+
+xcclResult_t CheckReducible(const char* op_name, int datatype, int nranks, const void* send,
+                            const void* recv) {
+  if (nranks > kMaxReduceInputs)
+    return Fail(xcclInvalidUsage, "%s: a reduction over %d ranks; GPU builds reduce at most %d",
+                op_name, nranks, kMaxReduceInputs);
+  const size_t size = DataTypeSize(datatype);
+  for (const void* at : {send, recv}) {
+    if (reinterpret_cast<uintptr_t>(at) % size != 0)
+      return Fail(xcclInvalidArgument,
+                  "%s: a %s reduction on a GPU needs buffers aligned to %zu bytes; %p is not",
+                  op_name, DataTypeName(datatype), size, at);
+  }
+  return xcclSuccess;
+}
+
+xcclResult_t ReduceOnStream(int datatype, int op, const void* const* inputs, int nranks, void* out,
+                            size_t count, xcclStream_t stream) {
+  const gpuError_t launched = LaunchReduce(datatype, op, inputs, nranks, out, count,
+                                           static_cast<gpuStream_t>(stream));
+  if (launched != gpuSuccess)
+    return Fail(xcclUnhandledDeviceError, "reduction kernel: %s", gpuGetErrorString(launched));
+  return xcclSuccess;
 }
 
 }  // namespace xccl

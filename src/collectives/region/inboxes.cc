@@ -1,4 +1,4 @@
-#include "collectives/all_gather/inboxes.h"
+#include "collectives/region/inboxes.h"
 
 #include <algorithm>
 

@@ -1,5 +1,6 @@
-// all_gather's inboxes (docs/ARCHITECTURE.md, "all_gather on the host"): source s's pieces land in
-// slice s of every receiver's region (Transport::slice_bytes). Where an operation ends without a
+// The inboxes of the ops that go through the receive region (all_gather, the reductions;
+// docs/ARCHITECTURE.md, "all_gather on the host"): source s's pieces land in slice s of every
+// receiver's region (Transport::slice_bytes). Where an operation ends without a
 // closing barrier (the host platform) a rank may run one operation ahead of a peer, so each slice
 // holds two pieces, one per epoch parity; on GPUs the closing barrier keeps ranks in step and a
 // piece takes the whole slice.

@@ -1,4 +1,4 @@
-#include "collectives/all_gather/arrivals.h"
+#include "collectives/region/arrivals.h"
 
 #include <vector>
 

@@ -1,0 +1,77 @@
+#include "collectives/all_reduce/all_reduce.h"
+
+#include <algorithm>
+
+#include "base/datatype.h"
+#include "base/error.h"
+#include "base/failure.h"
+#include "collectives/all_gather/all_gather.h"
+#include "collectives/all_reduce/all_reduce_plan.h"
+#include "collectives/launch_gate.h"
+#include "collectives/reduce/reduce_on_stream.h"
+#include "collectives/reduce/region_reduce.h"
+#include "collectives/reduce_scatter/reduce_scatter.h"
+#include "platform/runtime.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr const char* kOpName = "xcclAllReduce";
+
+xcclResult_t AllReduceAlone(Communicator* comm, const void* send, void* recv, size_t bytes,
+                            xcclStream_t stream) {
+  if (send == recv) return xcclSuccess;
+  const xcclResult_t copied = CopyAsync(recv, send, bytes, stream);
+  if (copied == xcclSuccess) return xcclSuccess;
+  PlatformFailure failure;
+  SetFailure(&failure, copied, comm->rank(), "copy: %s", ThreadLastError().c_str());
+  return comm->RecordFailure(kOpName, failure);
+}
+
+// Every rank's whole input to every peer, in steps of at most a region piece; each rank reduces
+// all of them.
+xcclResult_t AllReduceOneShot(Communicator* comm, const void* send, void* recv, size_t count,
+                              int datatype, int op, size_t step_count, xcclStream_t stream) {
+  const size_t size = DataTypeSize(datatype);
+  LaunchGate gate(comm, kOpName);
+  XCCL_TRY(gate.Enter(stream));
+  for (size_t first = 0; first < count; first += step_count) {
+    RegionReduceStep step;
+    step.count = std::min(step_count, count - first);
+    const void* piece = static_cast<const char*>(send) + first * size;
+    step.piece_for = [piece](int) { return piece; };
+    step.out = static_cast<char*>(recv) + first * size;
+    XCCL_TRY(ReduceThroughRegion(comm, kOpName, datatype, op, step, stream));
+  }
+  return gate.Leave();
+}
+
+}  // namespace
+
+xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t count, int datatype,
+                       int op, xcclStream_t stream) {
+  if (count == 0) return xcclSuccess;  // no rank takes part in an operation
+  const int nranks = comm->nranks();
+  const size_t size = DataTypeSize(datatype);
+  if (nranks == 1) return AllReduceAlone(comm, send, recv, count * size, stream);
+  XCCL_TRY(CheckReducible(kOpName, datatype, nranks, send, recv));
+  size_t step_count = 0;
+  XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
+  if (ChooseAllReducePlan(count, count * size, nranks, step_count * size) ==
+      AllReducePlan::kOneShot)
+    return AllReduceOneShot(comm, send, recv, count, datatype, op, step_count, stream);
+  // Rank r owns elements [r * part, (r + 1) * part): reduce_scatter leaves them in place in
+  // `recv` (its in-place layout when send == recv), and the all_gather in place spreads them.
+  const size_t part = count / nranks;
+  char* own = static_cast<char*>(recv) + comm->rank() * part * size;
+  XCCL_TRY(ReduceScatter(comm, send, own, part, datatype, op, stream));
+  XCCL_TRY(AllGather(comm, own, recv, part * size, stream));
+  const size_t done = part * nranks;
+  if (done == count) return xcclSuccess;
+  return AllReduceOneShot(comm, static_cast<const char*>(send) + done * size,
+                          static_cast<char*>(recv) + done * size, count - done, datatype, op,
+                          step_count, stream);
+}
+
+}  // namespace xccl

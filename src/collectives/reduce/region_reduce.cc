@@ -1,0 +1,90 @@
+#include "collectives/reduce/region_reduce.h"
+
+#include <vector>
+
+#include "base/byte_range.h"
+#include "base/datatype.h"
+#include "base/error.h"
+#include "base/failure.h"
+#include "collectives/queued_operation.h"
+#include "collectives/reduce/reduce_on_stream.h"
+#include "collectives/region/arrivals.h"
+#include "collectives/region/inboxes.h"
+
+namespace xccl {
+
+xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count) {
+  const size_t size = DataTypeSize(datatype);
+  const size_t piece = PlanInboxes(comm).piece_limit;
+  *count = piece / size;
+  if (*count == 0)
+    return Fail(xcclInvalidUsage,
+                "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES on the host), "
+                "less than one %s element",
+                op_name, piece, DataTypeName(datatype));
+  return xcclSuccess;
+}
+
+xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int datatype, int op,
+                                 const RegionReduceStep& step, xcclStream_t stream) {
+  Transport* transport = comm->transport();
+  const int rank = comm->rank(), nranks = comm->nranks();
+  SlotRange arrivals;
+  XCCL_TRY(kArrivalSlots.Find(comm->slots(), &arrivals));
+  const Inboxes inboxes = PlanInboxes(comm);
+  const size_t bytes = step.count * DataTypeSize(datatype);
+  const uint32_t epoch = comm->NextEpoch();
+  const Deadline deadline(comm->timeout_ms());
+  PlatformFailure failure;
+  xcclResult_t result = transport->BeginOperation(stream, /*queued=*/true, &failure);
+  if (result != xcclSuccess) return comm->RecordFailure(op_name, failure);
+  // Rotated order (rank+1 first), as all_gather's puts: each peer hears first from its neighbour.
+  const size_t put_at = inboxes.Offset(rank, epoch);
+  for (int distance = 1; distance < nranks; ++distance) {
+    const int dst = (rank + distance) % nranks;
+    transport->connection(dst).PutToRegion(epoch, put_at, step.piece_for(dst), bytes,
+                                           arrivals.at(rank));
+  }
+  // Where every peer's put ends in its slice when the ranks passed the same count.
+  const size_t expected_end = put_at % inboxes.slice + bytes;
+  std::vector<const void*> inputs(nranks);
+  inputs[rank] = step.piece_for(rank);
+  int odd_peer = -1;
+  size_t odd_end = 0;
+  result = WaitArrivals(
+      transport, arrivals, rank, nranks, epoch, deadline, stream,
+      [&](int peer) {
+        size_t end = expected_end;
+        if (transport->PutEnd(arrivals.at(peer), epoch, &end) && end != expected_end &&
+            odd_peer < 0) {
+          odd_peer = peer;
+          odd_end = end;
+        }
+        inputs[peer] = transport->Received(peer, inboxes.Offset(peer, epoch));
+      },
+      &failure);
+  if (result == xcclSuccess && odd_peer >= 0) {
+    result = SetFailure(&failure, xcclInvalidUsage, odd_peer,
+                        "rank %d sent a piece of %zu bytes where this rank's is %zu bytes: the "
+                        "ranks passed different counts",
+                        odd_peer, odd_end - put_at % inboxes.slice, bytes);
+  }
+  // Where `out` is a piece this rank put (all_reduce in place), the puts must have read it first.
+  bool out_is_put = false;
+  for (int dst = 0; dst < nranks; ++dst) {
+    if (dst != rank && ByteRange{step.piece_for(dst), bytes}.Overlaps(ByteRange{step.out, bytes}))
+      out_is_put = true;
+  }
+  if (result == xcclSuccess && out_is_put) result = transport->Flush(deadline, &failure);
+  if (result == xcclSuccess) {
+    const xcclResult_t reduced =
+        ReduceOnStream(datatype, op, inputs.data(), nranks, step.out, step.count, stream);
+    if (reduced != xcclSuccess)
+      result = SetFailure(&failure, reduced, rank, "%s", ThreadLastError().c_str());
+  }
+  if (result == xcclSuccess) result = EndQueuedOperation(comm, stream, deadline, &failure);
+  if (result != xcclSuccess) return comm->RecordFailure(op_name, failure);
+  return xcclSuccess;
+}
+
+}  // namespace xccl

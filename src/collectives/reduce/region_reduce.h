@@ -1,0 +1,31 @@
+// One reducing step through the receive region (docs/ARCHITECTURE.md, "Reductions"): in one
+// operation every rank puts its piece for each peer into that peer's region (slice `rank`, by
+// collectives/region/inboxes.h), and once every peer's piece for this rank is in, this rank
+// reduces them with its own, in rank order, into `out`. reduce_scatter's steps (a rank's piece for
+// dst: its block dst) and all_reduce's one-shot steps (the same piece for every rank) are this.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "comm/communicator.h"
+#include "xccl.h"
+
+namespace xccl {
+
+struct RegionReduceStep {
+  std::function<const void*(int dst)> piece_for;  // this rank's piece for `dst` (dst == rank: own)
+  size_t count = 0;                               // elements in every piece
+  void* out = nullptr;                            // may be this rank's own piece (in place)
+};
+
+// The most elements of `datatype` one step carries (every rank the same); xcclInvalidUsage naming
+// `op_name` where the region's pieces hold not even one (a tiny XCCL_EAGER_BYTES on the host).
+xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count);
+
+// Failures are recorded on the communicator as `op_name`'s. On the host the ranks' counts are
+// checked: a peer whose piece has another size fails the step (xcclInvalidUsage, naming it).
+xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int datatype, int op,
+                                 const RegionReduceStep& step, xcclStream_t stream);
+
+}  // namespace xccl

@@ -1,0 +1,55 @@
+#include "collectives/reduce_scatter/reduce_scatter.h"
+
+#include <algorithm>
+
+#include "base/datatype.h"
+#include "base/error.h"
+#include "base/failure.h"
+#include "collectives/launch_gate.h"
+#include "collectives/reduce/reduce_on_stream.h"
+#include "collectives/reduce/region_reduce.h"
+#include "platform/runtime.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr const char* kOpName = "xcclReduceScatter";
+
+// World 1: the block is its own reduction (avg of one value included), so a copy out of place.
+xcclResult_t ReduceScatterAlone(Communicator* comm, const void* send, void* recv, size_t bytes,
+                                xcclStream_t stream) {
+  if (send == recv) return xcclSuccess;
+  const xcclResult_t copied = CopyAsync(recv, send, bytes, stream);
+  if (copied == xcclSuccess) return xcclSuccess;
+  PlatformFailure failure;
+  SetFailure(&failure, copied, comm->rank(), "copy: %s", ThreadLastError().c_str());
+  return comm->RecordFailure(kOpName, failure);
+}
+
+}  // namespace
+
+xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, size_t count,
+                           int datatype, int op, xcclStream_t stream) {
+  // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
+  if (count == 0) return xcclSuccess;
+  const size_t size = DataTypeSize(datatype);
+  const size_t block = count * size;
+  if (comm->nranks() == 1) return ReduceScatterAlone(comm, send, recv, block, stream);
+  XCCL_TRY(CheckReducible(kOpName, datatype, comm->nranks(), send, recv));
+  size_t step_count = 0;
+  XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
+  LaunchGate gate(comm, kOpName);
+  XCCL_TRY(gate.Enter(stream));
+  const char* blocks = static_cast<const char*>(send);
+  for (size_t first = 0; first < count; first += step_count) {
+    RegionReduceStep step;
+    step.count = std::min(step_count, count - first);
+    step.piece_for = [&](int dst) { return blocks + dst * block + first * size; };
+    step.out = static_cast<char*>(recv) + first * size;
+    XCCL_TRY(ReduceThroughRegion(comm, kOpName, datatype, op, step, stream));
+  }
+  return gate.Leave();
+}
+
+}  // namespace xccl
