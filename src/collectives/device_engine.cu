@@ -12,6 +12,7 @@ xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology, Sl
                 kMaxWatchedRanks, topology.nranks);
   WindowGeometry g;
   XCCL_TRY(PlanAllGatherWindow(params, topology, slots, &g));
+  XCCL_TRY(ReserveReadReduceSlots(topology, slots));
   *geometry = g;
   return xcclSuccess;
 }
@@ -23,6 +24,7 @@ xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
   XCCL_TRY(
       CreateAllGatherEngine(params, topology, geometry, slots, transport, &engine->all_gather));
   XCCL_TRY(CreateBarrierEngine(topology, slots, &engine->barrier));
+  XCCL_TRY(CreateReadReduceEngine(params, topology, slots, &engine->read_reduce));
   *out = std::move(engine);
   return xcclSuccess;
 }

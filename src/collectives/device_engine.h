@@ -10,6 +10,7 @@
 #include "base/topology.h"
 #include "collectives/all_gather/all_gather_engine.h"
 #include "collectives/barrier/barrier_engine.h"
+#include "collectives/reduce/read_reduce_engine.h"
 #include "transport/slot_map.h"
 #include "transport/transport.h"
 #include "xccl.h"
@@ -20,6 +21,7 @@ namespace xccl {
 struct DeviceEngine {
   std::unique_ptr<AllGatherEngine> all_gather;
   std::unique_ptr<BarrierEngine> barrier;
+  std::unique_ptr<ReadReduceEngine> read_reduce;  // reduce_scatter's and all_reduce's
 };
 
 // Before the slot map is laid: what the device engines carve of a window for the communicator's

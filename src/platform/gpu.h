@@ -85,6 +85,9 @@ using gpuPointerAttributes_t = hipPointerAttribute_t;
 #define gpuGraphDestroy hipGraphDestroy
 #define gpuGraphExecDestroy hipGraphExecDestroy
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return hipHostMalloc(ptr, bytes, 0); }
+inline gpuError_t gpuMultiprocessorCount(int device, int* count) {
+  return hipDeviceGetAttribute(count, hipDeviceAttributeMultiprocessorCount, device);
+}
 // Whether a stream is capturing.
 using gpuStreamCaptureStatus = hipStreamCaptureStatus;
 constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = hipStreamCaptureStatusNone;
@@ -171,12 +174,14 @@ using gpuPointerAttributes_t = cudaPointerAttributes;
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuGraphUpload cudaGraphUpload
 inline gpuError_t gpuMallocHost(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
+inline gpuError_t gpuMultiprocessorCount(int device, int* count) {
+  return cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device);
+}
 // Whether a stream is capturing.
 using gpuStreamCaptureStatus = cudaStreamCaptureStatus;
 constexpr gpuStreamCaptureStatus gpuStreamCaptureStatusNone = cudaStreamCaptureStatusNone;
 #define gpuStreamIsCapturing cudaStreamIsCapturing
 #endif
-
 
 // Device side: system-scope acquire load and release store of a 32-bit signal, and the global
 // nanosecond timer that deadlines are measured on.

@@ -8,6 +8,7 @@
 #include "collectives/all_gather/all_gather.h"
 #include "collectives/all_reduce/all_reduce_plan.h"
 #include "collectives/launch_gate.h"
+#include "collectives/reduce/read_reduce.h"
 #include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/region_reduce.h"
 #include "collectives/reduce_scatter/reduce_scatter.h"
@@ -58,8 +59,8 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   XCCL_TRY(CheckReducible(kOpName, datatype, nranks, send, recv));
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
-  if (ChooseAllReducePlan(count, count * size, nranks, step_count * size) ==
-      AllReducePlan::kOneShot)
+  if (ChooseAllReducePlan(count, count * size, nranks, step_count * size,
+                          ReductionsReadPeers(comm)) == AllReducePlan::kOneShot)
     return AllReduceOneShot(comm, send, recv, count, datatype, op, step_count, stream);
   // Rank r owns elements [r * part, (r + 1) * part): reduce_scatter leaves them in place in
   // `recv` (its in-place layout when send == recv), and the all_gather in place spreads them.

@@ -10,7 +10,10 @@ namespace xccl {
 
 enum class AllReducePlan { kOneShot, kReduceScatterAllGather };
 
-// `bytes`: the call's buffer; `step_bytes`: the most one region step carries (RegionStepCount).
-AllReducePlan ChooseAllReducePlan(size_t count, size_t bytes, int nranks, size_t step_bytes);
+// `bytes`: the call's buffer; `step_bytes`: the most one region step carries (RegionStepCount);
+// `reads_peers`: the read engine runs the reduce_scatter (ReductionsReadPeers). The same on every
+// rank for the same count, whatever each rank's buffers (a rank in place, a peer not).
+AllReducePlan ChooseAllReducePlan(size_t count, size_t bytes, int nranks, size_t step_bytes,
+                                  bool reads_peers);
 
 }  // namespace xccl

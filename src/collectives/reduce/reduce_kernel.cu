@@ -1,10 +1,10 @@
-#include "collectives/reduce/reduce_kernel.h"
-
 #include <cstdint>
 
 #include "base/datatype.h"
 #include "base/error.h"
+#include "collectives/reduce/reduce_kernel.h"
 #include "collectives/reduce/reduce_on_stream.h"
+#include "collectives/reduce/reduce_range.cuh"
 #include "collectives/reduce/reduction.h"
 
 namespace xccl {
@@ -15,20 +15,15 @@ constexpr int kThreads = 256;
 constexpr unsigned kMaxBlocks = 1024;
 
 struct ReduceInputs {
-  const void* at[kMaxReduceInputs];
+  const char* at[kMaxReduceInputs];
 };
 
 template <int kType>
 __global__ void __launch_bounds__(kThreads)
     ReduceKernel(RedOp op, ReduceInputs inputs, int nranks, void* out, size_t count) {
-  using Storage = typename Element<kType>::Storage;
-  Storage* result = static_cast<Storage*>(out);
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    // Every input is read before the store: `out` may be one of them.
-    result[i] = ReduceInRankOrder<kType>(
-        op, nranks, [&](int r) { return static_cast<const Storage*>(inputs.at[r])[i]; });
-  }
+  ReduceRange<kType>(op, inputs.at, nranks, static_cast<char*>(out), count,
+                     blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x,
+                     static_cast<size_t>(gridDim.x) * blockDim.x);
 }
 
 template <int kType>
@@ -49,7 +44,7 @@ gpuError_t LaunchReduce(int datatype, int op, const void* const* inputs, int nra
       nranks > kMaxReduceInputs)
     return gpuErrorInvalidValue;
   ReduceInputs table{};
-  for (int r = 0; r < nranks; ++r) table.at[r] = inputs[r];
+  for (int r = 0; r < nranks; ++r) table.at[r] = static_cast<const char*>(inputs[r]);
   const RedOp red = static_cast<RedOp>(op);
   switch (datatype) {
     case xcclInt8:
@@ -102,8 +97,8 @@ xcclResult_t CheckReducible(const char* op_name, int datatype, int nranks, const
 
 xcclResult_t ReduceOnStream(int datatype, int op, const void* const* inputs, int nranks, void* out,
                             size_t count, xcclStream_t stream) {
-  const gpuError_t launched = LaunchReduce(datatype, op, inputs, nranks, out, count,
-                                           static_cast<gpuStream_t>(stream));
+  const gpuError_t launched =
+      LaunchReduce(datatype, op, inputs, nranks, out, count, static_cast<gpuStream_t>(stream));
   if (launched != gpuSuccess)
     return Fail(xcclUnhandledDeviceError, "reduction kernel: %s", gpuGetErrorString(launched));
   return xcclSuccess;

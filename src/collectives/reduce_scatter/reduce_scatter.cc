@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/failure.h"
 #include "collectives/launch_gate.h"
+#include "collectives/reduce/read_reduce.h"
 #include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/region_reduce.h"
 #include "platform/runtime.h"
@@ -37,9 +38,15 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
   const size_t block = count * size;
   if (comm->nranks() == 1) return ReduceScatterAlone(comm, send, recv, block, stream);
   XCCL_TRY(CheckReducible(kOpName, datatype, comm->nranks(), send, recv));
+  LaunchGate gate(comm, kOpName);
+  if (ReductionsReadPeers(comm)) {
+    XCCL_TRY(gate.Enter(stream));
+    XCCL_TRY(ReduceByReading(comm, kOpName, send, comm->rank() * block, recv, count, datatype, op,
+                             stream));
+    return gate.Leave();
+  }
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
-  LaunchGate gate(comm, kOpName);
   XCCL_TRY(gate.Enter(stream));
   const char* blocks = static_cast<const char*>(send);
   for (size_t first = 0; first < count; first += step_count) {

@@ -1,0 +1,77 @@
+#include <algorithm>
+
+#include "base/datatype.h"
+#include "base/error.h"
+#include "base/logging.h"
+#include "collectives/launch_failure.h"
+#include "collectives/reduce/read_reduce_engine.h"
+#include "collectives/reduce/read_reduce_kernel.h"
+#include "platform/gpu/gpu_call.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr SlotName kReadOffers{"reduce.read_offers", SlotReach::kDeviceOnly};
+constexpr int kThreadsPerBlock = 512;
+
+class KernelReadReduceEngine final : public ReadReduceEngine {
+ public:
+  KernelReadReduceEngine(bool reads, int offers, int max_blocks)
+      : reads_(reads), offers_(offers), max_blocks_(max_blocks) {}
+
+  bool reads() const override { return reads_; }
+
+  xcclResult_t Run(const Transport& transport, const void* send, size_t first_byte, void* out,
+                   size_t count, int datatype, int op, xcclStream_t stream,
+                   PlatformFailure* failure) override {
+    const DeviceView& view = *transport.device_view();
+    ReadReduceCall call;
+    call.offers = offers_;
+    call.send = static_cast<const char*>(send);
+    call.first_byte = first_byte;
+    call.out = static_cast<char*>(out);
+    call.count = count;
+    // A thread per 16 bytes of output, up to the blocks every rank on the device can hold at once
+    // beside its peers' (their kernels must run to make the offers this one waits for).
+    const size_t vectors = (count * DataTypeSize(datatype) + 15) / 16;
+    const size_t wanted = (vectors + kThreadsPerBlock - 1) / kThreadsPerBlock;
+    call.blocks = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, max_blocks_)));
+    return LaunchFailure(
+        LaunchReadReduce(view, call, datatype, op, static_cast<gpuStream_t>(stream)), view.rank,
+        "read-reduce kernel", failure);
+  }
+
+ private:
+  bool reads_;
+  int offers_;
+  int max_blocks_;
+};
+
+}  // namespace
+
+xcclResult_t ReserveReadReduceSlots(const Topology& topology, SlotMap* slots) {
+  return kReadOffers.Reserve(kOfferWords * topology.nranks, slots);
+}
+
+xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topology,
+                                    const SlotMap& slots, std::unique_ptr<ReadReduceEngine>* out) {
+  XCCL_GPU_TRY(PreloadReadReduce());
+  SlotRange offers;
+  XCCL_TRY(kReadOffers.Find(slots, &offers));
+  // Ranks of one process address each other's buffers as their own, so an offer is the send
+  // pointer itself; between processes an address would need the peer's mapping (not built).
+  const bool reads = params.zero_copy != 0 && topology.node_count == 1 &&
+                     !topology.AnyNodeSharedByProcesses() && topology.nranks <= kMaxReduceInputs;
+  int sms = 0;
+  XCCL_GPU_TRY(gpuMultiprocessorCount(topology.ranks[topology.rank].device, &sms));
+  // Two blocks of 512 threads per SM in all, shared by the ranks on the device: half an SM's
+  // threads stay free for the peers' kernels, the copies and the wait kernels.
+  const int max_blocks = std::max(1, 2 * sms / std::max(1, topology.MostRanksOnOneDevice()));
+  XCCL_INFO(kLogInit, "rank %d: reductions %s", topology.rank,
+            reads ? "read the peers' send buffers (one process)" : "go through the receive region");
+  *out = std::make_unique<KernelReadReduceEngine>(reads, offers.first, max_blocks);
+  return xcclSuccess;
+}
+
+}  // namespace xccl
