@@ -56,7 +56,7 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   const int nranks = comm->nranks();
   const size_t size = DataTypeSize(datatype);
   if (nranks == 1) return AllReduceAlone(comm, send, recv, count * size, stream);
-  XCCL_TRY(CheckReducible(kOpName, datatype, nranks, send, recv));
+  XCCL_TRY(CheckReducible(kOpName, nranks));
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
   if (ChooseAllReducePlan(count, count * size, nranks, step_count * size,

@@ -9,12 +9,10 @@
 
 namespace xccl {
 
-// Before any rank moves a byte: whether this platform can reduce `nranks` inputs of `datatype`
-// at `send` and `recv` (GPU: at most a launch's pointer table of ranks, and buffers aligned to the
-// element size, which the kernel loads whole). xcclInvalidArgument or xcclInvalidUsage naming
+// Before any rank moves a byte: whether this platform can reduce `nranks` inputs
+// (GPU: at most a launch's pointer table). xcclInvalidUsage naming
 // `op_name` otherwise.
-xcclResult_t CheckReducible(const char* op_name, int datatype, int nranks, const void* send,
-                            const void* recv);
+xcclResult_t CheckReducible(const char* op_name, int nranks);
 
 // out[i] = inputs[0][i] op inputs[1][i] op ... for `count` elements of `datatype`; `out` may be
 // one of the inputs. A failed launch returns xcclUnhandledDeviceError with the runtime's text.

@@ -1,8 +1,8 @@
 // Device side of the owner's step (reduction.h's arithmetic, rank order): the elements a thread
 // of a grid reduces, in 16-byte vectors where every input and the output are 16-byte aligned
 // (memory-bound: one vector load per input per 16 bytes), element by element otherwise and for the
-// tail. Every input of an index is read before its store: the output may be one of the inputs.
-// Included by .cu files only.
+// tail, byte by byte where a buffer is off its element alignment. Every input of an index is read
+// before its store: the output may be one of the inputs. Included by .cu files only.
 #pragma once
 
 #include <cstddef>
@@ -45,10 +45,26 @@ __device__ inline void ReduceRange(RedOp op, const char* const* inputs, int nran
       result.element[k] = E::Store(op == RedOp::kAvg ? FinishAvg(acc[k], nranks) : acc[k]);
     reinterpret_cast<uint4*>(out)[v] = result.raw;
   }
-  Storage* result = reinterpret_cast<Storage*>(out);
-  for (size_t i = vectors * kVector + thread; i < count; i += threads) {
-    result[i] = ReduceInRankOrder<kType>(
-        op, nranks, [&](int r) { return reinterpret_cast<const Storage*>(inputs[r])[i]; });
+  bool element_aligned = reinterpret_cast<uintptr_t>(out) % sizeof(Storage) == 0;
+  for (int r = 0; r < nranks; ++r)
+    element_aligned =
+        element_aligned && reinterpret_cast<uintptr_t>(inputs[r]) % sizeof(Storage) == 0;
+  if (element_aligned) {
+    Storage* result = reinterpret_cast<Storage*>(out);
+    for (size_t i = vectors * kVector + thread; i < count; i += threads) {
+      result[i] = ReduceInRankOrder<kType>(
+          op, nranks, [&](int r) { return reinterpret_cast<const Storage*>(inputs[r])[i]; });
+    }
+    return;
+  }
+  // Buffers off their element alignment (any byte address is allowed): bytewise loads and stores.
+  for (size_t i = thread; i < count; i += threads) {
+    const Storage value = ReduceInRankOrder<kType>(op, nranks, [&](int r) {
+      Storage v;
+      memcpy(&v, inputs[r] + i * sizeof(Storage), sizeof(Storage));
+      return v;
+    });
+    memcpy(out + i * sizeof(Storage), &value, sizeof(Storage));
   }
 }
 

@@ -37,7 +37,7 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
   const size_t size = DataTypeSize(datatype);
   const size_t block = count * size;
   if (comm->nranks() == 1) return ReduceScatterAlone(comm, send, recv, block, stream);
-  XCCL_TRY(CheckReducible(kOpName, datatype, comm->nranks(), send, recv));
+  XCCL_TRY(CheckReducible(kOpName, comm->nranks()));
   LaunchGate gate(comm, kOpName);
   if (ReductionsReadPeers(comm)) {
     XCCL_TRY(gate.Enter(stream));
