@@ -32,8 +32,7 @@ class KernelReadReduceEngine final : public ReadReduceEngine {
     call.first_byte = first_byte;
     call.out = static_cast<char*>(out);
     call.count = count;
-    // A thread per 16 bytes of output, up to the blocks every rank on the device can hold at once
-    // beside its peers' (their kernels must run to make the offers this one waits for).
+    // A thread per 16 bytes of output, up to this rank's share of the device.
     const size_t vectors = (count * DataTypeSize(datatype) + 15) / 16;
     const size_t wanted = (vectors + kThreadsPerBlock - 1) / kThreadsPerBlock;
     call.blocks = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, max_blocks_)));
@@ -65,8 +64,8 @@ xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topolo
                      !topology.AnyNodeSharedByProcesses() && topology.nranks <= kMaxReduceInputs;
   int sms = 0;
   XCCL_GPU_TRY(gpuMultiprocessorCount(topology.ranks[topology.rank].device, &sms));
-  // Two blocks of 512 threads per SM in all, shared by the ranks on the device: half an SM's
-  // threads stay free for the peers' kernels, the copies and the wait kernels.
+  // Enough blocks of 512 threads to keep the memory system busy (two per SM), shared by the ranks
+  // on the device; the grid never waits, so a larger one would only queue.
   const int max_blocks = std::max(1, 2 * sms / std::max(1, topology.MostRanksOnOneDevice()));
   XCCL_INFO(kLogInit, "rank %d: reductions %s", topology.rank,
             reads ? "read the peers' send buffers (one process)" : "go through the receive region");

@@ -22,42 +22,46 @@ struct KernelArgs {
   DeviceFailureRecord* record;
 };
 
+// One block: offers this rank's send buffer to every peer (the address, then the epoch with a
+// release store) and waits for every peer's offer of this epoch, one thread per peer. Only this
+// small kernel waits: the reduction that follows never does, so a grid of any size never holds
+// SMs that a peer's offer needs (ranks sharing a GPU).
+__global__ void OfferKernel(KernelArgs a) {
+  const int s = threadIdx.x;
+  if (s >= a.nranks || s == a.rank) return;
+  const uint32_t target = *a.device_epoch;  // advanced by the operation's BeginOperation
+  uint32_t* offer = a.peer_slots[s] + a.offers + kOfferWords * a.rank;
+  const uint64_t address = reinterpret_cast<uintptr_t>(a.send);
+  reinterpret_cast<volatile uint32_t*>(offer)[2] = static_cast<uint32_t>(address);
+  reinterpret_cast<volatile uint32_t*>(offer)[3] = static_cast<uint32_t>(address >> 32);
+  GpuStoreReleaseSystem(offer, target);
+  WaitSlot(a.own_slots + a.offers + kOfferWords * s, target, s, a.timeout_ns, a.record);
+}
+
 template <int kType>
 __global__ void __launch_bounds__(kThreads) ReadReduceKernel(RedOp op, KernelArgs a) {
   __shared__ const char* inputs[kMaxReduceInputs];
-  __shared__ uint32_t target;
   __shared__ int failed;
-  if (threadIdx.x == 0) {
-    target = *a.device_epoch;  // advanced by the operation's BeginOperation
-    failed = 0;
-  }
+  if (threadIdx.x == 0) failed = 0;
   __syncthreads();
   const int s = threadIdx.x;
   if (s < a.nranks) {
     if (s == a.rank) {
       inputs[s] = a.send + a.first_byte;
     } else {
-      // Block 0 offers this rank's send buffer to peer s: the address, then the epoch (release).
-      if (blockIdx.x == 0) {
-        uint32_t* offer = a.peer_slots[s] + a.offers + kOfferWords * a.rank;
-        const uint64_t address = reinterpret_cast<uintptr_t>(a.send);
-        reinterpret_cast<volatile uint32_t*>(offer)[2] = static_cast<uint32_t>(address);
-        reinterpret_cast<volatile uint32_t*>(offer)[3] = static_cast<uint32_t>(address >> 32);
-        GpuStoreReleaseSystem(offer, target);
-      }
-      // Every block waits for peer s's offer of this call in this rank's window.
-      const uint32_t* offered = a.own_slots + a.offers + kOfferWords * s;
-      if (!WaitSlot(offered, target, s, a.timeout_ns, a.record)) {
+      // The offer kernel saw every offer of this epoch, unless it gave up: then nothing is read
+      // (an older offer may name a buffer freed since).
+      const volatile uint32_t* words = a.own_slots + a.offers + kOfferWords * s;
+      if (!Reached(words[0], *a.device_epoch)) {
         failed = 1;
       } else {
-        const volatile uint32_t* words = offered;
         const uint64_t address = words[2] | (static_cast<uint64_t>(words[3]) << 32);
         inputs[s] = reinterpret_cast<const char*>(static_cast<uintptr_t>(address)) + a.first_byte;
       }
     }
   }
   __syncthreads();
-  if (failed) return;  // the wait recorded the failure for the host
+  if (failed) return;  // the offer kernel recorded the failure for the host
   ReduceRange<kType>(op, inputs, a.nranks, a.out, a.count,
                      blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x,
                      static_cast<size_t>(gridDim.x) * blockDim.x);
@@ -65,6 +69,9 @@ __global__ void __launch_bounds__(kThreads) ReadReduceKernel(RedOp op, KernelArg
 
 template <int kType>
 gpuError_t Launch(RedOp op, const KernelArgs& args, int blocks, gpuStream_t stream) {
+  OfferKernel<<<1, 32 * ((args.nranks + 31) / 32), 0, stream>>>(args);
+  const gpuError_t offered = gpuGetLastError();
+  if (offered != gpuSuccess) return offered;
   ReadReduceKernel<kType><<<blocks, kThreads, 0, stream>>>(op, args);
   return gpuGetLastError();
 }
@@ -73,6 +80,9 @@ gpuError_t Launch(RedOp op, const KernelArgs& args, int blocks, gpuStream_t stre
 
 gpuError_t PreloadReadReduce() {
   gpuFuncAttributes_t attributes;
+  const gpuError_t offer =
+      gpuFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&OfferKernel));
+  if (offer != gpuSuccess) return offer;
   return gpuFuncGetAttributes(&attributes,
                               reinterpret_cast<const void*>(&ReadReduceKernel<xcclFloat32>));
 }

@@ -1,5 +1,6 @@
-// The read engine's kernel (read_reduce_engine.h): the offer, the wait for every peer's, and the
-// rank-order reduction of what the offers point at. GPU builds only.
+// The read engine's kernels (read_reduce_engine.h): the offer and the wait for every peer's (one
+// small block), then the rank-order reduction of what the offers point at (a grid that never
+// waits). GPU builds only.
 #pragma once
 
 #include <cstddef>

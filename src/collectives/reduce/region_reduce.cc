@@ -6,6 +6,8 @@
 #include "base/datatype.h"
 #include "base/error.h"
 #include "base/failure.h"
+#include "collectives/barrier/barrier.h"
+#include "collectives/device_engine.h"
 #include "collectives/queued_operation.h"
 #include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/region/arrivals.h"
@@ -25,6 +27,25 @@ xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int dataty
   return xcclSuccess;
 }
 
+namespace {
+
+// Every peer's previous operation is over before a piece lands in its region: on GPUs the kernel
+// all_gather keeps its rings in the same inboxes and may end before a peer has drained them, and
+// across nodes the hierarchical all_gather forwards pieces of several epochs, so a rank may be
+// more than the one epoch ahead that the parity halves allow (docs/ARCHITECTURE.md, "Reductions").
+xcclResult_t FenceOtherOperations(Communicator* comm, const char* op_name, xcclStream_t stream) {
+  DeviceEngine* engine = comm->device_engine();
+  if (engine == nullptr)
+    return comm->topology().node_count > 1 ? Barrier(comm, stream) : xcclSuccess;
+  PlatformFailure failure;
+  if (engine->barrier->Run(*comm->transport(), /*advance_epoch=*/true, stream, &failure) !=
+      xcclSuccess)
+    return comm->RecordFailure(op_name, failure);
+  return xcclSuccess;
+}
+
+}  // namespace
+
 xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int datatype, int op,
                                  const RegionReduceStep& step, xcclStream_t stream) {
   Transport* transport = comm->transport();
@@ -36,6 +57,7 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
   PlatformFailure failure;
+  XCCL_TRY(FenceOtherOperations(comm, op_name, stream));
   xcclResult_t result = transport->BeginOperation(stream, /*queued=*/true, &failure);
   if (result != xcclSuccess) return comm->RecordFailure(op_name, failure);
   // Rotated order (rank+1 first), as all_gather's puts: each peer hears first from its neighbour.
@@ -84,6 +106,9 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   }
   if (result == xcclSuccess) result = EndQueuedOperation(comm, stream, deadline, &failure);
   if (result != xcclSuccess) return comm->RecordFailure(op_name, failure);
+  // Host across nodes: no rank's next operation starts before every peer has reduced.
+  if (comm->device_engine() == nullptr && comm->topology().node_count > 1)
+    return Barrier(comm, stream);
   return xcclSuccess;
 }
 
