@@ -43,7 +43,7 @@ xcclResult_t xcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
     XCCL_TRY(impl->CheckHealthy("xcclReduceScatter"));
     XCCL_TRACE(kLogColl, "xcclReduceScatter rank %d send %p recv %p count %zu type %s op %d",
                impl->rank(), sendbuff, recvbuff, recvcount, DataTypeName(datatype), op);
-    return ReduceScatter(impl, sendbuff, recvbuff, recvcount, datatype, op, stream);
+    return ReduceScatter(impl, sendbuff, recvbuff, recvcount, datatype, op, stream, recvcount);
   });
 }
 

@@ -33,7 +33,8 @@ xcclResult_t AllReduceAlone(Communicator* comm, const void* send, void* recv, si
 // Every rank's whole input to every peer, in steps of at most a region piece; each rank reduces
 // all of them.
 xcclResult_t AllReduceOneShot(Communicator* comm, const void* send, void* recv, size_t count,
-                              int datatype, int op, size_t step_count, xcclStream_t stream) {
+                              int datatype, int op, size_t step_count, uint64_t call_count,
+                              xcclStream_t stream) {
   const size_t size = DataTypeSize(datatype);
   LaunchGate gate(comm, kOpName);
   XCCL_TRY(gate.Enter(stream));
@@ -43,6 +44,7 @@ xcclResult_t AllReduceOneShot(Communicator* comm, const void* send, void* recv, 
     const void* piece = static_cast<const char*>(send) + first * size;
     step.piece_for = [piece](int) { return piece; };
     step.out = static_cast<char*>(recv) + first * size;
+    step.call_count = call_count;
     XCCL_TRY(ReduceThroughRegion(comm, kOpName, datatype, op, step, stream));
   }
   return gate.Leave();
@@ -61,18 +63,18 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
   if (ChooseAllReducePlan(count, count * size, nranks, step_count * size,
                           ReductionsReadPeers(comm)) == AllReducePlan::kOneShot)
-    return AllReduceOneShot(comm, send, recv, count, datatype, op, step_count, stream);
+    return AllReduceOneShot(comm, send, recv, count, datatype, op, step_count, count, stream);
   // Rank r owns elements [r * part, (r + 1) * part): reduce_scatter leaves them in place in
   // `recv` (its in-place layout when send == recv), and the all_gather in place spreads them.
   const size_t part = count / nranks;
   char* own = static_cast<char*>(recv) + comm->rank() * part * size;
-  XCCL_TRY(ReduceScatter(comm, send, own, part, datatype, op, stream));
+  XCCL_TRY(ReduceScatter(comm, send, own, part, datatype, op, stream, count));
   XCCL_TRY(AllGather(comm, own, recv, part * size, stream));
   const size_t done = part * nranks;
   if (done == count) return xcclSuccess;
   return AllReduceOneShot(comm, static_cast<const char*>(send) + done * size,
                           static_cast<char*>(recv) + done * size, count - done, datatype, op,
-                          step_count, stream);
+                          step_count, count, stream);
 }
 
 }  // namespace xccl

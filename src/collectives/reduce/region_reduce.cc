@@ -1,5 +1,6 @@
 #include "collectives/reduce/region_reduce.h"
 
+#include <cstring>
 #include <vector>
 
 #include "base/byte_range.h"
@@ -15,19 +16,16 @@
 
 namespace xccl {
 
-xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count) {
-  const size_t size = DataTypeSize(datatype);
-  const size_t piece = PlanInboxes(comm).piece_limit;
-  *count = piece / size;
-  if (*count == 0)
-    return Fail(xcclInvalidUsage,
-                "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES on the host), "
-                "less than one %s element",
-                op_name, piece, DataTypeName(datatype));
-  return xcclSuccess;
-}
-
 namespace {
+
+// On the host, each piece follows a header holding the call's count (RegionReduceStep::call_count);
+// 64 bytes keep the data as aligned as the slice.
+constexpr size_t kHeaderBytes = 64;
+
+// Where the host can check counts (PutEnd answers there): a header precedes each piece.
+size_t HeaderBytes(Communicator* comm) {
+  return comm->device_engine() == nullptr ? kHeaderBytes : 0;
+}
 
 // Every peer's previous operation is over before a piece lands in its region: on GPUs the kernel
 // all_gather keeps its rings in the same inboxes and may end before a peer has drained them, and
@@ -46,6 +44,20 @@ xcclResult_t FenceOtherOperations(Communicator* comm, const char* op_name, xcclS
 
 }  // namespace
 
+xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count) {
+  const size_t size = DataTypeSize(datatype);
+  const size_t piece = PlanInboxes(comm).piece_limit;
+  const size_t header = HeaderBytes(comm);
+  *count = piece > header ? (piece - header) / size : 0;
+  if (*count == 0)
+    return Fail(xcclInvalidUsage,
+                "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES on the host), "
+                "less than one %s element",
+                op_name, piece, DataTypeName(datatype));
+  return xcclSuccess;
+}
+
+
 xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int datatype, int op,
                                  const RegionReduceStep& step, xcclStream_t stream) {
   Transport* transport = comm->transport();
@@ -62,34 +74,46 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   if (result != xcclSuccess) return comm->RecordFailure(op_name, failure);
   // Rotated order (rank+1 first), as all_gather's puts: each peer hears first from its neighbour.
   const size_t put_at = inboxes.Offset(rank, epoch);
+  const size_t header = HeaderBytes(comm);
+  // Queued puts read it after this frame may be gone (a failed step returns at once).
+  static thread_local uint64_t call_count;
+  call_count = step.call_count;
   for (int distance = 1; distance < nranks; ++distance) {
     const int dst = (rank + distance) % nranks;
-    transport->connection(dst).PutToRegion(epoch, put_at, step.piece_for(dst), bytes,
-                                           arrivals.at(rank));
+    Connection& connection = transport->connection(dst);
+    if (header > 0)
+      connection.PutToRegion(epoch, put_at, &call_count, sizeof(call_count),
+                             ControlLayout::kNoSignal);
+    connection.PutToRegion(epoch, put_at + header, step.piece_for(dst), bytes, arrivals.at(rank));
   }
   // Where every peer's put ends in its slice when the ranks passed the same count.
-  const size_t expected_end = put_at % inboxes.slice + bytes;
+  const size_t expected_end = put_at % inboxes.slice + header + bytes;
   std::vector<const void*> inputs(nranks);
   inputs[rank] = step.piece_for(rank);
   int odd_peer = -1;
-  size_t odd_end = 0;
+  uint64_t odd_count = 0;
   result = WaitArrivals(
       transport, arrivals, rank, nranks, epoch, deadline, stream,
       [&](int peer) {
+        const char* landed = transport->Received(peer, inboxes.Offset(peer, epoch));
         size_t end = expected_end;
-        if (transport->PutEnd(arrivals.at(peer), epoch, &end) && end != expected_end &&
-            odd_peer < 0) {
-          odd_peer = peer;
-          odd_end = end;
+        if (transport->PutEnd(arrivals.at(peer), epoch, &end) && odd_peer < 0) {
+          uint64_t its_count = 0;
+          std::memcpy(&its_count, landed, sizeof(its_count));
+          if (end != expected_end || its_count != call_count) {
+            odd_peer = peer;
+            odd_count = its_count;
+          }
         }
-        inputs[peer] = transport->Received(peer, inboxes.Offset(peer, epoch));
+        inputs[peer] = landed + header;
       },
       &failure);
   if (result == xcclSuccess && odd_peer >= 0) {
     result = SetFailure(&failure, xcclInvalidUsage, odd_peer,
-                        "rank %d sent a piece of %zu bytes where this rank's is %zu bytes: the "
-                        "ranks passed different counts",
-                        odd_peer, odd_end - put_at % inboxes.slice, bytes);
+                        "rank %d passed count %llu where this rank passed %llu: the ranks passed "
+                        "different counts",
+                        odd_peer, static_cast<unsigned long long>(odd_count),
+                        static_cast<unsigned long long>(call_count));
   }
   // Where `out` is a piece this rank put (all_reduce in place), the puts must have read it first.
   bool out_is_put = false;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
 #include "comm/communicator.h"
@@ -17,6 +18,10 @@ struct RegionReduceStep {
   std::function<const void*(int dst)> piece_for;  // this rank's piece for `dst` (dst == rank: own)
   size_t count = 0;                               // elements in every piece
   void* out = nullptr;                            // may be this rank's own piece (in place)
+  // The count of the user's call, the same on every rank that passed the same one: on the host it
+  // travels ahead of each piece, so that ranks that passed different counts all fail at the first
+  // step, not only where their pieces differ in size.
+  uint64_t call_count = 0;
 };
 
 // The most elements of `datatype` one step carries (every rank the same); xcclInvalidUsage naming
@@ -24,7 +29,7 @@ struct RegionReduceStep {
 xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count);
 
 // Failures are recorded on the communicator as `op_name`'s. On the host the ranks' counts are
-// checked: a peer whose piece has another size fails the step (xcclInvalidUsage, naming it).
+// checked: a peer whose call count or piece differs fails the step (xcclInvalidUsage, naming it).
 xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int datatype, int op,
                                  const RegionReduceStep& step, xcclStream_t stream);
 

@@ -31,7 +31,7 @@ xcclResult_t ReduceScatterAlone(Communicator* comm, const void* send, void* recv
 }  // namespace
 
 xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, size_t count,
-                           int datatype, int op, xcclStream_t stream) {
+                           int datatype, int op, xcclStream_t stream, uint64_t call_count) {
   // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
   if (count == 0) return xcclSuccess;
   const size_t size = DataTypeSize(datatype);
@@ -54,6 +54,7 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
     step.count = std::min(step_count, count - first);
     step.piece_for = [&](int dst) { return blocks + dst * block + first * size; };
     step.out = static_cast<char*>(recv) + first * size;
+    step.call_count = call_count;
     XCCL_TRY(ReduceThroughRegion(comm, kOpName, datatype, op, step, stream));
   }
   return gate.Leave();

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "comm/communicator.h"
 #include "xccl.h"
@@ -11,8 +12,9 @@ namespace xccl {
 // block r (`count` elements of `datatype`) of every rank's `send`. Through the receive region in
 // steps of at most a piece per block (region_reduce.h): every rank puts its block dst's piece into
 // rank dst's region, and each rank reduces the pieces of its own block. Arguments were checked
-// (api/arg_check.h).
+// (api/arg_check.h). `call_count`: the count the ranks' calls must agree on (the user's
+// recvcount, or the count of the all_reduce this is part of; region_reduce.h).
 xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, size_t count,
-                           int datatype, int op, xcclStream_t stream);
+                           int datatype, int op, xcclStream_t stream, uint64_t call_count);
 
 }  // namespace xccl
