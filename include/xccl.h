@@ -213,12 +213,13 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
  * even; fp8 saturates to its largest finite value, fp16/bf16 overflow to inf); fp32 accumulates
  * in fp32 and fp64 in fp64; integers wrap as two's complement of their width; max and min of
  * floats give NaN where any rank's value is NaN; avg is the sum divided by the rank count,
- * rounded once (integers: truncated toward zero).
+ * rounded once (integers: the wrapped sum, truncated toward zero).
  * Determinism: every element is reduced in rank order, ((x0 op x1) op x2) op ... x(n-1) with xr
  * rank r's value, whatever the size, engine or timing, so on a given communicator the same
  * inputs give bitwise the same result on every rank and in every run.
  * Every rank passes the same count, type and op; on the host platform ranks that pass different
- * counts fail (xcclInvalidUsage), on a GPU a mismatch is not detected. */
+ * counts all fail (xcclInvalidUsage), except that a rank passing 0 takes no part (its peers fail
+ * at their deadline, naming it); on a GPU a mismatch is not detected. */
 
 /* NCCL semantics: sendbuff holds nranks blocks of recvcount elements; rank r gets the reduction
  * of block r of every rank. In place when recvbuff == sendbuff + rank * recvcount * size; any
