@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Plots bus bandwidth, algbw or time per call against size from the perf binaries' -J files.
 
-One line per file, engine, data type and placement; where a file holds vendor timings
-(--compare vendor), the vendor's line follows in the same colour, dashed. The x axis is the
-total gathered size on a log2 scale. With --metric time the y axis is the time per call in us
-(log scale), and barrier_perf files add one horizontal line each (its whole-world row; the
-vendor's stand-in dash-dotted).
+One line per file, engine, data type, reduction op and placement; where a file holds vendor
+timings (--compare vendor), the vendor's line follows in the same colour, dashed. The x axis is
+the rows' size (all_gather: the total gathered bytes) on a log2 scale. With --metric time the y
+axis is the time per call in us (log scale), and barrier_perf files add one horizontal line each
+(its whole-world row; the vendor's stand-in dash-dotted).
 
     perf/plot.py run1.json run2.json -o busbw.png
     perf/plot.py dma.json kernel.json --placement out-of-place --title "8x H200"
@@ -112,19 +112,24 @@ def series(rows, header, placements, prefix, metric):
     for row in rows:
         if "size" not in row or row.get("placement") not in placements:
             continue
-        key = (row.get("engine", "default"), row.get("type", "?"), row["placement"])
+        # redop: reduce_scatter_perf and all_reduce_perf rows; "" for those of all_gather_perf.
+        key = (row.get("engine", "default"), row.get("type", "?"), row.get("redop", ""),
+               row["placement"])
         groups.setdefault(key, []).append(row)
     types = {key[1] for key in groups}
     engines = {key[0] for key in groups}
+    redops = {key[2] for key in groups}
     order = {"out-of-place": 0, "in-place": 1}
-    for (engine, dtype, placement), group in sorted(groups.items(),
-                                                    key=lambda g: (g[0][0], g[0][1], order[g[0][2]])):
+    for (engine, dtype, redop, placement), group in sorted(
+            groups.items(), key=lambda g: (g[0][0], g[0][1], g[0][2], order[g[0][3]])):
         group.sort(key=lambda r: r["size"])
         parts = [prefix] if prefix else []
         if len(engines) > 1 or engine != "default":
             parts.append(engine)
         if len(types) > 1:
             parts.append(dtype)
+        if len(redops) > 1:
+            parts.append(redop)
         if len(placements) > 1:  # one placement drawn: the title names it
             parts.append(placement)
         name = " ".join(parts)

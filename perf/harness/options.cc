@@ -14,11 +14,12 @@
 #include "harness/datatypes.h"
 #include "harness/device_buffers.h"
 #include "harness/node_namespace.h"
+#include "harness/redops.h"
 
 namespace xccl_perf {
 namespace {
 
-enum class Group { kAlways, kSizes, kCheck, kTypes, kBlocking, kTimedLoop, kNcclTests };
+enum class Group { kAlways, kSizes, kCheck, kTypes, kBlocking, kTimedLoop, kNcclTests, kOps };
 
 struct Flag {
   char short_name;  // 0: long form only
@@ -41,6 +42,7 @@ constexpr Flag kFlags[] = {
     {'n', "iters", Group::kAlways, true, "<iteration count>"},
     {'w', "warmup_iters", Group::kAlways, true, "<warmup iteration count>"},
     {'c', "check", Group::kCheck, true, "<check iteration count, 0 to skip>"},
+    {'o', "op", Group::kOps, true, "<sum/prod/max/min/avg/all>"},
     {'d', "datatype", Group::kTypes, true,
      "<int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/fp8e4m3/fp8e5m2/all>"},
     {'z', "blocking", Group::kBlocking, true,
@@ -74,6 +76,8 @@ constexpr Flag kFlags[] = {
 };
 
 bool Enabled(const Flag& flag, const FlagSet& set) {
+  // A binary that reduces takes the -o above instead.
+  if (flag.group == Group::kNcclTests && flag.short_name == 'o' && set.ops) return false;
   switch (flag.group) {
     case Group::kSizes:
       return set.sizes;
@@ -87,6 +91,8 @@ bool Enabled(const Flag& flag, const FlagSet& set) {
       return set.timed_loop;
     case Group::kNcclTests:
       return set.nccl_tests;
+    case Group::kOps:
+      return set.ops;
     case Group::kAlways:
       return true;
   }
@@ -143,6 +149,10 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
   if (name == "output_file") {
     if (*value == '\0') return bad("expected a file name");
     o->json_path = value;
+    return true;
+  }
+  if (name == "op" && flag.group == Group::kOps) {
+    if (!ParseOps(value, &o->ops)) return bad("expected sum, prod, max, min, avg or all");
     return true;
   }
   if (name == "op") {

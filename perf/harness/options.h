@@ -29,6 +29,8 @@ struct Options {
   int blocking = 0;
   Average average = Average::kMean;
   std::vector<xcclDataType_t> types{xcclFloat};
+  // nccl-tests' -o for the reducing binaries: the ops each type runs, in nccl-tests' order.
+  std::vector<xcclRedOp_t> ops{xcclSum};
   // nccl-tests' -G: 0 times plain launches; N > 0 captures the -n calls of a measurement into a
   // graph once and times N launches of it.
   int graph_launches = 0;
@@ -71,6 +73,9 @@ struct FlagSet {
   // -T, and nccl-tests' flags that mean nothing here (-o -r -p -N -R -C), taken so that its
   // scripts run.
   bool nccl_tests = true;
+  // -o sum|prod|max|min|avg|all chooses the ops (reduce_scatter_perf, all_reduce_perf); without
+  // it -o is one of the flags above that change nothing.
+  bool ops = false;
 };
 
 // Parses argv into *options. Returns -1 to go on, otherwise the exit code (0 after -h).

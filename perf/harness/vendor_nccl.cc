@@ -18,8 +18,6 @@ using Comm = void*;
 using Stream = void*;
 constexpr Result kSuccess = 0;
 constexpr int kInt8 = 0;
-constexpr int kFloat32 = 7;
-constexpr int kSum = 0;
 static_assert(sizeof(VendorId) == 128, "ncclUniqueId is 128 bytes");
 }  // namespace nccl
 
@@ -28,6 +26,7 @@ struct VendorLibrary::Api {
   nccl::Result (*comm_init_rank)(nccl::Comm*, int, VendorId, int);
   nccl::Result (*all_gather)(const void*, void*, size_t, int, nccl::Comm, nccl::Stream);
   nccl::Result (*all_reduce)(const void*, void*, size_t, int, int, nccl::Comm, nccl::Stream);
+  nccl::Result (*reduce_scatter)(const void*, void*, size_t, int, int, nccl::Comm, nccl::Stream);
   nccl::Result (*comm_destroy)(nccl::Comm);
   const char* (*get_error_string)(nccl::Result);
   nccl::Result (*get_version)(int*);
@@ -84,6 +83,7 @@ const VendorLibrary* VendorLibrary::Get(std::string* why) {
               Resolve(handle, path, "ncclCommInitRank", &api->comm_init_rank, &failure) &&
               Resolve(handle, path, "ncclAllGather", &api->all_gather, &failure) &&
               Resolve(handle, path, "ncclAllReduce", &api->all_reduce, &failure) &&
+              Resolve(handle, path, "ncclReduceScatter", &api->reduce_scatter, &failure) &&
               Resolve(handle, path, "ncclCommDestroy", &api->comm_destroy, &failure) &&
               Resolve(handle, path, "ncclGetErrorString", &api->get_error_string, &failure) &&
               Resolve(handle, path, "ncclGetVersion", &api->get_version, &failure);
@@ -114,6 +114,19 @@ std::string VendorLibrary::VersionText() const {
   char text[32];
   snprintf(text, sizeof(text), "%d.%d.%d", major, minor, patch);
   return text;
+}
+
+std::string VendorLibrary::CannotReduce(xcclDataType_t type, xcclRedOp_t op) const {
+  // ncclAvg and ncclBfloat16 came with NCCL 2.10 (nccl-tests enables both from
+  // NCCL_VERSION(2,10,0), src/common.cu); ncclFloat8e4m3 and ncclFloat8e5m2 with 2.24.3
+  // (NVIDIA/nccl commit 6aae379, src/nccl.h.in), whose fp8 reductions need sm_90 (src/enqueue.cc:
+  // "FP8 reduction support begins with sm90 capable devices"; an older GPU fails the call).
+  const bool fp8 = type == xcclFloat8e4m3 || type == xcclFloat8e5m2;
+  if (fp8 && version_ < 22403) return "fp8 reductions need NCCL 2.24.3 or later";
+  if ((type == xcclBfloat16 || op == xcclAvg) && version_ < 21000) {
+    return "bfloat16 and avg need NCCL 2.10 or later";
+  }
+  return "";
 }
 
 bool VendorLibrary::GetUniqueId(VendorId* id, int rank) const {
@@ -160,7 +173,20 @@ bool VendorComm::AllGather(const void* send, void* recv, size_t bytes, xcclStrea
 
 bool VendorComm::AllReduceFloatSum(const void* send, void* recv, size_t count,
                                    xcclStream_t stream) {
-  return Ok(library_.api().all_reduce(send, recv, count, nccl::kFloat32, nccl::kSum, comm_, stream),
+  return AllReduce(send, recv, count, xcclFloat32, xcclSum, stream);
+}
+
+bool VendorComm::ReduceScatter(const void* send, void* recv, size_t count, xcclDataType_t type,
+                               xcclRedOp_t op, xcclStream_t stream) {
+  return Ok(library_.api().reduce_scatter(send, recv, count, static_cast<int>(type),
+                                          static_cast<int>(op), comm_, stream),
+            "ncclReduceScatter");
+}
+
+bool VendorComm::AllReduce(const void* send, void* recv, size_t count, xcclDataType_t type,
+                           xcclRedOp_t op, xcclStream_t stream) {
+  return Ok(library_.api().all_reduce(send, recv, count, static_cast<int>(type),
+                                      static_cast<int>(op), comm_, stream),
             "ncclAllReduce");
 }
 

@@ -29,6 +29,10 @@ class VendorLibrary {
   int version() const { return version_; }
   std::string VersionText() const;
 
+  // "" where this version can reduce `type` with `op`, else why not, for a "# vendor:" line.
+  // Types and ops are numbered as NCCL's, so the values pass through unchanged.
+  std::string CannotReduce(xcclDataType_t type, xcclRedOp_t op) const;
+
   // ncclGetUniqueId. Some versions initialise CUDA in it, so only a rank thread after fork()
   // may call it, never the parent before.
   bool GetUniqueId(VendorId* id, int rank) const;
@@ -57,11 +61,19 @@ class VendorComm {
   VendorComm(const VendorComm&) = delete;
   VendorComm& operator=(const VendorComm&) = delete;
 
+  const VendorLibrary& library() const { return library_; }
+
   // ncclAllGather of `bytes` bytes per rank. The data travels as ncclInt8: an all-gather copies
   // bytes whatever their type, and so a vendor version without fp8 types still runs those rows.
   bool AllGather(const void* send, void* recv, size_t bytes, xcclStream_t stream);
   // ncclAllReduce (sum) of `count` floats.
   bool AllReduceFloatSum(const void* send, void* recv, size_t count, xcclStream_t stream);
+  // ncclReduceScatter (`count` elements received per rank) and ncclAllReduce, of any type and op
+  // that VendorLibrary::CannotReduce accepts.
+  bool ReduceScatter(const void* send, void* recv, size_t count, xcclDataType_t type,
+                     xcclRedOp_t op, xcclStream_t stream);
+  bool AllReduce(const void* send, void* recv, size_t count, xcclDataType_t type, xcclRedOp_t op,
+                 xcclStream_t stream);
 
  private:
   VendorComm(const VendorLibrary& library, void* comm, int rank)
