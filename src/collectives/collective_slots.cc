@@ -1,8 +1,8 @@
 #include "collectives/collective_slots.h"
 
 #include "base/error.h"
-#include "collectives/region/arrivals.h"
 #include "collectives/barrier/barrier_slots.h"
+#include "collectives/region/arrivals.h"
 
 namespace xccl {
 

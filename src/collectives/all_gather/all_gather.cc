@@ -6,14 +6,14 @@
 
 #include "base/error.h"
 #include "base/failure.h"
-#include "collectives/region/arrivals.h"
 #include "collectives/all_gather/block_parts.h"
 #include "collectives/all_gather/hierarchical_all_gather.h"
-#include "collectives/region/inboxes.h"
 #include "collectives/all_gather/zero_copy_targets.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
+#include "collectives/region/arrivals.h"
+#include "collectives/region/inboxes.h"
 #include "platform/runtime.h"
 
 namespace xccl {

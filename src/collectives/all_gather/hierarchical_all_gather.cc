@@ -5,9 +5,9 @@
 
 #include "base/error.h"
 #include "base/failure.h"
-#include "collectives/region/inboxes.h"
 #include "collectives/all_gather/rail_plan.h"
 #include "collectives/queued_operation.h"
+#include "collectives/region/inboxes.h"
 #include "platform/runtime.h"
 
 namespace xccl {

@@ -57,7 +57,6 @@ xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int dataty
   return xcclSuccess;
 }
 
-
 xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int datatype, int op,
                                  const RegionReduceStep& step, xcclStream_t stream) {
   Transport* transport = comm->transport();

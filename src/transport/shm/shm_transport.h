@@ -95,7 +95,8 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override {
     return CopyAsync(dst, src, bytes, stream);
   }
-  // Two eager blocks per slice: a rank one operation ahead writes the other (collectives/region/inboxes.h).
+  // Two eager blocks per slice: a rank one operation ahead writes the other
+  // (collectives/region/inboxes.h).
   size_t slice_bytes() const override { return 2 * eager_limit_; }
   const char* Received(int /*carrier: one region*/, size_t region_offset) const override {
     return windows_.data(topology_.rank) + region_offset;
