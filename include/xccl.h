@@ -218,8 +218,10 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
  * rank r's value, whatever the size, engine or timing, so on a given communicator the same
  * inputs give bitwise the same result on every rank and in every run.
  * Every rank passes the same count, type and op; on the host platform ranks that pass different
- * counts all fail (xcclInvalidUsage), except that a rank passing 0 takes no part (its peers fail
- * at their deadline, naming it); on a GPU a mismatch is not detected. */
+ * counts all fail at the first step: xcclInvalidUsage naming the other count, or, for a rank
+ * whose wait a peer's report of the mismatch reaches first, xcclRemoteError naming the rank that
+ * passed the other count; a rank passing 0 takes no part (its peers fail at their deadline,
+ * naming it). On a GPU a mismatch is not detected. */
 
 /* NCCL semantics: sendbuff holds nranks blocks of recvcount elements; rank r gets the reduction
  * of block r of every rank. In place when recvbuff == sendbuff + rank * recvcount * size; any
