@@ -9,6 +9,7 @@
 #include "collectives/all_gather/block_parts.h"
 #include "collectives/all_gather/hierarchical_all_gather.h"
 #include "collectives/all_gather/zero_copy_targets.h"
+#include "collectives/alone_copy.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
@@ -151,18 +152,6 @@ xcclResult_t AllGatherThroughInboxes(Communicator* comm, const SlotRange& arriva
   return xcclSuccess;
 }
 
-// World 1: the block is the whole result, so out of place one stream-ordered copy and in place
-// nothing (as NCCL does).
-xcclResult_t AllGatherAlone(Communicator* comm, const void* send, void* recv, size_t bytes,
-                            xcclStream_t stream) {
-  if (send == recv || bytes == 0) return xcclSuccess;
-  const xcclResult_t copied = CopyAsync(recv, send, bytes, stream);
-  if (copied == xcclSuccess) return xcclSuccess;
-  PlatformFailure failure;
-  SetFailure(&failure, copied, comm->rank(), "copy: %s", ThreadLastError().c_str());
-  return comm->RecordFailure("xcclAllGather", failure);
-}
-
 // The kernel engine: both parts in one kernel. Zero-copy targets are looked up for the span that
 // holds both receive areas (ag_gemm's window), and each source's head place taken from it.
 xcclResult_t AllGatherKernel(Communicator* comm, const void* send, void* recv, size_t bytes,
@@ -231,8 +220,8 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
   // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
   if (bytes == 0 && tail.bytes == 0) return xcclSuccess;
   if (comm->nranks() == 1) {
-    XCCL_TRY(AllGatherAlone(comm, send, recv, bytes, stream));
-    return AllGatherAlone(comm, tail.send, tail.recv, tail.bytes, stream);
+    XCCL_TRY(CopyAlone(comm, "xcclAllGather", send, recv, bytes, stream));
+    return CopyAlone(comm, "xcclAllGather", tail.send, tail.recv, tail.bytes, stream);
   }
   LaunchGate gate(comm, "xcclAllGather");
   XCCL_TRY(gate.Enter(stream));

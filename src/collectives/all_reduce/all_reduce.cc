@@ -4,31 +4,20 @@
 
 #include "base/datatype.h"
 #include "base/error.h"
-#include "base/failure.h"
 #include "collectives/all_gather/all_gather.h"
 #include "collectives/all_reduce/all_reduce_plan.h"
+#include "collectives/alone_copy.h"
 #include "collectives/launch_gate.h"
 #include "collectives/reduce/read_reduce.h"
 #include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/region_reduce.h"
 #include "collectives/reduce_scatter/reduce_scatter.h"
-#include "platform/runtime.h"
 
 namespace xccl {
 
 namespace {
 
 constexpr const char* kOpName = "xcclAllReduce";
-
-xcclResult_t AllReduceAlone(Communicator* comm, const void* send, void* recv, size_t bytes,
-                            xcclStream_t stream) {
-  if (send == recv) return xcclSuccess;
-  const xcclResult_t copied = CopyAsync(recv, send, bytes, stream);
-  if (copied == xcclSuccess) return xcclSuccess;
-  PlatformFailure failure;
-  SetFailure(&failure, copied, comm->rank(), "copy: %s", ThreadLastError().c_str());
-  return comm->RecordFailure(kOpName, failure);
-}
 
 // Every rank's whole input to every peer, in steps of at most a region piece; each rank reduces
 // all of them.
@@ -57,7 +46,7 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   if (count == 0) return xcclSuccess;  // no rank takes part in an operation
   const int nranks = comm->nranks();
   const size_t size = DataTypeSize(datatype);
-  if (nranks == 1) return AllReduceAlone(comm, send, recv, count * size, stream);
+  if (nranks == 1) return CopyAlone(comm, kOpName, send, recv, count * size, stream);
   XCCL_TRY(CheckReducible(kOpName, nranks));
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));

@@ -4,29 +4,17 @@
 
 #include "base/datatype.h"
 #include "base/error.h"
-#include "base/failure.h"
+#include "collectives/alone_copy.h"
 #include "collectives/launch_gate.h"
 #include "collectives/reduce/read_reduce.h"
 #include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/region_reduce.h"
-#include "platform/runtime.h"
 
 namespace xccl {
 
 namespace {
 
 constexpr const char* kOpName = "xcclReduceScatter";
-
-// World 1: the block is its own reduction (avg of one value included), so a copy out of place.
-xcclResult_t ReduceScatterAlone(Communicator* comm, const void* send, void* recv, size_t bytes,
-                                xcclStream_t stream) {
-  if (send == recv) return xcclSuccess;
-  const xcclResult_t copied = CopyAsync(recv, send, bytes, stream);
-  if (copied == xcclSuccess) return xcclSuccess;
-  PlatformFailure failure;
-  SetFailure(&failure, copied, comm->rank(), "copy: %s", ThreadLastError().c_str());
-  return comm->RecordFailure(kOpName, failure);
-}
 
 }  // namespace
 
@@ -36,7 +24,7 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
   if (count == 0) return xcclSuccess;
   const size_t size = DataTypeSize(datatype);
   const size_t block = count * size;
-  if (comm->nranks() == 1) return ReduceScatterAlone(comm, send, recv, block, stream);
+  if (comm->nranks() == 1) return CopyAlone(comm, kOpName, send, recv, block, stream);
   XCCL_TRY(CheckReducible(kOpName, comm->nranks()));
   LaunchGate gate(comm, kOpName);
   if (ReductionsReadPeers(comm)) {
