@@ -65,10 +65,12 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   XCCL_TRY(kArrivalSlots.Find(comm->slots(), &arrivals));
   const Inboxes inboxes = PlanInboxes(comm);
   const size_t bytes = step.count * DataTypeSize(datatype);
+  // The fence is an operation of its own (host across nodes: a barrier with its epoch), so the
+  // step's epoch is taken after it.
+  XCCL_TRY(FenceOtherOperations(comm, op_name, stream));
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
   PlatformFailure failure;
-  XCCL_TRY(FenceOtherOperations(comm, op_name, stream));
   xcclResult_t result = transport->BeginOperation(stream, /*queued=*/true, &failure);
   if (result != xcclSuccess) return comm->RecordFailure(op_name, failure);
   // Rotated order (rank+1 first), as all_gather's puts: each peer hears first from its neighbour.
