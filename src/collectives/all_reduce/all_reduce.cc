@@ -39,6 +39,22 @@ xcclResult_t AllReduceOneShot(Communicator* comm, const void* send, void* recv, 
   return gate.Leave();
 }
 
+// This rank's part of every rank's input, reduced into every rank's output (the read engine).
+xcclResult_t AllReduceReadOnce(Communicator* comm, const void* send, void* recv, size_t count,
+                               int datatype, int op, xcclStream_t stream) {
+  const size_t size = DataTypeSize(datatype);
+  size_t first = 0;
+  ReducedPart part;
+  ReadOncePart(count, size, comm->nranks(), comm->rank(), &first, &part.count);
+  part.first_byte = first * size;
+  part.out_byte = first * size;
+  part.to_every_rank = true;
+  LaunchGate gate(comm, kOpName);
+  XCCL_TRY(gate.Enter(stream));
+  XCCL_TRY(ReduceByReading(comm, kOpName, send, recv, part, datatype, op, stream));
+  return gate.Leave();
+}
+
 }  // namespace
 
 xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t count, int datatype,
@@ -50,8 +66,11 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   XCCL_TRY(CheckReducible(kOpName, nranks));
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
-  if (ChooseAllReducePlan(count, count * size, nranks, step_count * size,
-                          ReductionsReadPeers(comm)) == AllReducePlan::kOneShot)
+  const AllReducePlan plan = ChooseAllReducePlan(count, count * size, nranks, step_count * size,
+                                                 ReductionsReadPeers(comm));
+  if (plan == AllReducePlan::kReadOnce) return AllReduceReadOnce(comm, send, recv, count, datatype,
+                                                                 op, stream);
+  if (plan == AllReducePlan::kOneShot)
     return AllReduceOneShot(comm, send, recv, count, datatype, op, step_count, count, stream);
   // Rank r owns elements [r * part, (r + 1) * part): reduce_scatter leaves them in place in
   // `recv` (its in-place layout when send == recv), and the all_gather in place spreads them.

@@ -2,7 +2,6 @@
 
 #include "base/failure.h"
 #include "collectives/device_engine.h"
-#include "collectives/queued_operation.h"
 
 namespace xccl {
 
@@ -11,20 +10,16 @@ bool ReductionsReadPeers(Communicator* comm) {
   return engine != nullptr && engine->read_reduce != nullptr && engine->read_reduce->reads();
 }
 
-xcclResult_t ReduceByReading(Communicator* comm, const char* op_name, const void* send,
-                             size_t first_byte, void* out, size_t count, int datatype, int op,
-                             xcclStream_t stream) {
+xcclResult_t ReduceByReading(Communicator* comm, const char* op_name, const void* send, void* recv,
+                             const ReducedPart& part, int datatype, int op, xcclStream_t stream) {
+  // The kernel counts its own calls on the device and closes the call itself: no epoch, no
+  // closing barrier kernel (read_reduce_kernel.h).
   Transport* transport = comm->transport();
-  comm->NextEpoch();  // the host's count of operations stays the device's
-  const Deadline deadline(comm->timeout_ms());
   PlatformFailure failure;
-  xcclResult_t result = transport->BeginOperation(stream, /*queued=*/true, &failure);
+  xcclResult_t result = transport->BeginOperation(stream, /*queued=*/false, &failure);
   if (result == xcclSuccess)
-    result = comm->device_engine()->read_reduce->Run(*transport, send, first_byte, out, count,
-                                                     datatype, op, stream, &failure);
-  // The closing barrier runs even after a failed launch: the peers wait for it.
-  const xcclResult_t ended = EndQueuedOperation(comm, stream, deadline, &failure);
-  if (result == xcclSuccess) result = ended;
+    result = comm->device_engine()->read_reduce->Run(*transport, send, recv, part, datatype, op,
+                                                     stream, &failure);
   if (result != xcclSuccess) return comm->RecordFailure(op_name, failure);
   return xcclSuccess;
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "collectives/reduce/read_reduce_engine.h"
 #include "comm/communicator.h"
 #include "xccl.h"
 
@@ -13,11 +14,9 @@ namespace xccl {
 // Whether the communicator's reductions read the peers' send buffers (the same on every rank).
 bool ReductionsReadPeers(Communicator* comm);
 
-// out[i] = the rank-order reduction of element i at byte `first_byte` of every rank's `send`, for
-// `count` elements, as one operation (begun, the kernel, the closing barrier). Failures are
-// recorded as `op_name`'s.
-xcclResult_t ReduceByReading(Communicator* comm, const char* op_name, const void* send,
-                             size_t first_byte, void* out, size_t count, int datatype, int op,
-                             xcclStream_t stream);
+// This rank's `part` of a reduction (ReadReduceEngine::Run) as one operation: one kernel that
+// also closes it. Failures are recorded as `op_name`'s.
+xcclResult_t ReduceByReading(Communicator* comm, const char* op_name, const void* send, void* recv,
+                             const ReducedPart& part, int datatype, int op, xcclStream_t stream);
 
 }  // namespace xccl

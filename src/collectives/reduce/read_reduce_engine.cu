@@ -22,18 +22,20 @@ class KernelReadReduceEngine final : public ReadReduceEngine {
 
   bool reads() const override { return reads_; }
 
-  xcclResult_t Run(const Transport& transport, const void* send, size_t first_byte, void* out,
-                   size_t count, int datatype, int op, xcclStream_t stream,
+  xcclResult_t Run(const Transport& transport, const void* send, void* recv,
+                   const ReducedPart& part, int datatype, int op, xcclStream_t stream,
                    PlatformFailure* failure) override {
     const DeviceView& view = *transport.device_view();
     ReadReduceCall call;
     call.offers = offers_;
     call.send = static_cast<const char*>(send);
-    call.first_byte = first_byte;
-    call.out = static_cast<char*>(out);
-    call.count = count;
+    call.first_byte = part.first_byte;
+    call.recv = static_cast<char*>(recv);
+    call.out_byte = part.out_byte;
+    call.to_every_rank = part.to_every_rank;
+    call.count = part.count;
     // A thread per 16 bytes of output, up to this rank's share of the device.
-    const size_t vectors = (count * DataTypeSize(datatype) + 15) / 16;
+    const size_t vectors = (part.count * DataTypeSize(datatype) + 15) / 16;
     const size_t wanted = (vectors + kThreadsPerBlock - 1) / kThreadsPerBlock;
     call.blocks = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, max_blocks_)));
     return LaunchFailure(
@@ -50,12 +52,13 @@ class KernelReadReduceEngine final : public ReadReduceEngine {
 }  // namespace
 
 xcclResult_t ReserveReadReduceSlots(const Topology& topology, SlotMap* slots) {
-  return kReadOffers.Reserve(kOfferWords * topology.nranks, slots);
+  return kReadOffers.Reserve(OfferSlotCount(topology.nranks), slots);
 }
 
 xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topology,
                                     const SlotMap& slots, std::unique_ptr<ReadReduceEngine>* out) {
   XCCL_GPU_TRY(PreloadReadReduce());
+  XCCL_GPU_TRY(PreloadReduce());  // the region path's owner step
   SlotRange offers;
   XCCL_TRY(kReadOffers.Find(slots, &offers));
   // Ranks of one process address each other's buffers as their own, so an offer is the send

@@ -1,10 +1,11 @@
 // The reductions' device engine (GPU builds, read_reduce_engine.cu; docs/ARCHITECTURE.md,
 // "Reductions"): where every rank of the communicator lives in one process on one node, each
 // rank's kernel reads its part straight from every rank's send buffer and reduces it in rank
-// order: no copy, every input byte read once and every output byte written once. The step opens
-// with an offer (each rank stores its send buffer's address and the device epoch into every
-// peer's window) and closes with the closing barrier, so no rank's stream moves past the call
-// while a peer may still read its send buffer. The host build has none.
+// order: no copy, every input byte read once and every output byte written once (all_reduce:
+// written into every rank's output). One kernel per call opens with an offer (each rank stores
+// its buffers' addresses and its call number into every peer's window) and closes by telling
+// every peer it is done, so no rank's stream moves past the call while a peer may still read or
+// write its buffers. The host build has none.
 #pragma once
 
 #include <cstddef>
@@ -19,17 +20,25 @@
 
 namespace xccl {
 
+// The part of a reduction one rank's kernel computes (byte offsets into every rank's buffers).
+struct ReducedPart {
+  size_t first_byte = 0;  // in every send buffer: reduce_scatter's block, all_reduce's part
+  size_t count = 0;
+  size_t out_byte = 0;         // in the receive buffer(s)
+  bool to_every_rank = false;  // all_reduce: every rank's receive buffer gets the part
+};
+
 class ReadReduceEngine {
  public:
   virtual ~ReadReduceEngine() = default;
   // Whether this engine runs the communicator's reductions (the same answer on every rank).
   virtual bool reads() const = 0;
-  // One kernel on `stream`, inside an operation the caller began (BeginOperation) and ends
-  // (EndQueuedOperation): out[i] = the rank-order reduction of element `first + i` of every
-  // rank's `send` (byte offsets: reduce_scatter's block of this rank, or all_reduce's whole
-  // buffer), for `count` elements.
-  virtual xcclResult_t Run(const Transport& transport, const void* send, size_t first_byte,
-                           void* out, size_t count, int datatype, int op, xcclStream_t stream,
+  // One kernel on `stream`, which closes the call itself (after BeginOperation, not queued):
+  // the rank-order reduction of `part.count` elements from byte
+  // `part.first_byte` of every rank's `send`, written at `part.out_byte` of this rank's `recv`,
+  // or of every rank's (`part.to_every_rank`).
+  virtual xcclResult_t Run(const Transport& transport, const void* send, void* recv,
+                           const ReducedPart& part, int datatype, int op, xcclStream_t stream,
                            PlatformFailure* failure) = 0;
 };
 

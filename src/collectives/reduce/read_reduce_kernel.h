@@ -1,6 +1,6 @@
-// The read engine's kernels (read_reduce_engine.h): the offer and the wait for every peer's (one
-// small block), then the rank-order reduction of what the offers point at (a grid that never
-// waits). GPU builds only.
+// The read engine's kernel (read_reduce_engine.h; docs/ARCHITECTURE.md, "Reductions"): one
+// launch per call, which offers, waits for the peers' offers, reduces, and closes. GPU builds
+// only.
 #pragma once
 
 #include <cstddef>
@@ -12,15 +12,20 @@
 
 namespace xccl {
 
-// Per source s, four words in every rank's window from `offers`: [0] the device epoch of s's
-// latest offer, [2] and [3] the low and high halves of s's send buffer address.
-constexpr int kOfferWords = 4;
+// Per source s, six words in every rank's window from `offers`: [0] the call number of s's
+// latest offer, [1] of the latest call in which s finished reading and writing, [2] and [3] the
+// low and high halves of s's send buffer address, [4] and [5] its receive buffer's. Then two
+// words of this rank's own: the number of calls done, and the count of blocks done in this one.
+constexpr int kOfferWords = 6;
+constexpr int OfferSlotCount(int nranks) { return kOfferWords * nranks + 2; }
 
 struct ReadReduceCall {
   int offers = 0;              // first offer slot
   const char* send = nullptr;  // this rank's send buffer (every rank of the process reads it)
   size_t first_byte = 0;       // where each rank's part to reduce starts in every send buffer
-  char* out = nullptr;
+  char* recv = nullptr;        // this rank's receive buffer (offered too)
+  size_t out_byte = 0;         // where the result goes in the receive buffer(s)
+  bool to_every_rank = false;  // the result into every rank's receive buffer, else this rank's
   size_t count = 0;
   int blocks = 1;
 };

@@ -6,6 +6,7 @@
 #include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/reduce_range.cuh"
 #include "collectives/reduce/reduction.h"
+#include "collectives/reduce/type_dispatch.cuh"
 
 namespace xccl {
 
@@ -21,7 +22,8 @@ struct ReduceInputs {
 template <int kType>
 __global__ void __launch_bounds__(kThreads)
     ReduceKernel(RedOp op, ReduceInputs inputs, int nranks, void* out, size_t count) {
-  ReduceRange<kType>(op, inputs.at, nranks, static_cast<char*>(out), count,
+  char* const outputs[1] = {static_cast<char*>(out)};
+  ReduceRange<kType>(op, ReduceTargets{inputs.at, nranks, outputs, 1}, count,
                      blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x,
                      static_cast<size_t>(gridDim.x) * blockDim.x);
 }
@@ -38,6 +40,10 @@ gpuError_t Launch(RedOp op, const ReduceInputs& inputs, int nranks, void* out, s
 
 }  // namespace
 
+gpuError_t PreloadReduce() {
+  return ForEveryDataType([](auto type) { return LoadKernel(&ReduceKernel<type.value>); });
+}
+
 gpuError_t LaunchReduce(int datatype, int op, const void* const* inputs, int nranks, void* out,
                         size_t count, gpuStream_t stream) {
   if (op < static_cast<int>(RedOp::kSum) || op > static_cast<int>(RedOp::kAvg) || nranks < 1 ||
@@ -45,35 +51,9 @@ gpuError_t LaunchReduce(int datatype, int op, const void* const* inputs, int nra
     return gpuErrorInvalidValue;
   ReduceInputs table{};
   for (int r = 0; r < nranks; ++r) table.at[r] = static_cast<const char*>(inputs[r]);
-  const RedOp red = static_cast<RedOp>(op);
-  switch (datatype) {
-    case xcclInt8:
-      return Launch<xcclInt8>(red, table, nranks, out, count, stream);
-    case xcclUint8:
-      return Launch<xcclUint8>(red, table, nranks, out, count, stream);
-    case xcclInt32:
-      return Launch<xcclInt32>(red, table, nranks, out, count, stream);
-    case xcclUint32:
-      return Launch<xcclUint32>(red, table, nranks, out, count, stream);
-    case xcclInt64:
-      return Launch<xcclInt64>(red, table, nranks, out, count, stream);
-    case xcclUint64:
-      return Launch<xcclUint64>(red, table, nranks, out, count, stream);
-    case xcclFloat16:
-      return Launch<xcclFloat16>(red, table, nranks, out, count, stream);
-    case xcclFloat32:
-      return Launch<xcclFloat32>(red, table, nranks, out, count, stream);
-    case xcclFloat64:
-      return Launch<xcclFloat64>(red, table, nranks, out, count, stream);
-    case xcclBfloat16:
-      return Launch<xcclBfloat16>(red, table, nranks, out, count, stream);
-    case xcclFloat8e4m3:
-      return Launch<xcclFloat8e4m3>(red, table, nranks, out, count, stream);
-    case xcclFloat8e5m2:
-      return Launch<xcclFloat8e5m2>(red, table, nranks, out, count, stream);
-    default:
-      return gpuErrorInvalidValue;
-  }
+  return WithDataType(datatype, [&](auto type) {
+    return Launch<type.value>(static_cast<RedOp>(op), table, nranks, out, count, stream);
+  });
 }
 
 }  // namespace xccl

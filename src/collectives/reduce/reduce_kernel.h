@@ -17,6 +17,9 @@ constexpr int kMaxReduceInputs = 32;
 // `inputs` is a host array of device pointers (passed by value in the launch); `out` may be one
 // of them. gpuErrorInvalidValue for a type or op outside the enums or a rank count past the
 // limit.
+// Loads every type's kernel (type_dispatch.cuh says why), at init.
+gpuError_t PreloadReduce();
+
 gpuError_t LaunchReduce(int datatype, int op, const void* const* inputs, int nranks, void* out,
                         size_t count, gpuStream_t stream);
 

@@ -1,8 +1,10 @@
 // Device side of the owner's step (reduction.h's arithmetic, rank order): the elements a thread
-// of a grid reduces, in 16-byte vectors where every input and the output are 16-byte aligned
-// (memory-bound: one vector load per input per 16 bytes), element by element otherwise and for the
-// tail, byte by byte where a buffer is off its element alignment. Every input of an index is read
-// before its store: the output may be one of the inputs. Included by .cu files only.
+// of a grid reduces, in 16-byte vectors where every input and output is 16-byte aligned
+// (memory-bound: one vector load per input per 16 bytes, up to eight loads in flight per thread),
+// element by element otherwise and for the tail, byte by byte where a buffer is off its element
+// alignment. The result goes to every one of `outputs` (the read engine's all_reduce writes each
+// peer's copy). Every input of an index is read before its stores: an output may be an input.
+// Included by .cu files only.
 #pragma once
 
 #include <cstddef>
@@ -13,58 +15,84 @@
 
 namespace xccl {
 
+// Where one reduction reads and writes: `inputs` in rank order, the same result to every output.
+struct ReduceTargets {
+  const char* const* inputs;
+  int nranks;
+  char* const* outputs;
+  int noutputs;
+};
+
 template <int kType>
-__device__ inline void ReduceRange(RedOp op, const char* const* inputs, int nranks, char* out,
-                                   size_t count, size_t thread, size_t threads) {
+__device__ inline void ReduceVectors(RedOp op, const ReduceTargets& t, size_t vectors,
+                                     size_t thread, size_t threads) {
   using E = Element<kType>;
   using Storage = typename E::Storage;
   using Acc = typename E::Acc;
   constexpr int kVector = 16 / sizeof(Storage);
+  // Loads issued before the first is combined (fewer where a vector holds 16 accumulators).
+  constexpr int kInFlight = kVector >= 16 ? 4 : 8;
   union Vector {
     uint4 raw;
     Storage element[kVector];
   };
-  bool aligned = reinterpret_cast<uintptr_t>(out) % 16 == 0;
-  for (int r = 0; r < nranks; ++r)
-    aligned = aligned && reinterpret_cast<uintptr_t>(inputs[r]) % 16 == 0;
-  const size_t vectors = aligned ? count / kVector : 0;
   for (size_t v = thread; v < vectors; v += threads) {
     Acc acc[kVector];
-    Vector in;
-    in.raw = reinterpret_cast<const uint4*>(inputs[0])[v];
+    for (int first = 0; first < t.nranks; first += kInFlight) {
+      Vector in[kInFlight];
 #pragma unroll
-    for (int k = 0; k < kVector; ++k) acc[k] = E::Load(in.element[k]);
-    for (int r = 1; r < nranks; ++r) {
-      in.raw = reinterpret_cast<const uint4*>(inputs[r])[v];
+      for (int g = 0; g < kInFlight; ++g)
+        if (first + g < t.nranks) in[g].raw = reinterpret_cast<const uint4*>(t.inputs[first + g])[v];
 #pragma unroll
-      for (int k = 0; k < kVector; ++k) acc[k] = Combine(op, acc[k], E::Load(in.element[k]));
+      for (int g = 0; g < kInFlight; ++g) {
+        if (first + g >= t.nranks) break;
+#pragma unroll
+        for (int k = 0; k < kVector; ++k) {
+          const Acc value = E::Load(in[g].element[k]);
+          acc[k] = first + g == 0 ? value : Combine(op, acc[k], value);
+        }
+      }
     }
     Vector result;
 #pragma unroll
     for (int k = 0; k < kVector; ++k)
-      result.element[k] = E::Store(op == RedOp::kAvg ? FinishAvg(acc[k], nranks) : acc[k]);
-    reinterpret_cast<uint4*>(out)[v] = result.raw;
+      result.element[k] = E::Store(op == RedOp::kAvg ? FinishAvg(acc[k], t.nranks) : acc[k]);
+    for (int o = 0; o < t.noutputs; ++o) reinterpret_cast<uint4*>(t.outputs[o])[v] = result.raw;
   }
-  bool element_aligned = reinterpret_cast<uintptr_t>(out) % sizeof(Storage) == 0;
-  for (int r = 0; r < nranks; ++r)
-    element_aligned =
-        element_aligned && reinterpret_cast<uintptr_t>(inputs[r]) % sizeof(Storage) == 0;
-  if (element_aligned) {
-    Storage* result = reinterpret_cast<Storage*>(out);
+}
+
+template <int kType>
+__device__ inline void ReduceRange(RedOp op, const ReduceTargets& t, size_t count, size_t thread,
+                                   size_t threads) {
+  using Storage = typename Element<kType>::Storage;
+  constexpr int kVector = 16 / sizeof(Storage);
+  auto all_aligned = [&t](size_t alignment) {
+    bool aligned = true;
+    for (int r = 0; r < t.nranks; ++r)
+      aligned = aligned && reinterpret_cast<uintptr_t>(t.inputs[r]) % alignment == 0;
+    for (int o = 0; o < t.noutputs; ++o)
+      aligned = aligned && reinterpret_cast<uintptr_t>(t.outputs[o]) % alignment == 0;
+    return aligned;
+  };
+  const size_t vectors = all_aligned(16) ? count / kVector : 0;
+  ReduceVectors<kType>(op, t, vectors, thread, threads);
+  if (all_aligned(sizeof(Storage))) {
     for (size_t i = vectors * kVector + thread; i < count; i += threads) {
-      result[i] = ReduceInRankOrder<kType>(
-          op, nranks, [&](int r) { return reinterpret_cast<const Storage*>(inputs[r])[i]; });
+      const Storage value = ReduceInRankOrder<kType>(
+          op, t.nranks, [&](int r) { return reinterpret_cast<const Storage*>(t.inputs[r])[i]; });
+      for (int o = 0; o < t.noutputs; ++o) reinterpret_cast<Storage*>(t.outputs[o])[i] = value;
     }
     return;
   }
   // Buffers off their element alignment (any byte address is allowed): bytewise loads and stores.
   for (size_t i = thread; i < count; i += threads) {
-    const Storage value = ReduceInRankOrder<kType>(op, nranks, [&](int r) {
+    const Storage value = ReduceInRankOrder<kType>(op, t.nranks, [&](int r) {
       Storage v;
-      memcpy(&v, inputs[r] + i * sizeof(Storage), sizeof(Storage));
+      memcpy(&v, t.inputs[r] + i * sizeof(Storage), sizeof(Storage));
       return v;
     });
-    memcpy(out + i * sizeof(Storage), &value, sizeof(Storage));
+    for (int o = 0; o < t.noutputs; ++o)
+      memcpy(t.outputs[o] + i * sizeof(Storage), &value, sizeof(Storage));
   }
 }
 

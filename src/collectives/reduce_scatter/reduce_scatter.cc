@@ -29,8 +29,10 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
   LaunchGate gate(comm, kOpName);
   if (ReductionsReadPeers(comm)) {
     XCCL_TRY(gate.Enter(stream));
-    XCCL_TRY(ReduceByReading(comm, kOpName, send, comm->rank() * block, recv, count, datatype, op,
-                             stream));
+    ReducedPart part;
+    part.first_byte = comm->rank() * block;
+    part.count = count;
+    XCCL_TRY(ReduceByReading(comm, kOpName, send, recv, part, datatype, op, stream));
     return gate.Leave();
   }
   size_t step_count = 0;
