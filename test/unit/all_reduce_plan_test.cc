@@ -45,8 +45,8 @@ TEST(AllReducePlanTest, ReadOncePartsCoverEveryElementOnceOnSixtyFourByteBoundar
       for (size_t i = first; i < first + part; ++i) ++owners[i];
     }
     for (size_t i = 0; i < count; ++i)
-      ASSERT_EQ(owners[i], 1) << "element " << i << " of " << count << ", " << nranks
-                              << " ranks, " << size << "-byte elements";
+      ASSERT_EQ(owners[i], 1) << "element " << i << " of " << count << ", " << nranks << " ranks, "
+                              << size << "-byte elements";
   }
 }
 

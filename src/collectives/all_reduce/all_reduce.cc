@@ -68,8 +68,8 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
   const AllReducePlan plan = ChooseAllReducePlan(count, count * size, nranks, step_count * size,
                                                  ReductionsReadPeers(comm));
-  if (plan == AllReducePlan::kReadOnce) return AllReduceReadOnce(comm, send, recv, count, datatype,
-                                                                 op, stream);
+  if (plan == AllReducePlan::kReadOnce)
+    return AllReduceReadOnce(comm, send, recv, count, datatype, op, stream);
   if (plan == AllReducePlan::kOneShot)
     return AllReduceOneShot(comm, send, recv, count, datatype, op, step_count, count, stream);
   // Rank r owns elements [r * part, (r + 1) * part): reduce_scatter leaves them in place in

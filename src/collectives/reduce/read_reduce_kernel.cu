@@ -79,8 +79,7 @@ __global__ void __launch_bounds__(kThreads, 2) ReadReduceKernel(RedOp op, Kernel
   if (!failed) {
     // This rank's output alone (reduce_scatter), or every rank's (all_reduce).
     char* const* targets = a.to_every_rank ? outputs : outputs + a.rank;
-    ReduceRange<kType>(op,
-                       ReduceTargets{inputs, a.nranks, targets, a.to_every_rank ? a.nranks : 1},
+    ReduceRange<kType>(op, ReduceTargets{inputs, a.nranks, targets, a.to_every_rank ? a.nranks : 1},
                        a.count, blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x,
                        static_cast<size_t>(gridDim.x) * blockDim.x);
   }
@@ -119,10 +118,9 @@ gpuError_t LaunchReadReduce(const DeviceView& view, const ReadReduceCall& call, 
   if (op < static_cast<int>(RedOp::kSum) || op > static_cast<int>(RedOp::kAvg) ||
       view.nranks > kMaxReduceInputs || view.nranks > kThreads)
     return gpuErrorInvalidValue;
-  KernelArgs a{view.peer_slots, view.own_slots,     call.offers,        view.rank,
-               view.nranks,     call.send,          call.first_byte,    call.recv,
-               call.out_byte,   call.to_every_rank, call.count,         view.timeout_ns,
-               view.record};
+  KernelArgs a{view.peer_slots, view.own_slots,  call.offers, view.rank,     view.nranks,
+               call.send,       call.first_byte, call.recv,   call.out_byte, call.to_every_rank,
+               call.count,      view.timeout_ns, view.record};
   return WithDataType(datatype, [&](auto type) {
     return Launch<type.value>(static_cast<RedOp>(op), a, call.blocks, stream);
   });

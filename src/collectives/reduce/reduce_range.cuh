@@ -42,7 +42,8 @@ __device__ inline void ReduceVectors(RedOp op, const ReduceTargets& t, size_t ve
       Vector in[kInFlight];
 #pragma unroll
       for (int g = 0; g < kInFlight; ++g)
-        if (first + g < t.nranks) in[g].raw = reinterpret_cast<const uint4*>(t.inputs[first + g])[v];
+        if (first + g < t.nranks)
+          in[g].raw = reinterpret_cast<const uint4*>(t.inputs[first + g])[v];
 #pragma unroll
       for (int g = 0; g < kInFlight; ++g) {
         if (first + g >= t.nranks) break;
