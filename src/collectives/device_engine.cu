@@ -24,7 +24,7 @@ xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
   XCCL_TRY(
       CreateAllGatherEngine(params, topology, geometry, slots, transport, &engine->all_gather));
   XCCL_TRY(CreateBarrierEngine(topology, slots, &engine->barrier));
-  XCCL_TRY(CreateReadReduceEngine(params, topology, slots, &engine->read_reduce));
+  XCCL_TRY(CreateReadReduceEngine(params, topology, slots, transport, &engine->read_reduce));
   *out = std::move(engine);
   return xcclSuccess;
 }

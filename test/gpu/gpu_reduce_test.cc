@@ -20,6 +20,7 @@
 #include "mp/checked_reduce.h"
 #include "mp/data_pattern.h"
 #include "mp/reduce_check.h"
+#include "mp/test_params.h"
 
 namespace xccl_test {
 namespace {
@@ -214,78 +215,83 @@ class GpuReduceTest : public GpuWorldTest {
   // the library orders them. Before call i, rank i % world sleeps on the host, so a different
   // rank's enqueue is late each time. Random types, ops and counts (a few empty, every tenth up
   // to 512 KiB), a third in place; every call keeps its own buffers, checked after the one sync.
-  void BackToBack(Reduction which) {
-    Run([which](RankContext& ctx) {
-      constexpr int kCalls = 100;
-      struct Plan {
-        ReduceCall c;
-        size_t count;
-        bool in_place;
-        size_t send_at, recv_at;  // into the area
-      };
-      std::mt19937_64 rng(ctx.seed);  // the same plan on every rank
-      std::vector<Plan> plans(kCalls);
-      size_t area_bytes = 0;
-      auto take = [&area_bytes](size_t bytes) {
-        const size_t at = area_bytes;
-        area_bytes += (bytes + 255) / 256 * 256 + 256;  // a poisoned gap after each
-        return at;
-      };
-      for (int i = 0; i < kCalls; ++i) {
-        Plan& p = plans[i];
-        p.c =
-            ReduceCall{static_cast<int>(rng() % xcclNumTypes), static_cast<int>(rng() % xcclNumOps),
-                       static_cast<Flavor>(rng() % 3), static_cast<uint64_t>(2000 + i)};
-        const size_t elem = xccl::DataTypeSize(p.c.dtype);
-        const size_t max_bytes = i % 10 == 9 ? (512 << 10) : (16 << 10);
-        p.count = i % 33 == 5 ? 0 : 1 + rng() % (max_bytes / elem / ctx.nranks);
-        p.in_place = i % 3 == 0;
-        p.send_at = take(SendElems(which, p.count, ctx.nranks) * elem);
-        p.recv_at = p.in_place ? p.send_at + FirstReducedElement(which, ctx.rank, p.count) * elem
-                               : take(p.count * elem);
-      }
-      Stream stream;
-      DeviceBuffer area;
-      if (!stream.Create(ctx) || !area.Allocate(ctx, area_bytes)) return;
-      HostBytes host(area_bytes);
-      memset(host.data(), kPoisonByte, area_bytes);
-      for (const Plan& p : plans)
-        FillReduceInput(host.data() + p.send_at, 0, SendElems(which, p.count, ctx.nranks),
-                        p.c.dtype, p.c.op, p.c.flavor, ctx.seed, ctx.rank, p.c.call);
-      if (!GPU_OK(ctx, gpu::MemcpyAsync(area.get(), host.data(), area_bytes, stream.get())) ||
-          !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
-        return;
-      for (int i = 0; i < kCalls; ++i) {
-        const Plan& p = plans[i];
-        if (i % ctx.nranks == ctx.rank) usleep(300);
-        if (!XCCL_OK(ctx, Call(which, area.get() + p.send_at, area.get() + p.recv_at, p.count,
-                               p.c.dtype, p.c.op, ctx.comm, stream.xccl()))) {
-          ctx.Fail("enqueue of call " + std::to_string(i) + " failed; later calls not made");
-          break;  // the peers' streams now wait for a call that never comes: the sync says so
-        }
-      }
-      HostBytes back;
-      if (!DrainAndCopyBack(ctx, stream, area.get(), area_bytes, "after the calls", &back)) return;
-      for (int i = 0; i < kCalls; ++i) {
-        const Plan& p = plans[i];
-        const size_t elem = xccl::DataTypeSize(p.c.dtype);
-        const std::string wrong =
-            CheckReduced(back.data() + p.recv_at, FirstReducedElement(which, ctx.rank, p.count),
-                         p.count, p.c, ctx.seed, ctx.nranks);
-        RANK_EXPECT(ctx, wrong.empty(),
-                    ReductionName(which)
-                        << " call " << i << ", count " << p.count
-                        << (p.in_place ? ", in place: " : ", out of place: ") << wrong);
-        // The gap after the output stays poisoned.
-        const size_t end = p.recv_at + p.count * elem;
-        const size_t gap_end =
-            p.in_place ? p.send_at + SendElems(which, p.count, ctx.nranks) * elem : end;
-        const std::string gap = CheckPoisoned(back.data() + gap_end, 256);
-        RANK_EXPECT(ctx, gap.empty(),
-                    ReductionName(which) << " call " << i << ": past its buffers: " << gap);
-        if (ctx.failures.size() > 8) return;
-      }
-    });
+  // `options` may preset the epoch base (every slot and call number starts there).
+  void BackToBack(Reduction which, const RunOptions& options = RunOptions()) {
+    Run(
+        [which](RankContext& ctx) {
+          constexpr int kCalls = 100;
+          struct Plan {
+            ReduceCall c;
+            size_t count;
+            bool in_place;
+            size_t send_at, recv_at;  // into the area
+          };
+          std::mt19937_64 rng(ctx.seed);  // the same plan on every rank
+          std::vector<Plan> plans(kCalls);
+          size_t area_bytes = 0;
+          auto take = [&area_bytes](size_t bytes) {
+            const size_t at = area_bytes;
+            area_bytes += (bytes + 255) / 256 * 256 + 256;  // a poisoned gap after each
+            return at;
+          };
+          for (int i = 0; i < kCalls; ++i) {
+            Plan& p = plans[i];
+            p.c = ReduceCall{static_cast<int>(rng() % xcclNumTypes),
+                             static_cast<int>(rng() % xcclNumOps), static_cast<Flavor>(rng() % 3),
+                             static_cast<uint64_t>(2000 + i)};
+            const size_t elem = xccl::DataTypeSize(p.c.dtype);
+            const size_t max_bytes = i % 10 == 9 ? (512 << 10) : (16 << 10);
+            p.count = i % 33 == 5 ? 0 : 1 + rng() % (max_bytes / elem / ctx.nranks);
+            p.in_place = i % 3 == 0;
+            p.send_at = take(SendElems(which, p.count, ctx.nranks) * elem);
+            p.recv_at = p.in_place
+                            ? p.send_at + FirstReducedElement(which, ctx.rank, p.count) * elem
+                            : take(p.count * elem);
+          }
+          Stream stream;
+          DeviceBuffer area;
+          if (!stream.Create(ctx) || !area.Allocate(ctx, area_bytes)) return;
+          HostBytes host(area_bytes);
+          memset(host.data(), kPoisonByte, area_bytes);
+          for (const Plan& p : plans)
+            FillReduceInput(host.data() + p.send_at, 0, SendElems(which, p.count, ctx.nranks),
+                            p.c.dtype, p.c.op, p.c.flavor, ctx.seed, ctx.rank, p.c.call);
+          if (!GPU_OK(ctx, gpu::MemcpyAsync(area.get(), host.data(), area_bytes, stream.get())) ||
+              !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
+            return;
+          for (int i = 0; i < kCalls; ++i) {
+            const Plan& p = plans[i];
+            if (i % ctx.nranks == ctx.rank) usleep(300);
+            if (!XCCL_OK(ctx, Call(which, area.get() + p.send_at, area.get() + p.recv_at, p.count,
+                                   p.c.dtype, p.c.op, ctx.comm, stream.xccl()))) {
+              ctx.Fail("enqueue of call " + std::to_string(i) + " failed; later calls not made");
+              break;  // the peers' streams now wait for a call that never comes: the sync says so
+            }
+          }
+          HostBytes back;
+          if (!DrainAndCopyBack(ctx, stream, area.get(), area_bytes, "after the calls", &back))
+            return;
+          for (int i = 0; i < kCalls; ++i) {
+            const Plan& p = plans[i];
+            const size_t elem = xccl::DataTypeSize(p.c.dtype);
+            const std::string wrong =
+                CheckReduced(back.data() + p.recv_at, FirstReducedElement(which, ctx.rank, p.count),
+                             p.count, p.c, ctx.seed, ctx.nranks);
+            RANK_EXPECT(ctx, wrong.empty(),
+                        ReductionName(which)
+                            << " call " << i << ", count " << p.count
+                            << (p.in_place ? ", in place: " : ", out of place: ") << wrong);
+            // The gap after the output stays poisoned.
+            const size_t end = p.recv_at + p.count * elem;
+            const size_t gap_end =
+                p.in_place ? p.send_at + SendElems(which, p.count, ctx.nranks) * elem : end;
+            const std::string gap = CheckPoisoned(back.data() + gap_end, 256);
+            RANK_EXPECT(ctx, gap.empty(),
+                        ReductionName(which) << " call " << i << ": past its buffers: " << gap);
+            if (ctx.failures.size() > 8) return;
+          }
+        },
+        options);
   }
 
   // One reduction captured into a graph on every rank and replayed 30 times, with fresh data
@@ -412,6 +418,13 @@ TEST_P(GpuReduceScatterTest, EveryTypeAndOpSmallAndLarge) {
 TEST_P(GpuReduceScatterTest, HundredBackToBackWithHeldRankNoHostSync) {
   BackToBack(Reduction::kReduceScatter);
 }
+// The window's words and the engines' call numbers start 16 below 2^32, so the calls cross the
+// wrap; block counts must not start there (they start at 0 whatever the base).
+TEST_P(GpuReduceScatterTest, HundredBackToBackAcrossTheEpochWrap) {
+  RunOptions options;
+  options.before_init = WithEpochBase(0xFFFFFFF0u);
+  BackToBack(Reduction::kReduceScatter, options);
+}
 TEST_P(GpuReduceScatterTest, CapturedGraphReplayedWithFreshData) {
   GraphReplay(Reduction::kReduceScatter);
 }
@@ -423,6 +436,11 @@ TEST_P(GpuReduceScatterTest, BadArgumentsLeaveTheCommUsable) {
 TEST_P(GpuAllReduceTest, EveryTypeAndOpSmallAndLarge) { EveryTypeAndOp(Reduction::kAllReduce); }
 TEST_P(GpuAllReduceTest, HundredBackToBackWithHeldRankNoHostSync) {
   BackToBack(Reduction::kAllReduce);
+}
+TEST_P(GpuAllReduceTest, HundredBackToBackAcrossTheEpochWrap) {
+  RunOptions options;
+  options.before_init = WithEpochBase(0xFFFFFFF0u);
+  BackToBack(Reduction::kAllReduce, options);
 }
 TEST_P(GpuAllReduceTest, CapturedGraphReplayedWithFreshData) { GraphReplay(Reduction::kAllReduce); }
 TEST_P(GpuAllReduceTest, MisalignedBuffers) { Misaligned(Reduction::kAllReduce); }

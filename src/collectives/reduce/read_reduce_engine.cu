@@ -6,6 +6,7 @@
 #include "collectives/launch_failure.h"
 #include "collectives/reduce/read_reduce_engine.h"
 #include "collectives/reduce/read_reduce_kernel.h"
+#include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"
 
 namespace xccl {
@@ -56,11 +57,18 @@ xcclResult_t ReserveReadReduceSlots(const Topology& topology, SlotMap* slots) {
 }
 
 xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topology,
-                                    const SlotMap& slots, std::unique_ptr<ReadReduceEngine>* out) {
+                                    const SlotMap& slots, const Transport& transport,
+                                    std::unique_ptr<ReadReduceEngine>* out) {
   XCCL_GPU_TRY(PreloadReadReduce());
   XCCL_GPU_TRY(PreloadReduce());  // the region path's owner step
   SlotRange offers;
   XCCL_TRY(kReadOffers.Find(slots, &offers));
+  // The window's words start at the epoch base; the kernel counts blocks and failures from 0.
+  const uint32_t zeros[2] = {0, 0};
+  static_assert(ReadReduceCounters::kFailed == ReadReduceCounters::kBlocksDone + 1, "adjacent");
+  XCCL_TRY(CopyToDeviceNow(transport.device_view()->own_slots + offers.first +
+                               kOfferWords * topology.nranks + ReadReduceCounters::kBlocksDone,
+                           zeros, sizeof(zeros)));
   // Ranks of one process address each other's buffers as their own, so an offer is the send
   // pointer itself; between processes an address would need the peer's mapping (not built).
   const bool reads = params.zero_copy != 0 && topology.node_count == 1 &&

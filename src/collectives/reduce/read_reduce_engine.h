@@ -47,6 +47,7 @@ xcclResult_t ReserveReadReduceSlots(const Topology& topology, SlotMap* slots);
 
 // After the transport: loads the kernels, finds the slots, decides where the engine reads.
 xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topology,
-                                    const SlotMap& slots, std::unique_ptr<ReadReduceEngine>* out);
+                                    const SlotMap& slots, const Transport& transport,
+                                    std::unique_ptr<ReadReduceEngine>* out);
 
 }  // namespace xccl

@@ -42,17 +42,19 @@ __device__ inline char* LoadAddress(const uint32_t* words) {
 // same words; any one scheduled block suffices), waits for every peer's offer of this call,
 // reduces its share, and counts itself done; the last block closes: it tells every peer that
 // this rank has finished with their buffers and waits for the same from each, so no rank's
-// stream moves past the call while a peer may still read or write its buffers. The call number
-// lives on the device (graph replays count on).
+// stream moves past the call while a peer may still read or write its buffers. A rank that gave
+// up tells no peer it is done: they learn of the failure instead (the record, the abort). The
+// call number lives on the device (graph replays count on).
 template <int kType>
 __global__ void __launch_bounds__(kThreads, 2) ReadReduceKernel(RedOp op, KernelArgs a) {
+  using C = ReadReduceCounters;
   __shared__ const char* inputs[kMaxReduceInputs];
   __shared__ char* outputs[kMaxReduceInputs];
   __shared__ uint32_t call;
   __shared__ int failed, last;
-  uint32_t* const counters = a.own_slots + a.offers + kOfferWords * a.nranks;  // calls, blocks
+  uint32_t* const counters = a.own_slots + a.offers + kOfferWords * a.nranks;
   if (threadIdx.x == 0) {
-    call = reinterpret_cast<volatile uint32_t*>(counters)[0] + 1;
+    call = reinterpret_cast<volatile uint32_t*>(counters)[C::kCalls] + 1;
     failed = 0;
   }
   __syncthreads();
@@ -67,8 +69,12 @@ __global__ void __launch_bounds__(kThreads, 2) ReadReduceKernel(RedOp op, Kernel
       StoreAddress(offer + 4, a.recv);
       GpuStoreReleaseSystem(offer, call);
       const uint32_t* words = a.own_slots + a.offers + kOfferWords * s;
-      if (!WaitSlot(words, call, s, a.timeout_ns, a.record)) {
-        failed = 1;  // nothing is read: an older offer may name a buffer freed since
+      // Nothing is read after a give-up, this rank's or an earlier one (an offer may then be of
+      // another call, naming a buffer freed since).
+      if (!WaitSlot(words, call, s, a.timeout_ns, a.record) ||
+          GpuLoadAcquireSystem(&a.record->failure) != 0 ||
+          GpuLoadAcquireSystem(&a.record->abort) != 0) {
+        failed = 1;
       } else {
         inputs[s] = LoadAddress(words + 2) + a.first_byte;
         outputs[s] = LoadAddress(words + 4) + a.out_byte;
@@ -85,20 +91,24 @@ __global__ void __launch_bounds__(kThreads, 2) ReadReduceKernel(RedOp op, Kernel
   }
   __syncthreads();
   if (threadIdx.x == 0) {
+    if (failed) reinterpret_cast<volatile uint32_t*>(counters)[C::kFailed] = 1;
     __threadfence_system();  // this block's loads and stores before its count
-    last = atomicAdd(counters + 1, 1u) == gridDim.x - 1;
+    last = atomicAdd(counters + C::kBlocksDone, 1u) == gridDim.x - 1;
+    __threadfence();  // every block's count (and failure) before what the last block reads
+    if (last) failed = reinterpret_cast<volatile uint32_t*>(counters)[C::kFailed] != 0;
   }
   __syncthreads();
   if (!last) return;
   if (threadIdx.x == 0) {
-    counters[1] = 0;     // every block has counted; the next call's start after this kernel
-    counters[0] = call;  // read by the next call's blocks, which start after this kernel ends
+    // Back to 0 for the next call, which starts after this kernel ends.
+    counters[C::kBlocksDone] = 0;
+    counters[C::kFailed] = 0;
+    counters[C::kCalls] = call;
   }
-  if (s < a.nranks && s != a.rank) {
-    __threadfence_system();  // every block's stores (seen through the count) before the signal
-    GpuStoreReleaseSystem(a.peer_slots[s] + a.offers + kOfferWords * a.rank + 1, call);
-    WaitSlot(a.own_slots + a.offers + kOfferWords * s + 1, call, s, a.timeout_ns, a.record);
-  }
+  if (failed || s >= a.nranks || s == a.rank) return;
+  __threadfence_system();  // every block's stores (seen through the count) before the signal
+  GpuStoreReleaseSystem(a.peer_slots[s] + a.offers + kOfferWords * a.rank + 1, call);
+  WaitSlot(a.own_slots + a.offers + kOfferWords * s + 1, call, s, a.timeout_ns, a.record);
 }
 
 template <int kType>

@@ -14,10 +14,17 @@ namespace xccl {
 
 // Per source s, six words in every rank's window from `offers`: [0] the call number of s's
 // latest offer, [1] of the latest call in which s finished reading and writing, [2] and [3] the
-// low and high halves of s's send buffer address, [4] and [5] its receive buffer's. Then two
-// words of this rank's own: the number of calls done, and the count of blocks done in this one.
+// low and high halves of s's send buffer address, [4] and [5] its receive buffer's. Then three
+// words of this rank's own (ReadReduceCounters): the number of calls done (from the window's
+// epoch base, so that the wrap is tested), and the count of blocks done and whether one failed in
+// this call (both 0 between calls, set so at init).
 constexpr int kOfferWords = 6;
-constexpr int OfferSlotCount(int nranks) { return kOfferWords * nranks + 2; }
+struct ReadReduceCounters {
+  static constexpr int kCalls = 0, kBlocksDone = 1, kFailed = 2, kCount = 3;
+};
+constexpr int OfferSlotCount(int nranks) {
+  return kOfferWords * nranks + ReadReduceCounters::kCount;
+}
 
 struct ReadReduceCall {
   int offers = 0;              // first offer slot
