@@ -215,8 +215,11 @@ class GpuReduceTest : public GpuWorldTest {
   // the library orders them. Before call i, rank i % world sleeps on the host, so a different
   // rank's enqueue is late each time. Random types, ops and counts (a few empty, every tenth up
   // to 512 KiB), a third in place; every call keeps its own buffers, checked after the one sync.
-  // `options` may preset the epoch base (every slot and call number starts there).
-  void BackToBack(Reduction which, const RunOptions& options = RunOptions()) {
+  // `across_the_wrap`: the window's words and the engines' call numbers start 16 below 2^32, so
+  // the calls cross the wrap (block counts must still start at 0).
+  void BackToBack(Reduction which, bool across_the_wrap = false) {
+    RunOptions options;
+    if (across_the_wrap) options.before_init = WithEpochBase(0xFFFFFFF0u);
     Run(
         [which](RankContext& ctx) {
           constexpr int kCalls = 100;
@@ -418,12 +421,8 @@ TEST_P(GpuReduceScatterTest, EveryTypeAndOpSmallAndLarge) {
 TEST_P(GpuReduceScatterTest, HundredBackToBackWithHeldRankNoHostSync) {
   BackToBack(Reduction::kReduceScatter);
 }
-// The window's words and the engines' call numbers start 16 below 2^32, so the calls cross the
-// wrap; block counts must not start there (they start at 0 whatever the base).
 TEST_P(GpuReduceScatterTest, HundredBackToBackAcrossTheEpochWrap) {
-  RunOptions options;
-  options.before_init = WithEpochBase(0xFFFFFFF0u);
-  BackToBack(Reduction::kReduceScatter, options);
+  BackToBack(Reduction::kReduceScatter, /*across_the_wrap=*/true);
 }
 TEST_P(GpuReduceScatterTest, CapturedGraphReplayedWithFreshData) {
   GraphReplay(Reduction::kReduceScatter);
@@ -438,9 +437,7 @@ TEST_P(GpuAllReduceTest, HundredBackToBackWithHeldRankNoHostSync) {
   BackToBack(Reduction::kAllReduce);
 }
 TEST_P(GpuAllReduceTest, HundredBackToBackAcrossTheEpochWrap) {
-  RunOptions options;
-  options.before_init = WithEpochBase(0xFFFFFFF0u);
-  BackToBack(Reduction::kAllReduce, options);
+  BackToBack(Reduction::kAllReduce, /*across_the_wrap=*/true);
 }
 TEST_P(GpuAllReduceTest, CapturedGraphReplayedWithFreshData) { GraphReplay(Reduction::kAllReduce); }
 TEST_P(GpuAllReduceTest, MisalignedBuffers) { Misaligned(Reduction::kAllReduce); }

@@ -49,10 +49,7 @@ xcclResult_t AllReduceReadOnce(Communicator* comm, const void* send, void* recv,
   part.first_byte = first * size;
   part.out_byte = first * size;
   part.to_every_rank = true;
-  LaunchGate gate(comm, kOpName);
-  XCCL_TRY(gate.Enter(stream));
-  XCCL_TRY(ReduceByReading(comm, kOpName, send, recv, part, datatype, op, stream));
-  return gate.Leave();
+  return ReduceByReading(comm, kOpName, send, recv, part, datatype, op, stream);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace xccl {
 bool ReductionsReadPeers(Communicator* comm);
 
 // This rank's `part` of a reduction (ReadReduceEngine::Run) as one operation: one kernel that
-// also closes it. Failures are recorded as `op_name`'s.
+// also closes it, inside the launch gate. Failures are recorded as `op_name`'s.
 xcclResult_t ReduceByReading(Communicator* comm, const char* op_name, const void* send, void* recv,
                              const ReducedPart& part, int datatype, int op, xcclStream_t stream);
 

@@ -26,17 +26,15 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
   const size_t block = count * size;
   if (comm->nranks() == 1) return CopyAlone(comm, kOpName, send, recv, block, stream);
   XCCL_TRY(CheckReducible(kOpName, comm->nranks()));
-  LaunchGate gate(comm, kOpName);
   if (ReductionsReadPeers(comm)) {
-    XCCL_TRY(gate.Enter(stream));
     ReducedPart part;
     part.first_byte = comm->rank() * block;
     part.count = count;
-    XCCL_TRY(ReduceByReading(comm, kOpName, send, recv, part, datatype, op, stream));
-    return gate.Leave();
+    return ReduceByReading(comm, kOpName, send, recv, part, datatype, op, stream);
   }
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
+  LaunchGate gate(comm, kOpName);
   XCCL_TRY(gate.Enter(stream));
   const char* blocks = static_cast<const char*>(send);
   for (size_t first = 0; first < count; first += step_count) {
