@@ -115,11 +115,7 @@ bool SameOnEveryRankByHost(RankContext& ctx, uint64_t hash, uint64_t* round,
   volatile uint64_t* slots = ctx.shared + kHashSlot + (*round % 2) * reduce_check::kMaxRanks;
   __atomic_store_n(const_cast<uint64_t*>(slots + ctx.rank), hash, __ATOMIC_SEQ_CST);
   if (!HostBarrier(ctx, kBarrierSlot, (*round)++)) return false;
-  std::string differ;
-  const uint64_t first = __atomic_load_n(const_cast<uint64_t*>(slots), __ATOMIC_SEQ_CST);
-  for (int r = 1; r < ctx.nranks; ++r)
-    if (__atomic_load_n(const_cast<uint64_t*>(slots + r), __ATOMIC_SEQ_CST) != first)
-      differ += " " + std::to_string(r);
+  const std::string differ = RanksDifferingFromRankZero(slots, ctx.nranks);
   RANK_EXPECT(ctx, differ.empty(),
               what << ": the output's bits differ between rank 0 and rank(s)" << differ);
   return differ.empty();

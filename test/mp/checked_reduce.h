@@ -118,6 +118,17 @@ inline bool CheckedReduce(RankContext& ctx, xcclComm_t comm, Reduction which, co
   return true;
 }
 
+// The ranks whose hash in `slots` (one per rank, after a barrier) differs from rank 0's, as
+// " r1 r2 ..."; empty where all agree.
+inline std::string RanksDifferingFromRankZero(volatile uint64_t* slots, int nranks) {
+  std::string differ;
+  const uint64_t first = __atomic_load_n(const_cast<uint64_t*>(slots), __ATOMIC_SEQ_CST);
+  for (int r = 1; r < nranks; ++r)
+    if (__atomic_load_n(const_cast<uint64_t*>(slots + r), __ATOMIC_SEQ_CST) != first)
+      differ += " " + std::to_string(r);
+  return differ;
+}
+
 // Every rank's `hash` compared through ctx.shared (slots 1024 on: two rounds' worth, by the
 // parity of `round`, so that a rank already writing the next round's never overwrites one a
 // slower rank still reads) and a barrier on `comm`. Records a failure naming the ranks that
@@ -131,11 +142,7 @@ inline bool SameOnEveryRank(RankContext& ctx, xcclComm_t comm, uint64_t hash, ui
   RANK_EXPECT(ctx, barrier == xcclSuccess,
               what << ": the barrier of the comparison: " << xcclGetLastError(comm));
   if (barrier != xcclSuccess) return false;
-  std::string differ;
-  const uint64_t first = __atomic_load_n(const_cast<uint64_t*>(slots), __ATOMIC_SEQ_CST);
-  for (int r = 1; r < ctx.nranks; ++r)
-    if (__atomic_load_n(const_cast<uint64_t*>(slots + r), __ATOMIC_SEQ_CST) != first)
-      differ += " " + std::to_string(r);
+  const std::string differ = RanksDifferingFromRankZero(slots, ctx.nranks);
   RANK_EXPECT(ctx, differ.empty(),
               what << ": the output's bits differ between rank 0 and rank(s)" << differ);
   if (equal != nullptr) *equal = differ.empty();
