@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "api/comm_handle.h"
 #include "base/datatype.h"
+#include "collectives/reduce/read_reduce.h"
 #include "gpu/gpu_harness.h"
 #include "mp/bad_arguments.h"
 #include "mp/checked_reduce.h"
@@ -38,6 +40,48 @@ size_t SendElems(Reduction which, size_t count, int nranks) {
   return which == Reduction::kReduceScatter ? count * nranks : count;
 }
 
+// Where a call's buffers lie: plain device memory, xcclMemAlloc memory, or a window registered
+// on the communicator over xcclMemAlloc memory (the read engine reads the last two between
+// processes).
+enum class Memory { kPlain, kMemAlloc, kWindow };
+
+const char* MemoryName(Memory memory) {
+  return memory == Memory::kPlain      ? "plain memory"
+         : memory == Memory::kMemAlloc ? "xcclMemAlloc memory"
+                                       : "a window";
+}
+
+// A device area of one Memory kind. Registering a window is collective, so every rank makes the
+// same areas in the same order; freed in reverse order (processes only for the mapped kinds:
+// freeing may wait for the whole device, where thread ranks' kernels wait for each other).
+class Area {
+ public:
+  Area(RankContext& ctx, Memory memory) : ctx_(ctx), memory_(memory) {}
+  Area(const Area&) = delete;
+  Area& operator=(const Area&) = delete;
+  ~Area() {
+    if (window_ != nullptr) XCCL_OK(ctx_, xcclCommWindowDeregister(ctx_.comm, window_));
+    if (mem_ != nullptr) XCCL_OK(ctx_, xcclMemFree(mem_));
+  }
+  bool Allocate(size_t bytes) {
+    if (memory_ == Memory::kPlain) return plain_.Allocate(ctx_, bytes);
+    if (!XCCL_OK(ctx_, xcclMemAlloc(&mem_, bytes))) return false;
+    return memory_ == Memory::kMemAlloc ||
+           XCCL_OK(ctx_,
+                   xcclCommWindowRegister(ctx_.comm, mem_, bytes, &window_, XCCL_WIN_DEFAULT));
+  }
+  unsigned char* get() const {
+    return memory_ == Memory::kPlain ? plain_.get() : static_cast<unsigned char*>(mem_);
+  }
+
+ private:
+  RankContext& ctx_;
+  Memory memory_;
+  DeviceBuffer plain_;
+  void* mem_ = nullptr;
+  xcclWindow_t window_ = nullptr;
+};
+
 constexpr size_t kGuard = 64;        // poisoned bytes around every device buffer
 constexpr int kBarrierSlot = 8;      // ctx.shared: the host barrier of the hash comparisons
 constexpr int kHashSlot = 1024;      // ctx.shared: two rounds of per-rank hashes from here
@@ -49,16 +93,15 @@ constexpr int kGraphPhaseSlot = 16;  // ctx.shared: the host barrier of the grap
 // given, gets this rank's output.
 bool CheckedGpuReduce(RankContext& ctx, const Stream& stream, Reduction which, const ReduceCall& c,
                       size_t count, bool in_place, size_t offset,
-                      std::vector<unsigned char>* out = nullptr,
-                      Check check = Check::kEveryElement) {
+                      std::vector<unsigned char>* out = nullptr, Check check = Check::kEveryElement,
+                      Memory memory = Memory::kPlain) {
   const size_t elem = xccl::DataTypeSize(c.dtype);
   const size_t send_bytes = SendElems(which, count, ctx.nranks) * elem, recv_bytes = count * elem;
   const size_t first = FirstReducedElement(which, ctx.rank, count);
   const size_t send_area = 2 * kGuard + offset + send_bytes;
   const size_t recv_area = in_place ? 0 : 2 * kGuard + offset + recv_bytes;
-  DeviceBuffer send_mem, recv_mem;
-  if (!send_mem.Allocate(ctx, send_area) || (!in_place && !recv_mem.Allocate(ctx, recv_area)))
-    return false;
+  Area send_mem(ctx, memory), recv_mem(ctx, memory);
+  if (!send_mem.Allocate(send_area) || (!in_place && !recv_mem.Allocate(recv_area))) return false;
   HostBytes host_send(send_bytes);
   FillReduceInput(host_send.data(), 0, send_bytes / (elem == 0 ? 1 : elem), c.dtype, c.op, c.flavor,
                   ctx.seed, ctx.rank, c.call);
@@ -71,7 +114,15 @@ bool CheckedGpuReduce(RankContext& ctx, const Stream& stream, Reduction which, c
     return false;
   const std::string what = std::string(ReductionName(which)) + " " + c.Describe() + ", count " +
                            std::to_string(count) + (in_place ? ", in place" : ", out of place") +
-                           ", offset " + std::to_string(offset);
+                           ", offset " + std::to_string(offset) + ", in " + MemoryName(memory);
+  if (memory != Memory::kPlain && count > 0) {
+    // Every rank maps these buffers: the call must read them in place, not go through the region.
+    xccl::BuffersAsSeen seen;
+    RANK_EXPECT(ctx,
+                xccl::ReductionsReadPeers(ctx.comm->impl.get(), send, send_bytes, recv,
+                                          which == Reduction::kAllReduce ? recv_bytes : 0, &seen),
+                what << ": every rank maps the buffers, yet the read engine would not read them");
+  }
   const xcclResult_t result =
       Call(which, send, recv, count, c.dtype, c.op, ctx.comm, stream.xccl());
   RANK_EXPECT(ctx, result == xcclSuccess,
@@ -406,10 +457,55 @@ class GpuReduceTest : public GpuWorldTest {
           return;
     });
   }
+
+  // Between processes the read engine reads windows and xcclMemAlloc memory: every type (ops
+  // rotating), in and out of place, odd and misaligned counts from one element to 2 MiB, in each
+  // kind of memory, every element checked; plain memory goes through the region and says so.
+  void MappedBuffers(Reduction which) {
+    const bool processes = mode() == RankMode::kProcesses;
+    Run([which, processes](RankContext& ctx) {
+      Stream stream;
+      if (!stream.Create(ctx)) return;
+      if (processes) {
+        Area plain(ctx, Memory::kPlain);
+        xccl::BuffersAsSeen seen;
+        if (!plain.Allocate(4096)) return;
+        RANK_EXPECT(ctx,
+                    !xccl::ReductionsReadPeers(ctx.comm->impl.get(), plain.get(), 4096, plain.get(),
+                                               4096, &seen),
+                    "plain memory of another process is not mapped, yet the read engine would "
+                    "read it");
+      }
+      uint64_t call = 7000;
+      for (const Memory memory : {Memory::kWindow, Memory::kMemAlloc}) {
+        for (int dtype = 0; dtype < xcclNumTypes; ++dtype) {
+          const size_t elem = xccl::DataTypeSize(dtype);
+          for (const size_t count : {size_t{1}, size_t{4097}, (size_t{2} << 20) / elem / 8 + 3}) {
+            const ReduceCall c{dtype, static_cast<int>(call % xcclNumOps),
+                               static_cast<Flavor>(call % 3), call};
+            const size_t offset = elem == 1 ? 0 : call % elem;
+            if (!CheckedGpuReduce(ctx, stream, which, c, count, call % 2 == 0, offset, nullptr,
+                                  Check::kEveryElement, memory))
+              return;
+            ++call;
+          }
+        }
+      }
+    });
+  }
 };
 
 class GpuReduceScatterTest : public GpuReduceTest {};
 class GpuAllReduceTest : public GpuReduceTest {};
+class GpuReduceScatterMappedTest : public GpuReduceTest {};
+class GpuAllReduceMappedTest : public GpuReduceTest {};
+
+TEST_P(GpuReduceScatterMappedTest, ReadsWindowsAndMemAllocBuffers) {
+  MappedBuffers(Reduction::kReduceScatter);
+}
+TEST_P(GpuAllReduceMappedTest, ReadsWindowsAndMemAllocBuffers) {
+  MappedBuffers(Reduction::kAllReduce);
+}
 
 TEST_P(GpuReduceScatterTest, EveryTypeAndOpSmallAndLarge) {
   EveryTypeAndOp(Reduction::kReduceScatter);
@@ -453,6 +549,21 @@ std::vector<GpuWorld> ReduceGpuWorlds() {
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuReduceScatterTest, ::testing::ValuesIn(ReduceGpuWorlds()),
                          GpuWorldName);
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuAllReduceTest, ::testing::ValuesIn(ReduceGpuWorlds()),
+                         GpuWorldName);
+
+// Processes sharing GPU 0, where only mapped buffers are read (thread ranks read every call and
+// would free mapped memory while a peer's kernel waits: Area).
+std::vector<GpuWorld> MappedGpuWorlds() {
+  using M = RankMode;
+  using P = Placement;
+  return {{M::kProcesses, P::kOneGpu, 2},
+          {M::kProcesses, P::kOneGpu, 4},
+          {M::kProcesses, P::kOneGpu, 8}};
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuReduceScatterMappedTest, ::testing::ValuesIn(MappedGpuWorlds()),
+                         GpuWorldName);
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuAllReduceMappedTest, ::testing::ValuesIn(MappedGpuWorlds()),
                          GpuWorldName);
 
 }  // namespace

@@ -16,7 +16,7 @@
 
 #include "api/comm_handle.h"
 #include "base/params.h"
-#include "collectives/all_gather/zero_copy_targets.h"
+#include "collectives/zero_copy_targets.h"
 #include "mp/checked_all_gather.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"

@@ -8,7 +8,7 @@
 #include "base/failure.h"
 #include "collectives/all_gather/block_parts.h"
 #include "collectives/all_gather/hierarchical_all_gather.h"
-#include "collectives/all_gather/zero_copy_targets.h"
+#include "collectives/zero_copy_targets.h"
 #include "collectives/alone_copy.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"

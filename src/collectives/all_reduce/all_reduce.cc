@@ -40,7 +40,7 @@ xcclResult_t AllReduceOneShot(Communicator* comm, const void* send, void* recv, 
 }
 
 // This rank's part of every rank's input, reduced into every rank's output (the read engine).
-xcclResult_t AllReduceReadOnce(Communicator* comm, const void* send, void* recv, size_t count,
+xcclResult_t AllReduceReadOnce(Communicator* comm, const BuffersAsSeen& buffers, size_t count,
                                int datatype, int op, xcclStream_t stream) {
   const size_t size = DataTypeSize(datatype);
   size_t first = 0;
@@ -49,7 +49,7 @@ xcclResult_t AllReduceReadOnce(Communicator* comm, const void* send, void* recv,
   part.first_byte = first * size;
   part.out_byte = first * size;
   part.to_every_rank = true;
-  return ReduceByReading(comm, kOpName, send, recv, part, datatype, op, stream);
+  return ReduceByReading(comm, kOpName, buffers, part, datatype, op, stream);
 }
 
 }  // namespace
@@ -63,10 +63,13 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   XCCL_TRY(CheckReducible(kOpName, nranks));
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
-  const AllReducePlan plan = ChooseAllReducePlan(count, count * size, nranks, step_count * size,
-                                                 ReductionsReadPeers(comm));
+  BuffersAsSeen buffers;
+  const bool reads_peers =
+      ReductionsReadPeers(comm, send, count * size, recv, count * size, &buffers);
+  const AllReducePlan plan =
+      ChooseAllReducePlan(count, count * size, nranks, step_count * size, reads_peers);
   if (plan == AllReducePlan::kReadOnce)
-    return AllReduceReadOnce(comm, send, recv, count, datatype, op, stream);
+    return AllReduceReadOnce(comm, buffers, count, datatype, op, stream);
   if (plan == AllReducePlan::kOneShot)
     return AllReduceOneShot(comm, send, recv, count, datatype, op, step_count, count, stream);
   // Rank r owns elements [r * part, (r + 1) * part): reduce_scatter leaves them in place in

@@ -13,8 +13,9 @@ namespace xccl {
 enum class AllReducePlan { kOneShot, kReduceScatterAllGather, kReadOnce };
 
 // `bytes`: the call's buffer; `step_bytes`: the most one region step carries (RegionStepCount);
-// `reads_peers`: the read engine runs on this communicator (ReductionsReadPeers). The same on
-// every rank for the same count, whatever each rank's buffers (a rank in place, a peer not).
+// `reads_peers`: the read engine runs this call (ReductionsReadPeers). The same on every rank
+// for the same count, whatever each rank's buffers (a rank in place, a peer not), given that
+// between processes every rank's buffers are mapped or none's are (xccl.h).
 AllReducePlan ChooseAllReducePlan(size_t count, size_t bytes, int nranks, size_t step_bytes,
                                   bool reads_peers);
 

@@ -11,12 +11,17 @@
 
 namespace xccl {
 
-// Whether the communicator's reductions read the peers' send buffers (the same on every rank).
-bool ReductionsReadPeers(Communicator* comm);
+// Whether this call's reduction reads the peers' buffers, and if so *buffers gets this rank's
+// as every rank addresses them. `recv_bytes`: 0 where only this rank writes its receive buffer
+// (reduce_scatter), else its size (all_reduce writes every rank's). Between processes a call
+// reads only where both buffers lie in windows or xcclMemAlloc memory that every peer maps; the
+// same answer on every rank when every rank's buffers are such or none's are (xccl.h).
+bool ReductionsReadPeers(Communicator* comm, const void* send, size_t send_bytes, void* recv,
+                         size_t recv_bytes, BuffersAsSeen* buffers);
 
 // This rank's `part` of a reduction (ReadReduceEngine::Run) as one operation: one kernel that
 // also closes it, inside the launch gate. Failures are recorded as `op_name`'s.
-xcclResult_t ReduceByReading(Communicator* comm, const char* op_name, const void* send, void* recv,
+xcclResult_t ReduceByReading(Communicator* comm, const char* op_name, const BuffersAsSeen& buffers,
                              const ReducedPart& part, int datatype, int op, xcclStream_t stream);
 
 }  // namespace xccl

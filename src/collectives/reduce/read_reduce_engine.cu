@@ -18,20 +18,19 @@ constexpr int kThreadsPerBlock = 512;
 
 class KernelReadReduceEngine final : public ReadReduceEngine {
  public:
-  KernelReadReduceEngine(bool reads, int offers, int max_blocks)
-      : reads_(reads), offers_(offers), max_blocks_(max_blocks) {}
+  KernelReadReduceEngine(ReadReach reach, int offers, int max_blocks)
+      : reach_(reach), offers_(offers), max_blocks_(max_blocks) {}
 
-  bool reads() const override { return reads_; }
+  ReadReach reach() const override { return reach_; }
 
-  xcclResult_t Run(const Transport& transport, const void* send, void* recv,
+  xcclResult_t Run(const Transport& transport, const BuffersAsSeen& buffers,
                    const ReducedPart& part, int datatype, int op, xcclStream_t stream,
                    PlatformFailure* failure) override {
     const DeviceView& view = *transport.device_view();
     ReadReduceCall call;
     call.offers = offers_;
-    call.send = static_cast<const char*>(send);
+    call.buffers = buffers;
     call.first_byte = part.first_byte;
-    call.recv = static_cast<char*>(recv);
     call.out_byte = part.out_byte;
     call.to_every_rank = part.to_every_rank;
     call.count = part.count;
@@ -45,7 +44,7 @@ class KernelReadReduceEngine final : public ReadReduceEngine {
   }
 
  private:
-  bool reads_;
+  ReadReach reach_;
   int offers_;
   int max_blocks_;
 };
@@ -69,18 +68,23 @@ xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topolo
   XCCL_TRY(CopyToDeviceNow(transport.device_view()->own_slots + offers.first +
                                kOfferWords * topology.nranks + ReadReduceCounters::kBlocksDone,
                            zeros, sizeof(zeros)));
-  // Ranks of one process address each other's buffers as their own, so an offer is the send
-  // pointer itself; between processes an address would need the peer's mapping (not built).
-  const bool reads = params.zero_copy != 0 && topology.node_count == 1 &&
-                     !topology.AnyNodeSharedByProcesses() && topology.nranks <= kMaxReduceInputs;
+  // Ranks of one process address each other's buffers as their own; ranks of several processes
+  // reach only windows and xcclMemAlloc memory, which each maps (zero_copy_targets.h).
+  ReadReach reach = ReadReach::kNone;
+  if (params.zero_copy != 0 && topology.node_count == 1 && topology.nranks <= kMaxReduceInputs)
+    reach = topology.AnyNodeSharedByProcesses() ? ReadReach::kMappedBuffers : ReadReach::kEveryCall;
   int sms = 0;
   XCCL_GPU_TRY(gpuMultiprocessorCount(topology.ranks[topology.rank].device, &sms));
   // Enough blocks of 512 threads to keep the memory system busy (two per SM), shared by the ranks
   // on the device; the grid never waits, so a larger one would only queue.
   const int max_blocks = std::max(1, 2 * sms / std::max(1, topology.MostRanksOnOneDevice()));
   XCCL_INFO(kLogInit, "rank %d: reductions %s", topology.rank,
-            reads ? "read the peers' send buffers (one process)" : "go through the receive region");
-  *out = std::make_unique<KernelReadReduceEngine>(reads, offers.first, max_blocks);
+            reach == ReadReach::kEveryCall       ? "read the peers' send buffers (one process)"
+            : reach == ReadReach::kMappedBuffers ? "read the peers' send buffers where they lie in "
+                                                   "windows or xcclMemAlloc memory, else go "
+                                                   "through the receive region"
+                                                 : "go through the receive region");
+  *out = std::make_unique<KernelReadReduceEngine>(reach, offers.first, max_blocks);
   return xcclSuccess;
 }
 

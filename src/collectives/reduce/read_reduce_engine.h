@@ -1,8 +1,9 @@
 // The reductions' device engine (GPU builds, read_reduce_engine.cu; docs/ARCHITECTURE.md,
-// "Reductions"): where every rank of the communicator lives in one process on one node, each
-// rank's kernel reads its part straight from every rank's send buffer and reduces it in rank
-// order: no copy, every input byte read once and every output byte written once (all_reduce:
-// written into every rank's output). One kernel per call opens with an offer (each rank stores
+// "Reductions"): where every rank reaches every other rank's buffers (one process on one node;
+// or one node, for calls whose buffers lie in windows or xcclMemAlloc memory), each rank's
+// kernel reads its part straight from every rank's send buffer and reduces it in rank order: no
+// copy, every input byte read once and every output byte written once (all_reduce: written into
+// every rank's output). One kernel per call opens with an offer (each rank stores
 // its buffers' addresses and its call number into every peer's window) and closes by telling
 // every peer it is done, so no rank's stream moves past the call while a peer may still read or
 // write its buffers. The host build has none.
@@ -14,6 +15,7 @@
 #include "base/failure.h"
 #include "base/params.h"
 #include "base/topology.h"
+#include "collectives/reduce/buffers_as_seen.h"
 #include "transport/slot_map.h"
 #include "transport/transport.h"
 #include "xccl.h"
@@ -28,16 +30,22 @@ struct ReducedPart {
   bool to_every_rank = false;  // all_reduce: every rank's receive buffer gets the part
 };
 
+// Which calls the engine runs (the same answer on every rank).
+enum class ReadReach {
+  kNone,           // none: they go through the receive region
+  kEveryCall,      // every call: the ranks are threads of one process
+  kMappedBuffers,  // calls whose buffers every rank of the node maps (zero_copy_targets.h)
+};
+
 class ReadReduceEngine {
  public:
   virtual ~ReadReduceEngine() = default;
-  // Whether this engine runs the communicator's reductions (the same answer on every rank).
-  virtual bool reads() const = 0;
+  virtual ReadReach reach() const = 0;
   // One kernel on `stream`, which closes the call itself (after BeginOperation, not queued):
   // the rank-order reduction of `part.count` elements from byte
-  // `part.first_byte` of every rank's `send`, written at `part.out_byte` of this rank's `recv`,
-  // or of every rank's (`part.to_every_rank`).
-  virtual xcclResult_t Run(const Transport& transport, const void* send, void* recv,
+  // `part.first_byte` of every rank's send buffer, written at `part.out_byte` of this rank's
+  // receive buffer, or of every rank's (`part.to_every_rank`).
+  virtual xcclResult_t Run(const Transport& transport, const BuffersAsSeen& buffers,
                            const ReducedPart& part, int datatype, int op, xcclStream_t stream,
                            PlatformFailure* failure) = 0;
 };

@@ -14,9 +14,8 @@ struct KernelArgs {
   uint32_t* const* peer_slots;
   uint32_t* own_slots;
   int offers, rank, nranks;
-  const char* send;
+  BuffersAsSeen buffers;
   size_t first_byte;
-  char* recv;
   size_t out_byte;
   bool to_every_rank;
   size_t count;
@@ -61,12 +60,13 @@ __global__ void __launch_bounds__(kThreads, 2) ReadReduceKernel(RedOp op, Kernel
   const int s = threadIdx.x;
   if (s < a.nranks) {
     if (s == a.rank) {
-      inputs[s] = a.send + a.first_byte;
-      outputs[s] = a.recv + a.out_byte;
+      inputs[s] = a.buffers.send[s] + a.first_byte;
+      outputs[s] = a.buffers.recv[s] + a.out_byte;
     } else {
+      // The buffers as rank s addresses them (its mapping where it is another process).
       uint32_t* offer = a.peer_slots[s] + a.offers + kOfferWords * a.rank;
-      StoreAddress(offer + 2, a.send);
-      StoreAddress(offer + 4, a.recv);
+      StoreAddress(offer + 2, a.buffers.send[s]);
+      StoreAddress(offer + 4, a.buffers.recv[s]);
       GpuStoreReleaseSystem(offer, call);
       const uint32_t* words = a.own_slots + a.offers + kOfferWords * s;
       // Nothing is read after a give-up, this rank's or an earlier one (an offer may then be of
@@ -128,9 +128,9 @@ gpuError_t LaunchReadReduce(const DeviceView& view, const ReadReduceCall& call, 
   if (op < static_cast<int>(RedOp::kSum) || op > static_cast<int>(RedOp::kAvg) ||
       view.nranks > kMaxReduceInputs || view.nranks > kThreads)
     return gpuErrorInvalidValue;
-  KernelArgs a{view.peer_slots, view.own_slots,  call.offers, view.rank,     view.nranks,
-               call.send,       call.first_byte, call.recv,   call.out_byte, call.to_every_rank,
-               call.count,      view.timeout_ns, view.record};
+  KernelArgs a{view.peer_slots,    view.own_slots, call.offers,     view.rank,
+               view.nranks,        call.buffers,   call.first_byte, call.out_byte,
+               call.to_every_rank, call.count,     view.timeout_ns, view.record};
   return WithDataType(datatype, [&](auto type) {
     return Launch<type.value>(static_cast<RedOp>(op), a, call.blocks, stream);
   });

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "collectives/reduce/buffers_as_seen.h"
 #include "collectives/reduce/reduce_kernel.h"
 #include "platform/gpu.h"
 #include "transport/device_view.h"
@@ -28,9 +29,8 @@ constexpr int OfferSlotCount(int nranks) {
 
 struct ReadReduceCall {
   int offers = 0;              // first offer slot
-  const char* send = nullptr;  // this rank's send buffer (every rank of the process reads it)
+  BuffersAsSeen buffers;       // this rank's, as each rank addresses them (offered to that rank)
   size_t first_byte = 0;       // where each rank's part to reduce starts in every send buffer
-  char* recv = nullptr;        // this rank's receive buffer (offered too)
   size_t out_byte = 0;         // where the result goes in the receive buffer(s)
   bool to_every_rank = false;  // the result into every rank's receive buffer, else this rank's
   size_t count = 0;

@@ -5,13 +5,11 @@
 
 #include <cstddef>
 
+#include "collectives/reduce/reduction.h"
 #include "platform/gpu.h"
 #include "xccl.h"
 
 namespace xccl {
-
-// The most arrays one launch reduces (the ranks of an 8-GPU node, four times over).
-constexpr int kMaxReduceInputs = 32;
 
 // out[i] = inputs[0][i] op inputs[1][i] op ... for `count` elements of `datatype`, on `stream`.
 // `inputs` is a host array of device pointers (passed by value in the launch); `out` may be one

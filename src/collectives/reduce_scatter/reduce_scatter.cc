@@ -26,11 +26,12 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
   const size_t block = count * size;
   if (comm->nranks() == 1) return CopyAlone(comm, kOpName, send, recv, block, stream);
   XCCL_TRY(CheckReducible(kOpName, comm->nranks()));
-  if (ReductionsReadPeers(comm)) {
+  BuffersAsSeen buffers;
+  if (ReductionsReadPeers(comm, send, block * comm->nranks(), recv, 0, &buffers)) {
     ReducedPart part;
     part.first_byte = comm->rank() * block;
     part.count = count;
-    return ReduceByReading(comm, kOpName, send, recv, part, datatype, op, stream);
+    return ReduceByReading(comm, kOpName, buffers, part, datatype, op, stream);
   }
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));

@@ -1,4 +1,4 @@
-#include "collectives/all_gather/zero_copy_targets.h"
+#include "collectives/zero_copy_targets.h"
 
 #include <algorithm>
 
