@@ -221,7 +221,13 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
  * counts all fail at the first step: xcclInvalidUsage naming the other count, or, for a rank
  * whose wait a peer's report of the mismatch reaches first, xcclRemoteError naming the rank that
  * passed the other count; a rank passing 0 takes no part (its peers fail at their deadline,
- * naming it). On a GPU a mismatch is not detected. */
+ * naming it). On a GPU a mismatch is not detected.
+ * Engines on a GPU: ranks read their part straight from every rank's buffers where they reach
+ * them (ranks of one process; ranks of several processes of one node when every rank's sendbuff,
+ * and for all_reduce recvbuff, lies in xcclMemAlloc memory or a window registered on the
+ * communicator), else the data goes through inboxes. Between processes, as with NCCL's
+ * symmetric windows, every rank's buffers of one call are such memory or none's are: a call that
+ * mixes them fails at the deadline (xcclTimeout), some ranks having taken each engine. */
 
 /* NCCL semantics: sendbuff holds nranks blocks of recvcount elements; rank r gets the reduction
  * of block r of every rank. In place when recvbuff == sendbuff + rank * recvcount * size; any

@@ -26,7 +26,7 @@ class AllGatherEngine {
   // Enqueues the all_gather of `bytes` per rank, and of `tail`, on `stream` as one kernel;
   // failures of the device side are reported later through Transport::PollAsyncFailure, launch
   // failures here. `direct_at` [nranks]: where each source may write straight
-  // (zero_copy_targets.h).
+  // (collectives/zero_copy_targets.h).
   virtual xcclResult_t Run(Transport& transport, const void* send, void* recv, size_t bytes,
                            const GatherTail& tail, char* const* direct_at, xcclStream_t stream,
                            PlatformFailure* failure) = 0;
