@@ -39,15 +39,26 @@ done
 row "$ar" -t 8 -b 8 -e 1M -f 8 -n 100 -w 20 --repeats 3
 row "$ar" -t 2 -b 8 -e 1M -f 8 -n 100 -w 20 --repeats 3
 row "$ag" -t 8 -b 64 -e 64 -n 100 -w 20 --repeats 3
+# Processes read each other's windows (-R 2); they time-slice one GPU without MPS.
+if nvidia-cuda-mps-control -d >>"$logs/perf.txt" 2>&1; then
+  row "$rs" --np 2 -R 2 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
+  row "$ar" --np 2 -R 2 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
+  row "$ar" --np 2 -R 0 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
+  echo quit | nvidia-cuda-mps-control >>"$logs/perf.txt" 2>&1
+fi
 row "$rs" -t 1 -b 8 -e 256M -f 32 -n 10 -w 3 --repeats 3 --compare vendor
 row "$ar" -t 1 -b 8 -e 256M -f 32 -n 10 -w 3 --repeats 3 --compare vendor
 # The roofline: every input byte read once and every output byte written once at the copy rate
 # of the same size (a copy of X bytes moves 2X). reduce_scatter of S send bytes per rank moves
 # n * S + S; all_reduce 2 * n * S.
-echo "== bf16 sum, ranks sharing GPU 0: time us (out of place, in place), roofline us, ratio =="
+echo "== bf16 sum, ranks sharing GPU 0 (t: threads, p: processes under MPS, R2: windows): time us (out of place, in place), roofline us, ratio =="
 awk '
-  /^## / { bin = $2; sub(/.*\//, "", bin); n = 1
-           for (i = 2; i <= NF; ++i) if ($i == "-t") n = $(i + 1)
+  /^## / { bin = $2; sub(/.*\//, "", bin); n = 1; mode = "t"; reg = ""
+           for (i = 2; i <= NF; ++i) {
+             if ($i == "-t") n = $(i + 1)
+             if ($i == "--np") { n = $(i + 1); mode = "p" }
+             if ($i == "-R") reg = " R" $(i + 1)
+           }
            compare = ($0 ~ /--compare/); next }
   bin == "copy_roofline" && $1 ~ /^[0-9]+$/ { rate[$1] = $3; next }
   $1 !~ /^[0-9]+$/ || NF < 9 { next }
@@ -56,7 +67,7 @@ awk '
   (bin == "reduce_scatter_perf" || bin == "all_reduce_perf") && ($1 in rate) {
     s = $1; moved = (bin == "reduce_scatter_perf") ? n * s + s : 2 * n * s
     roof = moved / (2 * rate[s] * 1e3)
-    printf "%s t%d %11d  %8.1f %8.1f  %8.1f  %5.2f  wrong %s/%s\n", bin, n, s, $6, $10, roof,
-           roof / $6, $9, $13; next }
+    printf "%s %s%d%s %11d  %8.1f %8.1f  %8.1f  %5.2f  wrong %s/%s\n", bin, mode, n, reg, s, $6,
+           $10, roof, roof / $6, $9, $13; next }
   bin == "all_reduce_perf" { printf "all_reduce t%d %d B: %s us (in place %s)\n", n, $1, $6, $10 }
 ' "$log"

@@ -75,9 +75,11 @@ class CollectiveRank {
     vendor_.reset();  // before the buffers it may still be using
     if (comm_ != nullptr) xcclCommAbort(comm_);
     // The communicator's end released its window and registrations.
-    if (recv_from_mem_alloc_) {
+    if (from_mem_alloc_) {
       (void)xcclMemFree(recv_);
+      (void)xcclMemFree(send_);
       recv_ = nullptr;
+      send_ = nullptr;
     }
     if (buffers_) {
       if (send_ != nullptr) buffers_->Release(send_);
@@ -126,15 +128,18 @@ class CollectiveRank {
     // One at a time: after a refused receive buffer, allocating (and filling) the send buffer
     // would only hold the failure up.
     if (options_.local_register > 0) {
+      // Both from xcclMemAlloc, which peer processes map: the zero-copy all_gather writes the
+      // receive buffer, the reductions' read engine reads both.
+      from_mem_alloc_ = true;
       XCCL_PERF_CHECK(xcclMemAlloc(&recv_, recv_capacity_), ctx_.rank, nullptr, return Fail());
-      recv_from_mem_alloc_ = true;
-      if (!buffers_->ReserveHostCopies(recv_capacity_)) return Fail();
+      XCCL_PERF_CHECK(xcclMemAlloc(&send_, send_capacity_), ctx_.rank, nullptr, return Fail());
+      if (!buffers_->ReserveHostCopies(std::max(recv_capacity_, send_capacity_))) return Fail();
     } else {
       recv_ = buffers_->Allocate(recv_capacity_);
+      if (recv_ == nullptr) return Fail();
+      send_ = buffers_->Allocate(send_capacity_);
     }
-    if (recv_ == nullptr) return Fail();
-    send_ = buffers_->Allocate(send_capacity_);
-    if (send_ == nullptr) return Fail();
+    if (recv_ == nullptr || send_ == nullptr) return Fail();
     if (!RegisterBuffers()) return Fail();
     if (!buffers_->HostAccessible()) {
       recv_host_.resize(recv_capacity_);
@@ -166,13 +171,13 @@ class CollectiveRank {
   }
 
   const char* BuffersName() const {
-    return options_.local_register == 2   ? "window (xcclMemAlloc, xcclCommWindowRegister)"
+    return options_.local_register == 2   ? "windows (xcclMemAlloc, xcclCommWindowRegister)"
            : options_.local_register == 1 ? "xcclMemAlloc, registered (xcclCommRegister)"
                                           : "plain";
   }
 
-  // -R 1: the receive buffer from xcclMemAlloc and both registered locally (PyTorch's NCCL memory
-  // pool does this); -R 2: the receive buffer from xcclMemAlloc, a window (collective).
+  // -R 1: both buffers from xcclMemAlloc and registered locally (PyTorch's NCCL memory pool does
+  // this); -R 2: both from xcclMemAlloc, each a window (collective).
   bool RegisterBuffers() {
     if (options_.local_register == 1) {
       void* handle = nullptr;
@@ -185,6 +190,9 @@ class CollectiveRank {
       xcclWindow_t window = nullptr;
       XCCL_PERF_CHECK(
           xcclCommWindowRegister(comm_, recv_, recv_capacity_, &window, XCCL_WIN_DEFAULT),
+          ctx_.rank, comm_, return false);
+      XCCL_PERF_CHECK(
+          xcclCommWindowRegister(comm_, send_, send_capacity_, &window, XCCL_WIN_DEFAULT),
           ctx_.rank, comm_, return false);
     }
     return true;
@@ -471,7 +479,7 @@ class CollectiveRank {
   std::unique_ptr<RunReport> report_;   // rank 0 with -J only
   void* send_ = nullptr;
   void* recv_ = nullptr;
-  bool recv_from_mem_alloc_ = false;  // -R 1, 2: xcclMemAlloc memory, freed after the comm
+  bool from_mem_alloc_ = false;  // -R 1, 2: both buffers xcclMemAlloc memory, freed after the comm
   size_t send_capacity_ = 0;
   size_t recv_capacity_ = 0;
   std::vector<char> send_host_;  // staging, only when the device memory is not host-visible
