@@ -73,3 +73,31 @@ def reference_c(sources, b, padded_m, scale=None, a_scales=None, b_scale=None):
                 part += block * a_scales[s][kb][:, None] * column_scales[None, :]
         c[s * padded_m:s * padded_m + m] = part
     return c
+
+
+def round_to_format(values, mantissa_bits, min_exponent, largest):
+    """float64 values rounded once, to nearest even, to a binary format with `mantissa_bits`
+    stored bits, normals from 2**min_exponent (subnormals below) and `largest` finite;
+    beyond it +-largest where the format saturates (fp8), else left to the caller."""
+    v = np.asarray(values, np.float64)
+    exponent = np.floor(np.log2(np.where(v == 0, 1.0, np.abs(v))))
+    quantum = np.exp2(np.maximum(exponent, min_exponent) - mantissa_bits)
+    rounded = np.round(v / quantum) * quantum  # numpy rounds halves to even
+    return np.clip(rounded, -largest, largest)
+
+
+def e5m2_bits(values):
+    """float -> e5m2 byte, rounded to nearest even, saturating at +-57344 (fp16's top byte)."""
+    exact = round_to_format(values, 2, -14, 57344.0)
+    return (exact.astype(np.float16).view(np.uint16) >> 8).astype(np.uint8)
+
+
+def e5m2_values(bits):
+    return (np.asarray(bits, np.uint8).astype(np.uint16) << 8).view(np.float16).astype(np.float64)
+
+
+def e4m3_bits_exact(values):
+    """e4m3 bytes of values that e4m3 holds exactly (round_to_format's), the sign of zero kept."""
+    v = np.asarray(values, np.float64)
+    magnitude = np.searchsorted(E4M3[:0x7F], np.abs(v)).astype(np.uint8)
+    return magnitude | np.where(np.signbit(v), 0x80, 0).astype(np.uint8)

@@ -76,6 +76,30 @@ def test_all_gather_argument_checks(pair):
     refused(c, lambda: c.all_gather(good_out, good_in, stream="s"), TypeError, ["stream"])
 
 
+def test_reduction_argument_checks(pair):
+    c = pair[0]
+    good_in, good_out = np.zeros(16, np.float32), np.zeros(8, np.float32)
+    refused(c, lambda: c.reduce_scatter(good_out, good_in, op="mul"), ValueError,
+            ["unknown reduction op 'mul'", "sum"])
+    refused(c, lambda: c.all_reduce(good_in, op=5), ValueError, ["op 5 is not a reduction op"])
+    refused(c, lambda: c.reduce_scatter(np.zeros(7, np.float32), good_in), ValueError,
+            ["inp has 64 bytes", "needs 56"])
+    refused(c, lambda: c.reduce_scatter(np.zeros(8, np.int32), good_in), ValueError,
+            ["out holds int32, inp float32"])
+    refused(c, lambda: c.all_reduce(good_in, out=good_out), ValueError,
+            ["out has 32 bytes, tensor 64"])
+    readonly = np.zeros(16, np.float32)
+    readonly.setflags(write=False)
+    refused(c, lambda: c.all_reduce(readonly), ValueError, ["tensor is read-only"])
+    # Overlapping buffers that are not NCCL's in-place layout: refused by libxccl itself, before
+    # any rank moves a byte, so the peer need not call.
+    shared = np.zeros(24, np.float32)
+    refused(c, lambda: c.all_reduce(shared[:16], out=shared[8:]), xccl.XcclError,
+            ["xcclAllReduce", "overlaps recvbuff but is not in place"])
+    refused(c, lambda: c.reduce_scatter(shared[:8], shared[4:20]), xccl.XcclError,
+            ["xcclReduceScatter", "overlaps recvbuff but is not in place"])
+
+
 def test_buffer_protocol_and_dlpack_tensors(pair):
     """bytearray (buffer protocol) and a DLPack-only wrapper gather like numpy arrays."""
     class DlpackOnly:

@@ -3,6 +3,8 @@
     uid = xccl.UniqueId()                      # on one rank; send bytes(uid) to the others
     with xccl.Communicator(nranks, uid, rank) as comm:
         comm.all_gather(out, inp)
+        comm.reduce_scatter(out, inp, op="sum")
+        comm.all_reduce(tensor, op="avg")          # in place; out= for another tensor
         comm.barrier()
         with xccl.AgGemmOp(comm, n=N, k=K, m_max=M, dtype="float8_e4m3") as op:
             op.self_test()
@@ -14,6 +16,7 @@ buffer protocol. Streams: the caller's, else torch's (or cupy's) current one.
 
 from ._dtypes import DataType
 from ._errors import Result, XcclError
+from ._ops import RedOp
 from ._library import path as library_path
 from ._library import platform
 from .ag_gemm import AgGemmOp, LocalRows
@@ -30,5 +33,5 @@ def version():
     return (code.value // 10000, code.value // 100 % 100, code.value % 100)
 
 
-__all__ = ["AgGemmOp", "Communicator", "DataType", "LocalRows", "Result", "UniqueId",
+__all__ = ["AgGemmOp", "Communicator", "DataType", "LocalRows", "RedOp", "Result", "UniqueId",
            "XcclError", "init_all", "library_path", "platform", "version"]

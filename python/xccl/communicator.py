@@ -4,7 +4,7 @@ tensors."""
 import ctypes
 import sys
 
-from . import _dtypes, _streams, _tensors
+from . import _dtypes, _ops, _streams, _tensors
 from ._errors import XcclError, check
 from ._library import ConfigStruct, UniqueIdStruct, lib, platform
 
@@ -188,13 +188,9 @@ class Communicator:
         return info
 
     # ---- collectives
-    def all_gather(self, out, inp, stream=None, dtype=None):
-        """out <- every rank's inp, rank order (xcclAllGather). `out` holds size x inp's
-        elements; inp may be out's own block (in place). dtype: for tensors whose element type
-        has no xccl name of its own (bfloat16 or float8 bits in uint16/uint8 numpy arrays)."""
-        handle = self._live_handle("all_gather")
-        src = self.check_tensor(inp, "inp")
-        dst = self.check_tensor(out, "out", writable=True)
+    def _operand_type(self, src, dst, dtype):
+        """The xcclDataType_t of a call on src and dst: dtype where given (bfloat16 or float8
+        bits in uint16/uint8 numpy arrays), else theirs, which must agree."""
         kind = _dtypes.resolve(dtype) if dtype is not None else src.dtype
         if kind is None:
             raise ValueError("xccl: inp's element type has no xccl data type; pass dtype=")
@@ -205,6 +201,16 @@ class Communicator:
         if dtype is None and dst.dtype != src.dtype:
             raise ValueError(f"xccl: out holds {dst.dtype.name if dst.dtype else '?'}, inp "
                              f"{src.dtype.name}")
+        return kind, size
+
+    def all_gather(self, out, inp, stream=None, dtype=None):
+        """out <- every rank's inp, rank order (xcclAllGather). `out` holds size x inp's
+        elements; inp may be out's own block (in place). dtype: for tensors whose element type
+        has no xccl name of its own (bfloat16 or float8 bits in uint16/uint8 numpy arrays)."""
+        handle = self._live_handle("all_gather")
+        src = self.check_tensor(inp, "inp")
+        dst = self.check_tensor(out, "out", writable=True)
+        kind, size = self._operand_type(src, dst, dtype)
         if dst.nbytes != src.nbytes * self.size:
             raise ValueError(f"xccl: out has {dst.nbytes} bytes; an all_gather of inp's "
                              f"{src.nbytes} over {self.size} ranks needs {src.nbytes * self.size}")
@@ -212,6 +218,44 @@ class Communicator:
         check("xcclAllGather",
               lib.xcclAllGather(src.ptr, dst.ptr, src.nbytes // size, int(kind), handle,
                                 handle_stream), handle)
+        return out
+
+    def reduce_scatter(self, out, inp, op="sum", stream=None, dtype=None):
+        """out <- block `rank` of every rank's inp, reduced in rank order (xcclReduceScatter).
+        inp holds size x out's elements; out may be inp's own block (in place). op: "sum",
+        "prod", "max", "min", "avg" (or a RedOp); dtype as for all_gather."""
+        handle = self._live_handle("reduce_scatter")
+        red = _ops.resolve(op)
+        src = self.check_tensor(inp, "inp")
+        dst = self.check_tensor(out, "out", writable=True)
+        kind, size = self._operand_type(src, dst, dtype)
+        if src.nbytes != dst.nbytes * self.size:
+            raise ValueError(f"xccl: inp has {src.nbytes} bytes; a reduce_scatter into out's "
+                             f"{dst.nbytes} over {self.size} ranks needs "
+                             f"{dst.nbytes * self.size}")
+        handle_stream = _streams.resolve(stream, platform, (src, dst), self.device)
+        check("xcclReduceScatter",
+              lib.xcclReduceScatter(src.ptr, dst.ptr, dst.nbytes // size, int(kind), int(red),
+                                    handle, handle_stream), handle)
+        return out
+
+    def all_reduce(self, tensor, op="sum", out=None, stream=None, dtype=None):
+        """out <- every rank's tensor, reduced in rank order (xcclAllReduce); in place (out is
+        tensor) unless out is given, which must hold as many elements. Returns out."""
+        handle = self._live_handle("all_reduce")
+        red = _ops.resolve(op)
+        if out is None:
+            out = tensor
+        src = self.check_tensor(tensor, "tensor", writable=out is tensor)
+        dst = src if out is tensor else self.check_tensor(out, "out", writable=True)
+        kind, size = self._operand_type(src, dst, dtype)
+        if dst.nbytes != src.nbytes:
+            raise ValueError(f"xccl: out has {dst.nbytes} bytes, tensor {src.nbytes}; an "
+                             "all_reduce needs the same")
+        handle_stream = _streams.resolve(stream, platform, (src, dst), self.device)
+        check("xcclAllReduce",
+              lib.xcclAllReduce(src.ptr, dst.ptr, src.nbytes // size, int(kind), int(red),
+                                handle, handle_stream), handle)
         return out
 
     def barrier(self, stream=None):
