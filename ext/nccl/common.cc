@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 #include "shim_internal.h"
@@ -27,15 +28,31 @@ std::string& LastErrorStorage() {
   return message;
 }
 
+// The ops XCCL_NCCL_NATIVE may list, by NativeOp, under their NCCL names (lower case) and
+// xccl's.
+struct NativeName {
+  NativeOp op;
+  const char* nccl;
+  const char* xccl;
+};
+constexpr NativeName kNativeNames[] = {
+    {NativeOp::kAllGather, "allgather", "all_gather"},
+    {NativeOp::kReduceScatter, "reducescatter", "reduce_scatter"},
+    {NativeOp::kAllReduce, "allreduce", "all_reduce"},
+};
+constexpr int kNativeOpCount = sizeof(kNativeNames) / sizeof(kNativeNames[0]);
+
 struct NativeSet {
-  bool allgather = true;
+  bool on[kNativeOpCount] = {};
 };
 
 NativeSet ParseNative() {
   NativeSet set;
   const char* env = getenv("XCCL_NCCL_NATIVE");
-  if (!env) return set;
-  set.allgather = false;
+  if (!env) {
+    for (bool& on : set.on) on = true;
+    return set;
+  }
   std::stringstream ss(env);
   std::string op;
   while (std::getline(ss, op, ',')) {
@@ -43,9 +60,14 @@ NativeSet ParseNative() {
              op.end());
     std::transform(op.begin(), op.end(), op.begin(),
                    [](unsigned char ch) { return static_cast<char>(tolower(ch)); });
-    if (op == "allgather" || op == "all_gather") {
-      set.allgather = true;
-    } else if (!op.empty() && op != "none") {
+    bool known = op.empty() || op == "none";
+    for (const NativeName& name : kNativeNames) {
+      if (op == name.nccl || op == name.xccl) {
+        set.on[static_cast<int>(name.op)] = true;
+        known = true;
+      }
+    }
+    if (!known) {
       // Listing an op xccl cannot run yet is not an error: it is simply forwarded.
       fprintf(stderr,
               "xccl nccl shim: WARN XCCL_NCCL_NATIVE lists '%s', which has no native "
@@ -142,9 +164,25 @@ ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function
   return ncclSuccess;
 }
 
-bool NativeAllGather() {
+bool Native(NativeOp op) {
   static const NativeSet set = ParseNative();
-  return set.allgather;
+  return set.on[static_cast<int>(op)];
+}
+
+void InfoOnce(const char* function, const std::string& what) {
+  static const bool info = [] {
+    const char* level = getenv("XCCL_DEBUG");
+    return level && (strcasecmp(level, "INFO") == 0 || strcasecmp(level, "TRACE") == 0);
+  }();
+  if (!info) return;
+  static auto* mu = new std::mutex();  // leaked on purpose, as the registry's
+  static auto* said = new std::set<std::string>();
+  const std::string line = std::string(function) + ": " + what;
+  {
+    std::lock_guard<std::mutex> lock(*mu);
+    if (!said->insert(line).second) return;
+  }
+  fprintf(stderr, "xccl nccl shim: INFO %s\n", line.c_str());
 }
 
 int& GroupDepth() {

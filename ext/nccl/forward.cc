@@ -1,7 +1,7 @@
-// Calls that go to the vendor library (and ncclAllGather, native unless XCCL_NCCL_NATIVE
-// leaves it out). Each forwarded call checks the shim handle, finds the vendor function,
-// creates the vendor communicator on first use, mirrors the client's group level on the
-// vendor, and records the vendor's message on failure.
+// Calls that go to the vendor library (and ncclAllGather, ncclReduceScatter and ncclAllReduce,
+// native unless XCCL_NCCL_NATIVE leaves them out). Each forwarded call checks the shim handle,
+// finds the vendor function, creates the vendor communicator on first use, mirrors the client's
+// group level on the vendor, and records the vendor's message on failure.
 #include <string>
 
 #include "shim_internal.h"
@@ -28,7 +28,8 @@ ncclResult_t xccl_shim::FinishForward(const char* name, ncclComm_t vendor_comm, 
 XCCL_SHIM_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                             ncclDataType_t datatype, ncclComm_t comm,
                                             cudaStream_t stream) {
-  if (IsLiveComm(comm) && comm->xccl && NativeAllGather()) {
+  if (IsLiveComm(comm) && comm->xccl && Native(NativeOp::kAllGather)) {
+    InfoOnce("ncclAllGather", "runs natively in xccl");
     return CheckXccl(xcclAllGather(sendbuff, recvbuff, sendcount,
                                    static_cast<xcclDataType_t>(datatype), comm->xccl, stream),
                      "ncclAllGather", comm->xccl);
@@ -39,9 +40,33 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclAllGather,
                 (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                  ncclComm_t comm, cudaStream_t stream));
 
+namespace {
+
+// Whether a reduction runs in xccl: a communicator with an xccl side, the op listed in
+// XCCL_NCCL_NATIVE, and one of NCCL's built-in ops (numbered as xcclRedOp_t). Ops from
+// ncclRedOpCreatePreMulSum are the vendor's handles: forwarded, saying so once.
+bool ReducesNatively(ncclComm_t comm, NativeOp which, ncclRedOp_t op, const char* function) {
+  if (!IsLiveComm(comm) || !comm->xccl || !Native(which)) return false;
+  if (static_cast<int>(op) >= 0 && static_cast<int>(op) < static_cast<int>(ncclNumOps)) {
+    InfoOnce(function, "runs natively in xccl");
+    return true;
+  }
+  InfoOnce(function, "op " + std::to_string(static_cast<int>(op)) +
+                         " is not one of NCCL's built-in ops (a user-defined op such as "
+                         "ncclRedOpCreatePreMulSum's): forwarded to the vendor library");
+  return false;
+}
+
+}  // namespace
+
 XCCL_SHIM_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                             ncclDataType_t datatype, ncclRedOp_t op,
                                             ncclComm_t comm, cudaStream_t stream) {
+  if (ReducesNatively(comm, NativeOp::kAllReduce, op, "ncclAllReduce")) {
+    return CheckXccl(xcclAllReduce(sendbuff, recvbuff, count, static_cast<xcclDataType_t>(datatype),
+                                   static_cast<xcclRedOp_t>(op), comm->xccl, stream),
+                     "ncclAllReduce", comm->xccl);
+  }
   XCCL_SHIM_FORWARD(ncclAllReduce, comm, sendbuff, recvbuff, count, datatype, op, vc, stream);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclAllReduce,
@@ -52,6 +77,12 @@ XCCL_SHIM_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recv
                                                 size_t recvcount, ncclDataType_t datatype,
                                                 ncclRedOp_t op, ncclComm_t comm,
                                                 cudaStream_t stream) {
+  if (ReducesNatively(comm, NativeOp::kReduceScatter, op, "ncclReduceScatter")) {
+    return CheckXccl(
+        xcclReduceScatter(sendbuff, recvbuff, recvcount, static_cast<xcclDataType_t>(datatype),
+                          static_cast<xcclRedOp_t>(op), comm->xccl, stream),
+        "ncclReduceScatter", comm->xccl);
+  }
   XCCL_SHIM_FORWARD(ncclReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op, vc,
                     stream);
 }

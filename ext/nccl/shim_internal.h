@@ -108,8 +108,13 @@ ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function
 // ranks, from xccl's node split; fails naming `function` where xccl cannot tell it.
 ncclResult_t LsaSizeOf(xcclComm_t comm, int nranks, const char* function, int* lsa_size);
 
-// Which collectives run natively (XCCL_NCCL_NATIVE, read once).
-bool NativeAllGather();
+// Which collectives run natively (XCCL_NCCL_NATIVE, read once; every one by default).
+enum class NativeOp { kAllGather, kReduceScatter, kAllReduce };
+bool Native(NativeOp op);
+
+// One line "xccl nccl shim: INFO <function>: <what>" on stderr where XCCL_DEBUG is INFO or
+// TRACE, once per process for each (function, what) pair: which path a call takes, and why.
+void InfoOnce(const char* function, const std::string& what);
 
 // Group depth of this thread (ncclGroupStart/End), and how many of those levels have been
 // opened on the vendor too (only once a forwarded call happened inside the group).

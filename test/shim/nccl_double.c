@@ -200,6 +200,28 @@ EXPORT ncclResult_t ncclGroupEnd(void) {
 
 static size_t TypeSize(ncclDataType_t t) { return t == ncclInt32 || t == ncclFloat32 ? 4 : 0; }
 
+/* ncclRedOpCreatePreMulSum of a host float scalar: op handles from ncclNumOps up, one process
+ * each (ranks fork before they make any). */
+#define MAX_PREMUL_OPS 8
+static float g_premul[MAX_PREMUL_OPS];
+static int g_premul_count;
+EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                             ncclScalarResidence_t residence, ncclComm_t comm) {
+  if (op == NULL || scalar == NULL || comm == NULL || datatype != ncclFloat32 ||
+      residence != ncclScalarHostImmediate || g_premul_count == MAX_PREMUL_OPS)
+    return ncclInvalidArgument;
+  LogCall("ncclRedOpCreatePreMulSum", comm->rank);
+  g_premul[g_premul_count] = *(const float*)scalar;
+  *op = (ncclRedOp_t)(ncclNumOps + g_premul_count++);
+  return ncclSuccess;
+}
+EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  if (comm == NULL || (int)op < (int)ncclNumOps || (int)op >= (int)ncclNumOps + g_premul_count)
+    return ncclInvalidArgument;
+  LogCall("ncclRedOpDestroy", comm->rank);
+  return ncclSuccess;
+}
+
 EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                   cudaStream_t stream) {
@@ -208,7 +230,11 @@ EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t c
   if (ncclCommCount(comm, &nranks) != ncclSuccess) return ncclInternalError;
   if (GlobalScopeAsyncError(comm) != ncclSuccess) return ncclInvalidArgument;
   size_t bytes = count * TypeSize(datatype);
-  if (op != ncclSum || TypeSize(datatype) == 0 || bytes > SLOT_BYTES) return ncclInvalidArgument;
+  const int premul = (int)op - (int)ncclNumOps; /* a pre-multiplied float sum, else ncclSum */
+  if ((op != ncclSum && (premul < 0 || premul >= g_premul_count || datatype != ncclFloat32)) ||
+      TypeSize(datatype) == 0 || bytes > SLOT_BYTES)
+    return ncclInvalidArgument;
+  const float factor = premul >= 0 ? g_premul[premul] : 1.0f;
   LogCall("ncclAllReduce", comm->rank);
   memcpy(comm->shm->slots[comm->rank], sendbuff, bytes);
   Barrier(comm);
@@ -219,7 +245,7 @@ EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t c
       ((int32_t*)recvbuff)[i] = s;
     } else {
       float s = 0;
-      for (int r = 0; r < nranks; ++r) s += ((const float*)comm->shm->slots[r])[i];
+      for (int r = 0; r < nranks; ++r) s += factor * ((const float*)comm->shm->slots[r])[i];
       ((float*)recvbuff)[i] = s;
     }
   }

@@ -4,11 +4,14 @@
  * ids are made before the fork, as an MPI launcher would hand them out) and drives them through
  * the nccl API with host buffers, which the host platform's "device memory" is.
  *
- *   shim_client native <nranks>       life cycle, all_gather, configs, errors, groups, memory
+ *   shim_client native <nranks>       life cycle, all_gather, reductions, configs, errors, groups,
+ *                                      memory
  *   shim_client initall <nranks>      ncclCommInitAll in one process, one thread per rank
  *   shim_client forward <nranks> <0|1> forwarded all_reduce against the vendor double; 1: the
  *                                      all_gathers must have been forwarded too
  *   shim_client nofallback <nranks>   forwarded calls fail cleanly, naming the function
+ *   shim_client premul <nranks>       native reductions beside a user-defined op's forwarded
+ *                                      all_reduce (vendor double), each path named at INFO
  *   shim_client nodes <nranks> [hosts] ranks over several nodes: init, all_gather (native, across
  *                                      them), the device API's teams against the split, and with
  *                                      XCCL_SHIM_DOUBLE_LOG set a forwarded all_reduce and a
@@ -141,6 +144,89 @@ static void CheckWindow(ncclComm_t comm, int nranks, int rank, int salt) {
   if (strstr(ncclGetLastError(comm), "xcclMemAlloc") == NULL)
     FAIL("window refusal says: %s", ncclGetLastError(comm));
   if (win) FAIL("a refused window was handed out");
+}
+
+/* Native reductions: int32 sums that wrap and an avg truncated toward zero, float32 sums in rank
+ * order (xccl's promise: the same bits as this loop), max and min; out of place and in place
+ * (reduce_scatter: recvbuff inside sendbuff at the rank's block), every element checked. */
+static int32_t IntValue(int salt, int rank, size_t i) {
+  return (int32_t)(uint32_t)Value(salt, rank, i);
+}
+static float SumFloat(int salt, int nranks, size_t i) {
+  float s = FloatValue(salt, 0, i) * 0.37f;
+  for (int r = 1; r < nranks; ++r) s += FloatValue(salt, r, i) * 0.37f; /* rounds each step */
+  return s;
+}
+static void CheckReductions(ncclComm_t comm, int nranks, int rank, int salt) {
+  const size_t n = g_count;
+  int32_t* isend = malloc(n * nranks * sizeof(int32_t));
+  int32_t* irecv = malloc(n * nranks * sizeof(int32_t));
+  float* fbuf = malloc(n * nranks * sizeof(float));
+  for (size_t i = 0; i < n * nranks; ++i) isend[i] = IntValue(salt, rank, i);
+  /* all_reduce, int32 sum out of place (two's complement wrap) and avg (truncated) */
+  for (int op = 0; op < 2; ++op) {
+    memset(irecv, 0xA5, n * sizeof(int32_t));
+    CHECK(ncclAllReduce(isend, irecv, n, ncclInt32, op == 0 ? ncclSum : ncclAvg, comm, NULL));
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t sum = 0;
+      for (int r = 0; r < nranks; ++r) sum += (uint32_t)IntValue(salt, r, i);
+      const int32_t want = op == 0 ? (int32_t)sum : (int32_t)((int64_t)(int32_t)sum / nranks);
+      if (irecv[i] != want)
+        FAIL("all_reduce int32 %s element %zu: %d, expected %d", op == 0 ? "sum" : "avg", i,
+             irecv[i], want);
+    }
+  }
+  /* all_reduce, float32 sum in place */
+  for (size_t i = 0; i < n; ++i) fbuf[i] = FloatValue(salt + 1, rank, i) * 0.37f;
+  CHECK(ncclAllReduce(fbuf, fbuf, n, ncclFloat32, ncclSum, comm, NULL));
+  for (size_t i = 0; i < n; ++i)
+    if (fbuf[i] != SumFloat(salt + 1, nranks, i))
+      FAIL("in-place all_reduce float sum element %zu: %.9g, expected %.9g", i, fbuf[i],
+           SumFloat(salt + 1, nranks, i));
+  /* reduce_scatter, int32 max out of place; float32 min in place */
+  memset(irecv, 0xA5, n * sizeof(int32_t));
+  CHECK(ncclReduceScatter(isend, irecv, n, ncclInt32, ncclMax, comm, NULL));
+  for (size_t i = 0; i < n; ++i) {
+    int32_t want = IntValue(salt, 0, rank * n + i);
+    for (int r = 1; r < nranks; ++r)
+      if (IntValue(salt, r, rank * n + i) > want) want = IntValue(salt, r, rank * n + i);
+    if (irecv[i] != want)
+      FAIL("reduce_scatter int32 max element %zu: %d, expected %d", i, irecv[i], want);
+  }
+  for (size_t i = 0; i < n * nranks; ++i) fbuf[i] = FloatValue(salt + 2, rank, i);
+  float* mine = fbuf + rank * n;
+  CHECK(ncclReduceScatter(fbuf, mine, n, ncclFloat32, ncclMin, comm, NULL));
+  for (size_t i = 0; i < n; ++i) {
+    float want = FloatValue(salt + 2, 0, rank * n + i);
+    for (int r = 1; r < nranks; ++r)
+      if (FloatValue(salt + 2, r, rank * n + i) < want)
+        want = FloatValue(salt + 2, r, rank * n + i);
+    if (mine[i] != want)
+      FAIL("in-place reduce_scatter float min element %zu: %g, expected %g", i, mine[i], want);
+  }
+  /* Coalesced, as PyTorch groups its bucketed calls: three reductions in one group. */
+  for (size_t i = 0; i < n * nranks; ++i) fbuf[i] = FloatValue(salt + 3, rank, i) * 0.37f;
+  CHECK(ncclGroupStart());
+  CHECK(ncclAllReduce(fbuf, fbuf, n, ncclFloat32, ncclSum, comm, NULL));
+  CHECK(ncclAllReduce(fbuf + n, fbuf + n, n, ncclFloat32, ncclSum, comm, NULL));
+  CHECK(ncclAllReduce(isend, irecv, n, ncclInt32, ncclSum, comm, NULL));
+  CHECK(ncclGroupEnd());
+  for (size_t i = 0; i < 2 * n; ++i)
+    if (fbuf[i] != SumFloat(salt + 3, nranks, i))
+      FAIL("grouped all_reduce element %zu: %.9g, expected %.9g", i, fbuf[i],
+           SumFloat(salt + 3, nranks, i));
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t sum = 0;
+    for (int r = 0; r < nranks; ++r) sum += (uint32_t)IntValue(salt, r, i);
+    if (irecv[i] != (int32_t)sum) FAIL("grouped int32 all_reduce element %zu", i);
+  }
+  /* NCCL's refusals come back as NCCL results: overlapping buffers that are not the in-place
+   * layout. */
+  EXPECT_RESULT(ncclAllReduce(isend, isend + 1, n, ncclInt32, ncclSum, comm, NULL),
+                ncclInvalidArgument);
+  free(isend);
+  free(irecv);
+  free(fbuf);
 }
 
 /* In place (sendbuff == recvbuff + rank * count), bytes, through ncclMemAlloc memory. */
@@ -276,6 +362,7 @@ static void NativeRank(int nranks, int rank) {
   CheckAllGatherFloat(comm, nranks, rank, 1);
   CheckAllGatherInPlace(comm, nranks, rank, 2);
   CheckWindow(comm, nranks, rank, 9);
+  CheckReductions(comm, nranks, rank, 3);
 
   /* Shrink (native for xccl communicators): the last rank excluded takes no part; the others
    * gather over the child, then revoke it, after which its calls are refused. */
@@ -468,15 +555,63 @@ static void NoFallbackRank(int nranks, int rank) {
   ncclComm_t comm = NULL;
   CHECK(ncclCommInitRank(&comm, nranks, g_ids[0], rank));
   int32_t buf[8] = {0};
-  EXPECT_RESULT(ncclAllReduce(buf, buf, 8, ncclInt32, ncclSum, comm, NULL), ncclInvalidUsage);
-  if (!strstr(ncclGetLastError(comm), "ncclAllReduce")) FAIL("message: %s", ncclGetLastError(comm));
+  EXPECT_RESULT(ncclReduce(buf, buf, 8, ncclInt32, ncclSum, 0, comm, NULL), ncclInvalidUsage);
+  if (!strstr(ncclGetLastError(comm), "ncclReduce")) FAIL("message: %s", ncclGetLastError(comm));
+  ncclRedOp_t premul;
+  float half = 0.5f;
+  EXPECT_RESULT(
+      ncclRedOpCreatePreMulSum(&premul, &half, ncclFloat32, ncclScalarHostImmediate, comm),
+      ncclInvalidUsage);
   EXPECT_RESULT(ncclSend(buf, 8, ncclInt32, (rank + 1) % nranks, comm, NULL), ncclInvalidUsage);
   if (!strstr(ncclGetLastError(comm), "ncclSend")) FAIL("message: %s", ncclGetLastError(comm));
   ncclComm_t sub = NULL;
   EXPECT_RESULT(ncclCommSplit(comm, 0, rank, &sub, NULL), ncclInvalidUsage);
   if (!strstr(ncclGetLastError(NULL), "ncclCommSplit")) FAIL("message: %s", ncclGetLastError(NULL));
-  CheckAllGatherFloat(comm, nranks, rank, 20); /* the native path is unaffected */
+  CheckAllGatherFloat(comm, nranks, rank, 20); /* the native paths are unaffected */
+  CheckReductions(comm, nranks, rank, 21);
   CHECK(ncclCommDestroy(comm));
+}
+
+/* Reductions native by default beside a user-defined op that is not: ncclSum runs in xccl (the
+ * double never sees it), a ncclRedOpCreatePreMulSum op and the all_reduce with it reach the
+ * double, and with XCCL_DEBUG=INFO each path is named once on stderr (read back here). */
+static void PreMulSumRank(int nranks, int rank) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/xccl_shim_premul_%d_%d.txt", (int)getpid(), rank);
+  fflush(stderr);
+  const int saved = dup(2);
+  FILE* capture = fopen(path, "w+");
+  if (!capture || saved < 0) FAIL("cannot capture stderr into %s", path);
+  dup2(fileno(capture), 2);
+  ncclComm_t comm = NULL;
+  CHECK(ncclCommInitRank(&comm, nranks, g_ids[0], rank));
+  CheckReductions(comm, nranks, rank, 50);
+  ncclRedOp_t premul;
+  float factor = 0.25f;
+  CHECK(ncclRedOpCreatePreMulSum(&premul, &factor, ncclFloat32, ncclScalarHostImmediate, comm));
+  float* f = malloc(g_count * sizeof(float));
+  for (size_t i = 0; i < g_count; ++i) f[i] = FloatValue(51, rank, i);
+  CHECK(ncclAllReduce(f, f, g_count, ncclFloat32, premul, comm, NULL));
+  for (size_t i = 0; i < g_count; ++i) {
+    float want = 0;
+    for (int r = 0; r < nranks; ++r) want += factor * FloatValue(51, r, i);
+    if (f[i] != want) FAIL("pre-multiplied all_reduce element %zu: %g, expected %g", i, f[i], want);
+  }
+  CHECK(ncclRedOpDestroy(premul, comm));
+  CHECK(ncclCommDestroy(comm));
+  free(f);
+  fflush(stderr);
+  dup2(saved, 2);
+  char text[8192] = {0};
+  rewind(capture);
+  fread(text, 1, sizeof text - 1, capture);
+  fclose(capture);
+  unlink(path);
+  const char* said[] = {"INFO ncclAllReduce: runs natively in xccl",
+                        "INFO ncclReduceScatter: runs natively in xccl",
+                        "is not one of NCCL's built-in ops"};
+  for (size_t k = 0; k < sizeof said / sizeof said[0]; ++k)
+    if (!strstr(text, said[k])) FAIL("stderr lacks \"%s\":\n%s", said[k], text);
 }
 
 /* Ranks over several nodes (XCCL_FAKE_NODES or one XCCL_HOSTID per rank): init, native
@@ -516,6 +651,7 @@ static void NodesRank(int nranks, int rank) {
     CHECK(ncclCommDestroy(split));
   }
   CheckAllGatherFloat(comm, nranks, rank, 43); /* native again after the forwarded calls */
+  if (!getenv("XCCL_SHIM_DOUBLE_LOG")) CheckReductions(comm, nranks, rank, 44); /* native */
   CHECK(ncclCommDestroy(comm));
 }
 
@@ -528,6 +664,7 @@ static void* InitAllThread(void* p) {
   struct ThreadArg* a = p;
   CheckQueries(a->comm, a->nranks, a->rank);
   CheckAllGatherFloat(a->comm, a->nranks, a->rank, 30);
+  CheckReductions(a->comm, a->nranks, a->rank, 31);
   return NULL;
 }
 static int InitAll(int nranks) {
@@ -586,6 +723,21 @@ static void CheckDoubleLog(int nranks, int allgather_forwarded) {
   if (CountLines(log, "ncclGroupStart", -1) != nranks ||
       CountLines(log, "ncclGroupEnd", -1) != nranks)
     FAIL("the group was not mirrored on the vendor once per rank");
+}
+
+/* The native reductions never reached the double; the user-defined op's calls did, once each. */
+static void CheckPreMulLog(int nranks) {
+  const char* log = getenv("XCCL_SHIM_DOUBLE_LOG");
+  if (!log) FAIL("XCCL_SHIM_DOUBLE_LOG is not set");
+  const char* once[] = {"ncclRedOpCreatePreMulSum", "ncclAllReduce", "ncclRedOpDestroy"};
+  for (int r = 0; r < nranks; ++r) {
+    for (size_t f = 0; f < sizeof once / sizeof once[0]; ++f)
+      if (CountLines(log, once[f], r) != 1)
+        FAIL("rank %d: %s reached the vendor %d times, expected once (the native ones never)", r,
+             once[f], CountLines(log, once[f], r));
+    if (CountLines(log, "ncclReduceScatter", r) != 0)
+      FAIL("rank %d: a native reduce_scatter was forwarded", r);
+  }
 }
 
 /* g_node_of_rank from a comma list: node sizes in rank order (XCCL_FAKE_NODES) or one host id
@@ -657,7 +809,8 @@ static void CheckNodesLog(int nranks) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s native|initall|forward|nofallback|nodes <nranks> [0|1|hosts]\n",
+    fprintf(stderr,
+            "usage: %s native|initall|forward|nofallback|premul|nodes <nranks> [0|1|hosts]\n",
             argv[0]);
     return 2;
   }
@@ -717,6 +870,8 @@ int main(int argc, char** argv) {
         ForwardRank(nranks, r);
       else if (strcmp(mode, "nofallback") == 0)
         NoFallbackRank(nranks, r);
+      else if (strcmp(mode, "premul") == 0)
+        PreMulSumRank(nranks, r);
       else
         FAIL("unknown mode %s", mode);
       _exit(0);
@@ -733,6 +888,7 @@ int main(int argc, char** argv) {
   }
   if (failed) return 1;
   if (strcmp(mode, "forward") == 0) CheckDoubleLog(nranks, argc > 3 && atoi(argv[3]) != 0);
+  if (strcmp(mode, "premul") == 0) CheckPreMulLog(nranks);
   if (strcmp(mode, "nodes") == 0 && getenv("XCCL_SHIM_DOUBLE_LOG")) CheckNodesLog(nranks);
   printf("shim client %s: OK (%d ranks, %zu elements each)\n", mode, nranks, g_count);
   return 0;
