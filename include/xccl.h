@@ -243,6 +243,14 @@ xcclResult_t xcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            xcclDataType_t datatype, xcclRedOp_t op, xcclComm_t comm,
                            xcclStream_t stream);
 
+/* NCCL semantics: every rank's recvbuff gets root's `count` elements of sendbuff, bit for bit
+ * (any type; NaN payloads and signed zeros kept). sendbuff is read on root only (other ranks may
+ * pass anything, NULL included); in place when sendbuff == recvbuff on root; any other overlap
+ * on root is refused. Every rank passes the same count, type and root. */
+xcclResult_t xcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           xcclDataType_t datatype, int root, xcclComm_t comm,
+                           xcclStream_t stream);
+
 /* ---- Memory and registration (zero-copy all_gather) ----
  * xcclMemAlloc: `size` bytes (> 0) that peers of this node can map: device memory of the
  * calling thread's current device on GPU platforms (IPC-exportable), page-aligned heap memory on

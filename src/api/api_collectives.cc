@@ -6,6 +6,7 @@
 #include "collectives/all_gather/all_gather.h"
 #include "collectives/all_reduce/all_reduce.h"
 #include "collectives/barrier/barrier.h"
+#include "collectives/broadcast/broadcast.h"
 #include "collectives/reduce_scatter/reduce_scatter.h"
 
 using namespace xccl;
@@ -61,6 +62,24 @@ xcclResult_t xcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
     XCCL_TRACE(kLogColl, "xcclAllReduce rank %d send %p recv %p count %zu type %s op %d",
                impl->rank(), sendbuff, recvbuff, count, DataTypeName(datatype), op);
     return AllReduce(impl, sendbuff, recvbuff, count, datatype, op, stream);
+  });
+}
+
+xcclResult_t xcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           xcclDataType_t datatype, int root, xcclComm_t comm,
+                           xcclStream_t stream) {
+  return GuardedCall("xcclBroadcast", comm, [&]() -> xcclResult_t {
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, "xcclBroadcast", &impl));
+    size_t bytes = 0;
+    XCCL_TRY(CheckBroadcastArgs(sendbuff, recvbuff, count, datatype, root, impl->rank(),
+                                impl->nranks(), &bytes));
+    Communicator::OperationGuard exclusive(impl);
+    XCCL_TRY(exclusive.Acquire("xcclBroadcast"));
+    XCCL_TRY(impl->CheckHealthy("xcclBroadcast"));
+    XCCL_TRACE(kLogColl, "xcclBroadcast rank %d send %p recv %p count %zu type %s root %d",
+               impl->rank(), sendbuff, recvbuff, count, DataTypeName(datatype), root);
+    return Broadcast(impl, sendbuff, recvbuff, bytes, root, stream);
   });
 }
 

@@ -88,4 +88,25 @@ xcclResult_t CheckAllReduceArgs(const void* send, void* recv, size_t count, int 
   return CheckBuffers("xcclAllReduce", send, *bytes, recv, *bytes, 0, "sendbuff == recvbuff");
 }
 
+xcclResult_t CheckBroadcastArgs(const void* send, void* recv, size_t count, int datatype, int root,
+                                int rank, int nranks, size_t* bytes) {
+  size_t size = 0;
+  XCCL_TRY(CheckCount("xcclBroadcast", "count", count, datatype, 1, &size));
+  if (root < 0 || root >= nranks)
+    return Fail(xcclInvalidArgument, "xcclBroadcast: root %d is not a rank (0..%d)", root,
+                nranks - 1);
+  *bytes = count * size;
+  if (count == 0) return xcclSuccess;
+  if (rank != root) {
+    // Only root reads sendbuff (NCCL's rule), so the others' may be anything.
+    if (recv == nullptr)
+      return Fail(xcclInvalidArgument, "xcclBroadcast: recvbuff is NULL with a count above 0");
+    if (reinterpret_cast<uintptr_t>(recv) > UINTPTR_MAX - *bytes)
+      return Fail(xcclInvalidArgument,
+                  "xcclBroadcast: recvbuff + %zu bytes wraps the address space", *bytes);
+    return xcclSuccess;
+  }
+  return CheckBuffers("xcclBroadcast", send, *bytes, recv, *bytes, 0, "sendbuff == recvbuff");
+}
+
 }  // namespace xccl

@@ -21,4 +21,9 @@ xcclResult_t CheckReduceScatterArgs(const void* send, void* recv, size_t count, 
 xcclResult_t CheckAllReduceArgs(const void* send, void* recv, size_t count, int datatype, int op,
                                 size_t* bytes);
 
+// xcclBroadcast's: *bytes is the buffer size; sendbuff is checked on the root only, where in
+// place means send == recv.
+xcclResult_t CheckBroadcastArgs(const void* send, void* recv, size_t count, int datatype, int root,
+                                int rank, int nranks, size_t* bytes);
+
 }  // namespace xccl

@@ -1,6 +1,7 @@
-// reduce_scatter and all_reduce beyond the single call on the host platform: interleaved with
-// all_gather and barrier on two communicators (in turn, and from two threads at once), ranks
-// that pass different counts, a rank killed in the middle of a call, and bad arguments.
+// reduce_scatter and all_reduce (and broadcast) beyond the single call on the host platform:
+// interleaved with all_gather, broadcast and barrier on two communicators (in turn, and from two
+// threads at once), ranks that pass different counts, a rank killed in the middle of a call, and
+// bad arguments.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <time.h>
@@ -17,6 +18,7 @@
 
 #include "base/datatype.h"
 #include "mp/bad_arguments.h"
+#include "mp/checked_broadcast.h"
 #include "mp/checked_reduce.h"
 #include "mp/data_pattern.h"
 #include "mp/rank_runner.h"
@@ -45,10 +47,10 @@ constexpr Reduction kBoth[] = {Reduction::kReduceScatter, Reduction::kAllReduce}
 
 // ---- interleaved on two communicators ----
 
-// One step of the mix on `comm`: a checked reduce_scatter, all_reduce or all_gather, or a
-// barrier, its draws from `rng` (the same on every rank). False once a call failed.
+// One step of the mix on `comm`: a checked reduce_scatter, all_reduce, all_gather or broadcast,
+// or a barrier, its draws from `rng` (the same on every rank). False once a call failed.
 bool MixedStep(RankContext& ctx, xcclComm_t comm, std::mt19937_64& rng, uint64_t call) {
-  const int kind = static_cast<int>(rng() % 4);
+  const int kind = static_cast<int>(rng() % 5);
   const int dtype = static_cast<int>(rng() % xcclNumTypes);
   const int op = static_cast<int>(rng() % xcclNumOps);
   const size_t count = 1 + rng() % 5000;
@@ -75,6 +77,10 @@ bool MixedStep(RankContext& ctx, xcclComm_t comm, std::mt19937_64& rng, uint64_t
         CheckGathered(recv, block, ctx.nranks, ctx.seed, call, xccl::DataTypeSize(dtype));
     RANK_EXPECT(ctx, wrong.empty(), "all_gather " << call << ": " << wrong);
     return true;
+  }
+  if (kind == 3) {
+    const int root = static_cast<int>(rng() % ctx.nranks);
+    return CheckedBroadcast(ctx, comm, root, dtype, count, in_place, offset, call);
   }
   const xcclResult_t result = xcclBarrier(comm, nullptr);
   RANK_EXPECT(ctx, result == xcclSuccess, "barrier " << call << ": " << xcclGetLastError(comm));
@@ -214,8 +220,16 @@ INSTANTIATE_TEST_SUITE_P(HostPlatform, ReduceScatterAllReduceDifferentCountsTest
 
 // ---- a rank killed mid-call ----
 
+// The collective the ranks loop on when the victim dies.
+enum class Looped { kReduceScatter, kAllReduce, kBroadcast };
+const char* LoopedName(Looped which) {
+  return which == Looped::kReduceScatter ? "ReduceScatter"
+         : which == Looped::kAllReduce   ? "AllReduce"
+                                         : "Broadcast";
+}
+
 // (collective, world, ranks per node).
-using KilledParam = std::tuple<Reduction, int, const char*>;
+using KilledParam = std::tuple<Looped, int, const char*>;
 class ReduceScatterAllReduceKilledRankTest : public ::testing::TestWithParam<KilledParam> {};
 
 // Every rank loops on 1 MiB calls (several pieces each); a thread of the victim's process
@@ -224,7 +238,7 @@ class ReduceScatterAllReduceKilledRankTest : public ::testing::TestWithParam<Kil
 // within 5 s of the death (the deadline is 60 s: the death must be found by liveness), and
 // abort releases everything.
 TEST_P(ReduceScatterAllReduceKilledRankTest, EverySurvivorNamesTheVictimWithinTheDeadline) {
-  const Reduction which = std::get<0>(GetParam());
+  const Looped which = std::get<0>(GetParam());
   const int world = std::get<1>(GetParam());
   const std::string nodes = std::get<2>(GetParam());
   const int victim = static_cast<int>(getpid()) % world;
@@ -235,14 +249,20 @@ TEST_P(ReduceScatterAllReduceKilledRankTest, EverySurvivorNamesTheVictimWithinTh
       RankMode::kProcesses, world,
       [which, victim](RankContext& ctx) {
         // Two checked calls first: the path works before the kill.
-        for (uint64_t call = 0; call < 2; ++call)
-          if (!CheckedReduce(ctx, ctx.comm, which,
-                             ReduceCall{xcclFloat32, xcclSum, Flavor::kPlain, call}, 1000,
-                             call == 1, 0))
-            return;
+        for (uint64_t call = 0; call < 2; ++call) {
+          const bool checked =
+              which == Looped::kBroadcast
+                  ? CheckedBroadcast(ctx, ctx.comm, 0, xcclFloat32, 1000, call == 1, 0, call)
+                  : CheckedReduce(ctx, ctx.comm,
+                                  which == Looped::kReduceScatter ? Reduction::kReduceScatter
+                                                                  : Reduction::kAllReduce,
+                                  ReduceCall{xcclFloat32, xcclSum, Flavor::kPlain, call}, 1000,
+                                  call == 1, 0);
+          if (!checked) return;
+        }
         const size_t count =
-            (which == Reduction::kReduceScatter ? (1 << 18) / ctx.nranks : (1 << 18));  // 1 MiB
-        const size_t send_elems = which == Reduction::kReduceScatter ? count * ctx.nranks : count;
+            (which == Looped::kReduceScatter ? (1 << 18) / ctx.nranks : (1 << 18));  // 1 MiB
+        const size_t send_elems = which == Looped::kReduceScatter ? count * ctx.nranks : count;
         std::vector<float> send(send_elems, 1.0f), recv(count);
         if (ctx.rank == victim) {
           const int delay_ms = 30 + static_cast<int>(ctx.seed % 60);
@@ -256,11 +276,20 @@ TEST_P(ReduceScatterAllReduceKilledRankTest, EverySurvivorNamesTheVictimWithinTh
         xcclResult_t result = xcclSuccess;
         int calls = 0;
         for (; calls < 100000 && result == xcclSuccess; ++calls) {
-          result = which == Reduction::kReduceScatter
-                       ? xcclReduceScatter(send.data(), recv.data(), count, xcclFloat32, xcclSum,
-                                           ctx.comm, nullptr)
-                       : xcclAllReduce(send.data(), recv.data(), count, xcclFloat32, xcclSum,
-                                       ctx.comm, nullptr);
+          switch (which) {
+            case Looped::kReduceScatter:
+              result = xcclReduceScatter(send.data(), recv.data(), count, xcclFloat32, xcclSum,
+                                         ctx.comm, nullptr);
+              break;
+            case Looped::kAllReduce:
+              result = xcclAllReduce(send.data(), recv.data(), count, xcclFloat32, xcclSum,
+                                     ctx.comm, nullptr);
+              break;
+            case Looped::kBroadcast:  // the root moves, so the victim is sometimes the root
+              result = xcclBroadcast(send.data(), recv.data(), count, xcclFloat32,
+                                     calls % ctx.nranks, ctx.comm, nullptr);
+              break;
+          }
         }
         if (ctx.rank == victim) {  // still alive: the kill never came
           ctx.Fail("the victim outlived its kill (" + std::to_string(calls) + " calls)");
@@ -294,18 +323,18 @@ TEST_P(ReduceScatterAllReduceKilledRankTest, EverySurvivorNamesTheVictimWithinTh
 }
 
 INSTANTIATE_TEST_SUITE_P(HostPlatform, ReduceScatterAllReduceKilledRankTest,
-                         ::testing::Values(KilledParam(Reduction::kReduceScatter, 4, ""),
-                                           KilledParam(Reduction::kAllReduce, 4, ""),
-                                           KilledParam(Reduction::kReduceScatter, 3, "2,1"),
-                                           KilledParam(Reduction::kAllReduce, 4, "2,2")),
+                         ::testing::Values(KilledParam(Looped::kReduceScatter, 4, ""),
+                                           KilledParam(Looped::kAllReduce, 4, ""),
+                                           KilledParam(Looped::kBroadcast, 4, ""),
+                                           KilledParam(Looped::kReduceScatter, 3, "2,1"),
+                                           KilledParam(Looped::kAllReduce, 4, "2,2"),
+                                           KilledParam(Looped::kBroadcast, 3, "2,1")),
                          [](const ::testing::TestParamInfo<KilledParam>& info) {
                            std::string nodes = std::get<2>(info.param);
                            for (char& c : nodes)
                              if (c == ',') c = 'x';
-                           return std::string(std::get<0>(info.param) == Reduction::kReduceScatter
-                                                  ? "ReduceScatter"
-                                                  : "AllReduce") +
-                                  "World" + std::to_string(std::get<1>(info.param)) +
+                           return std::string(LoopedName(std::get<0>(info.param))) + "World" +
+                                  std::to_string(std::get<1>(info.param)) +
                                   (nodes.empty() ? "" : "Nodes" + nodes);
                          });
 

@@ -26,12 +26,15 @@ bool EveryRankReaches(Communicator* comm, T* buffer, size_t bytes, T** seen) {
 
 }  // namespace
 
+ReadReach ReadEngineReach(Communicator* comm) {
+  const DeviceEngine* engine = comm->device_engine();
+  return engine != nullptr && engine->read_reduce != nullptr ? engine->read_reduce->reach()
+                                                             : ReadReach::kNone;
+}
+
 bool ReductionsReadPeers(Communicator* comm, const void* send, size_t send_bytes, void* recv,
                          size_t recv_bytes, BuffersAsSeen* buffers) {
-  const DeviceEngine* engine = comm->device_engine();
-  const ReadReach reach = engine != nullptr && engine->read_reduce != nullptr
-                              ? engine->read_reduce->reach()
-                              : ReadReach::kNone;
+  const ReadReach reach = ReadEngineReach(comm);
   const char* const send_bytes_at = static_cast<const char*>(send);
   char* const recv_bytes_at = static_cast<char*>(recv);
   if (reach == ReadReach::kEveryCall) {

@@ -11,6 +11,9 @@
 
 namespace xccl {
 
+// Which calls the read engine runs on this communicator (kNone where it has none).
+ReadReach ReadEngineReach(Communicator* comm);
+
 // Whether this call's reduction reads the peers' buffers, and if so *buffers gets this rank's
 // as every rank addresses them. `recv_bytes`: 0 where only this rank writes its receive buffer
 // (reduce_scatter), else its size (all_reduce writes every rank's). Between processes a call

@@ -33,6 +33,7 @@ class KernelReadReduceEngine final : public ReadReduceEngine {
     call.first_byte = part.first_byte;
     call.out_byte = part.out_byte;
     call.to_every_rank = part.to_every_rank;
+    call.single_source = part.single_source;
     call.count = part.count;
     // A thread per 16 bytes of output, up to this rank's share of the device.
     const size_t vectors = (part.count * DataTypeSize(datatype) + 15) / 16;

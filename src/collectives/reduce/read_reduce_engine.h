@@ -28,6 +28,7 @@ struct ReducedPart {
   size_t count = 0;
   size_t out_byte = 0;         // in the receive buffer(s)
   bool to_every_rank = false;  // all_reduce: every rank's receive buffer gets the part
+  int single_source = -1;      // broadcast: that rank's send buffer alone (bytes, as they are)
 };
 
 // Which calls the engine runs (the same answer on every rank).

@@ -18,6 +18,7 @@ struct KernelArgs {
   size_t first_byte;
   size_t out_byte;
   bool to_every_rank;
+  int single_source;
   size_t count;
   uint64_t timeout_ns;
   DeviceFailureRecord* record;
@@ -85,9 +86,14 @@ __global__ void __launch_bounds__(kThreads, 2) ReadReduceKernel(RedOp op, Kernel
   if (!failed) {
     // This rank's output alone (reduce_scatter), or every rank's (all_reduce).
     char* const* targets = a.to_every_rank ? outputs : outputs + a.rank;
-    ReduceRange<kType>(op, ReduceTargets{inputs, a.nranks, targets, a.to_every_rank ? a.nranks : 1},
-                       a.count, blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x,
-                       static_cast<size_t>(gridDim.x) * blockDim.x);
+    // One source (broadcast), or every rank's in rank order.
+    const bool single = a.single_source >= 0;
+    ReduceRange<kType>(
+        op,
+        ReduceTargets{single ? inputs + a.single_source : inputs, single ? 1 : a.nranks, targets,
+                      a.to_every_rank ? a.nranks : 1},
+        a.count, blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x,
+        static_cast<size_t>(gridDim.x) * blockDim.x);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -126,11 +132,12 @@ gpuError_t PreloadReadReduce() {
 gpuError_t LaunchReadReduce(const DeviceView& view, const ReadReduceCall& call, int datatype,
                             int op, gpuStream_t stream) {
   if (op < static_cast<int>(RedOp::kSum) || op > static_cast<int>(RedOp::kAvg) ||
-      view.nranks > kMaxReduceInputs || view.nranks > kThreads)
+      view.nranks > kMaxReduceInputs || view.nranks > kThreads || call.single_source >= view.nranks)
     return gpuErrorInvalidValue;
-  KernelArgs a{view.peer_slots,    view.own_slots, call.offers,     view.rank,
-               view.nranks,        call.buffers,   call.first_byte, call.out_byte,
-               call.to_every_rank, call.count,     view.timeout_ns, view.record};
+  KernelArgs a{view.peer_slots,    view.own_slots,     call.offers,     view.rank,
+               view.nranks,        call.buffers,       call.first_byte, call.out_byte,
+               call.to_every_rank, call.single_source, call.count,      view.timeout_ns,
+               view.record};
   return WithDataType(datatype, [&](auto type) {
     return Launch<type.value>(static_cast<RedOp>(op), a, call.blocks, stream);
   });

@@ -33,6 +33,7 @@ struct ReadReduceCall {
   size_t first_byte = 0;       // where each rank's part to reduce starts in every send buffer
   size_t out_byte = 0;         // where the result goes in the receive buffer(s)
   bool to_every_rank = false;  // the result into every rank's receive buffer, else this rank's
+  int single_source = -1;      // that rank's input alone (a copy: broadcast), else every rank's
   size_t count = 0;
   int blocks = 1;
 };

@@ -79,24 +79,32 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   // Queued puts read it after this frame may be gone (a failed step returns at once).
   static thread_local uint64_t call_count;
   call_count = step.call_count;
+  // With one source, the other ranks' pieces are empty: their puts are the arrival alone.
+  auto carries_data = [&](int source) {
+    return step.only_source < 0 || step.only_source == source;
+  };
+  const size_t put_bytes = carries_data(rank) ? bytes : 0;
   for (int distance = 1; distance < nranks; ++distance) {
     const int dst = (rank + distance) % nranks;
     Connection& connection = transport->connection(dst);
     if (header > 0)
       connection.PutToRegion(epoch, put_at, &call_count, sizeof(call_count),
                              ControlLayout::kNoSignal);
-    connection.PutToRegion(epoch, put_at + header, step.piece_for(dst), bytes, arrivals.at(rank));
+    connection.PutToRegion(epoch, put_at + header,
+                           put_bytes > 0 ? step.piece_for(dst) : &call_count, put_bytes,
+                           arrivals.at(rank));
   }
-  // Where every peer's put ends in its slice when the ranks passed the same count.
-  const size_t expected_end = put_at % inboxes.slice + header + bytes;
   std::vector<const void*> inputs(nranks);
-  inputs[rank] = step.piece_for(rank);
+  inputs[rank] = carries_data(rank) ? step.piece_for(rank) : nullptr;
   int odd_peer = -1;
   uint64_t odd_count = 0;
   result = WaitArrivals(
       transport, arrivals, rank, nranks, epoch, deadline, stream,
       [&](int peer) {
         const char* landed = transport->Received(peer, inboxes.Offset(peer, epoch));
+        // Where the peer's put ends in its slice when the ranks passed the same count.
+        const size_t expected_end =
+            put_at % inboxes.slice + header + (carries_data(peer) ? bytes : 0);
         size_t end = expected_end;
         if (transport->PutEnd(arrivals.at(peer), epoch, &end) && odd_peer < 0) {
           uint64_t its_count = 0;
@@ -118,14 +126,17 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   }
   // Where `out` is a piece this rank put (all_reduce in place), the puts must have read it first.
   bool out_is_put = false;
-  for (int dst = 0; dst < nranks; ++dst) {
+  for (int dst = 0; dst < nranks && put_bytes > 0; ++dst) {
     if (dst != rank && ByteRange{step.piece_for(dst), bytes}.Overlaps(ByteRange{step.out, bytes}))
       out_is_put = true;
   }
   if (result == xcclSuccess && out_is_put) result = transport->Flush(deadline, &failure);
   if (result == xcclSuccess) {
+    // One source: its piece as it is (a reduction of one input is a copy).
+    const bool single = step.only_source >= 0;
     const xcclResult_t reduced =
-        ReduceOnStream(datatype, op, inputs.data(), nranks, step.out, step.count, stream);
+        ReduceOnStream(datatype, op, single ? &inputs[step.only_source] : inputs.data(),
+                       single ? 1 : nranks, step.out, step.count, stream);
     if (reduced != xcclSuccess)
       result = SetFailure(&failure, reduced, rank, "%s", ThreadLastError().c_str());
   }

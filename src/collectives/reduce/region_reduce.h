@@ -2,7 +2,9 @@
 // operation every rank puts its piece for each peer into that peer's region (slice `rank`, by
 // collectives/region/inboxes.h), and once every peer's piece for this rank is in, this rank
 // reduces them with its own, in rank order, into `out`. reduce_scatter's steps (a rank's piece for
-// dst: its block dst) and all_reduce's one-shot steps (the same piece for every rank) are this.
+// dst: its block dst) and all_reduce's one-shot steps (the same piece for every rank) are this,
+// and broadcast's, a step with one source (the others' pieces empty, so every rank still hears
+// from every peer in each epoch, which keeps the region's epoch parity safe).
 #pragma once
 
 #include <cstddef>
@@ -22,6 +24,9 @@ struct RegionReduceStep {
   // travels ahead of each piece, so that ranks that passed different counts all fail at the first
   // step, not only where their pieces differ in size.
   uint64_t call_count = 0;
+  // Broadcast: only this rank's piece carries data (the others put none, their pieces are not
+  // read), and `out` gets its elements as they are (callers pass bytes). -1: a reduction.
+  int only_source = -1;
 };
 
 // The most elements of `datatype` one step carries (every rank the same); xcclInvalidUsage naming
