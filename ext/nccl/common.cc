@@ -39,6 +39,7 @@ constexpr NativeName kNativeNames[] = {
     {NativeOp::kAllGather, "allgather", "all_gather"},
     {NativeOp::kReduceScatter, "reducescatter", "reduce_scatter"},
     {NativeOp::kAllReduce, "allreduce", "all_reduce"},
+    {NativeOp::kBroadcast, "broadcast", "bcast"},
 };
 constexpr int kNativeOpCount = sizeof(kNativeNames) / sizeof(kNativeNames[0]);
 

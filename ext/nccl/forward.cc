@@ -1,7 +1,7 @@
-// Calls that go to the vendor library (and ncclAllGather, ncclReduceScatter and ncclAllReduce,
-// native unless XCCL_NCCL_NATIVE leaves them out). Each forwarded call checks the shim handle,
-// finds the vendor function, creates the vendor communicator on first use, mirrors the client's
-// group level on the vendor, and records the vendor's message on failure.
+// Calls that go to the vendor library (and ncclAllGather, ncclReduceScatter, ncclAllReduce,
+// ncclBroadcast and ncclBcast, native unless XCCL_NCCL_NATIVE leaves them out). Each forwarded call
+// checks the shim handle, finds the vendor function, creates the vendor communicator on first use,
+// mirrors the client's group level on the vendor, and records the vendor's message on failure.
 #include <string>
 
 #include "shim_internal.h"
@@ -99,8 +99,23 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclReduce,
                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream));
 
+namespace {
+
+bool BroadcastsNatively(ncclComm_t comm, const char* function) {
+  if (!IsLiveComm(comm) || !comm->xccl || !Native(NativeOp::kBroadcast)) return false;
+  InfoOnce(function, "runs natively in xccl");
+  return true;
+}
+
+}  // namespace
+
+// ncclBcast is ncclBroadcast in place.
 XCCL_SHIM_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
                                         ncclComm_t comm, cudaStream_t stream) {
+  if (BroadcastsNatively(comm, "ncclBcast"))
+    return CheckXccl(xcclBroadcast(buff, buff, count, static_cast<xcclDataType_t>(datatype), root,
+                                   comm->xccl, stream),
+                     "ncclBcast", comm->xccl);
   XCCL_SHIM_FORWARD(ncclBcast, comm, buff, count, datatype, root, vc, stream);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclBcast,
@@ -110,6 +125,10 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclBcast,
 XCCL_SHIM_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                             ncclDataType_t datatype, int root, ncclComm_t comm,
                                             cudaStream_t stream) {
+  if (BroadcastsNatively(comm, "ncclBroadcast"))
+    return CheckXccl(xcclBroadcast(sendbuff, recvbuff, count, static_cast<xcclDataType_t>(datatype),
+                                   root, comm->xccl, stream),
+                     "ncclBroadcast", comm->xccl);
   XCCL_SHIM_FORWARD(ncclBroadcast, comm, sendbuff, recvbuff, count, datatype, root, vc, stream);
 }
 XCCL_SHIM_PNCCL(ncclResult_t, ncclBroadcast,

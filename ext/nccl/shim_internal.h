@@ -109,7 +109,7 @@ ncclResult_t BlockingConfigCopy(const ncclConfig_t* config, const char* function
 ncclResult_t LsaSizeOf(xcclComm_t comm, int nranks, const char* function, int* lsa_size);
 
 // Which collectives run natively (XCCL_NCCL_NATIVE, read once; every one by default).
-enum class NativeOp { kAllGather, kReduceScatter, kAllReduce };
+enum class NativeOp { kAllGather, kReduceScatter, kAllReduce, kBroadcast };
 bool Native(NativeOp op);
 
 // One line "xccl nccl shim: INFO <function>: <what>" on stderr where XCCL_DEBUG is INFO or

@@ -98,6 +98,10 @@ def test_reduction_argument_checks(pair):
             ["xcclAllReduce", "overlaps recvbuff but is not in place"])
     refused(c, lambda: c.reduce_scatter(shared[:8], shared[4:20]), xccl.XcclError,
             ["xcclReduceScatter", "overlaps recvbuff but is not in place"])
+    refused(c, lambda: c.broadcast(good_in, root=2), ValueError, ["root must be in 0..1, not 2"])
+    refused(c, lambda: c.broadcast(good_in, root="0"), TypeError, ["root must be an int"])
+    refused(c, lambda: c.broadcast(good_in, out=good_out), ValueError,
+            ["out has 32 bytes, tensor 64"])
 
 
 def test_buffer_protocol_and_dlpack_tensors(pair):

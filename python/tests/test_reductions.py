@@ -1,7 +1,7 @@
 """reduce_scatter and all_reduce of every data type and op, in and out of place, 2, 3 and 4
 ranks as threads and processes, every element against a reference computed here in rank order
 (xccl.h: narrow floats accumulate in fp32 and round once, integers wrap, avg truncates toward
-zero); the outputs' bits equal on every rank. Then the argument checks."""
+zero); the outputs' bits equal on every rank. Then broadcast from every root, bit for bit."""
 
 import numpy as np
 import pytest
@@ -139,3 +139,34 @@ def test_reductions_every_type_and_op_in_and_out_of_place(world, mode):
 
 def test_op_names():
     assert xccl.RedOp.avg == 4 and len(xccl.RedOp) == 5
+
+
+def broadcast_every_root_and_type(comm, seed):
+    """Every root and type, random bytes (NaN payloads included), in place and into out."""
+    checked = 0
+    for root in range(comm.size):
+        for t_index, name in enumerate(FORMATS):
+            storage = FORMATS[name][0]
+            explicit = name if name in NAMED_BY_DTYPE else None
+            for count in COUNTS:
+                rng = np.random.default_rng(rank_seed(seed, root, t_index * 100000 + count))
+                want = rng.integers(0, 256, size=count * np.dtype(storage).itemsize,
+                                    dtype=np.uint8).view(storage)
+                mine = want.copy() if comm.rank == root else np.full(count, 0, storage)
+                out = np.empty(count, storage)
+                out.view(np.uint8)[:] = 0xA5
+                assert comm.broadcast(mine, root=root, out=out, dtype=explicit) is out
+                np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8),
+                                              err_msg=f"broadcast {name} x {count} from {root}")
+                assert comm.broadcast(mine, root=root, dtype=explicit) is mine
+                np.testing.assert_array_equal(mine.view(np.uint8), want.view(np.uint8),
+                                              err_msg=f"in-place broadcast {name} x {count}")
+                checked += 2
+    return checked
+
+
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+@pytest.mark.parametrize("world", [2, 3])
+def test_broadcast_every_root_and_type(world, mode):
+    results = run_ranks(world, mode, broadcast_every_root_and_type, fresh_seed())
+    assert results == [2 * world * len(FORMATS) * len(COUNTS)] * world

@@ -5,6 +5,7 @@
         comm.all_gather(out, inp)
         comm.reduce_scatter(out, inp, op="sum")
         comm.all_reduce(tensor, op="avg")          # in place; out= for another tensor
+        comm.broadcast(tensor, root=0)             # in place; out= for another tensor
         comm.barrier()
         with xccl.AgGemmOp(comm, n=N, k=K, m_max=M, dtype="float8_e4m3") as op:
             op.self_test()

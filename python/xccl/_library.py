@@ -82,6 +82,8 @@ _SIGNATURES = [
      [_vp, _vp, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, _vp, _vp]),
     ("xcclAllReduce", ctypes.c_int,
      [_vp, _vp, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, _vp, _vp]),
+    ("xcclBroadcast", ctypes.c_int,
+     [_vp, _vp, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, _vp, _vp]),
     ("xcclAgGemmCreateScaled", ctypes.c_int,
      [_vp, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, _vp, _vpp]),

@@ -258,6 +258,26 @@ class Communicator:
                                 handle, handle_stream), handle)
         return out
 
+    def broadcast(self, tensor, root=0, out=None, stream=None, dtype=None):
+        """out <- root's tensor, bit for bit (xcclBroadcast); in place (out is tensor) unless
+        out is given. On ranks other than root only out is written (tensor is not read then, but
+        must still describe as many bytes). Returns out."""
+        handle = self._live_handle("broadcast")
+        _check_int("root", root, 0, self.size - 1)
+        if out is None:
+            out = tensor
+        src = self.check_tensor(tensor, "tensor", writable=out is tensor)
+        dst = src if out is tensor else self.check_tensor(out, "out", writable=True)
+        kind, size = self._operand_type(src, dst, dtype)
+        if dst.nbytes != src.nbytes:
+            raise ValueError(f"xccl: out has {dst.nbytes} bytes, tensor {src.nbytes}; a "
+                             "broadcast needs the same")
+        handle_stream = _streams.resolve(stream, platform, (src, dst), self.device)
+        check("xcclBroadcast",
+              lib.xcclBroadcast(src.ptr, dst.ptr, dst.nbytes // size, int(kind), root, handle,
+                                handle_stream), handle)
+        return out
+
     def barrier(self, stream=None):
         """Returns (host) or completes on the stream (GPU) once every rank has entered it."""
         handle = self._live_handle("barrier")

@@ -146,9 +146,9 @@ static void CheckWindow(ncclComm_t comm, int nranks, int rank, int salt) {
   if (win) FAIL("a refused window was handed out");
 }
 
-/* Native reductions: int32 sums that wrap and an avg truncated toward zero, float32 sums in rank
- * order (xccl's promise: the same bits as this loop), max and min; out of place and in place
- * (reduce_scatter: recvbuff inside sendbuff at the rank's block), every element checked. */
+/* Native reductions and broadcasts: int32 sums that wrap and an avg truncated toward zero, float32
+ * sums in rank order (xccl's promise: the same bits as this loop), max and min; out of place and in
+ * place (reduce_scatter: recvbuff inside sendbuff at the rank's block), every element checked. */
 static int32_t IntValue(int salt, int rank, size_t i) {
   return (int32_t)(uint32_t)Value(salt, rank, i);
 }
@@ -219,6 +219,21 @@ static void CheckReductions(ncclComm_t comm, int nranks, int rank, int salt) {
     uint32_t sum = 0;
     for (int r = 0; r < nranks; ++r) sum += (uint32_t)IntValue(salt, r, i);
     if (irecv[i] != (int32_t)sum) FAIL("grouped int32 all_reduce element %zu", i);
+  }
+  /* Broadcast from every root, out of place and (ncclBcast) in place, bytes as they left. */
+  for (int root = 0; root < nranks; ++root) {
+    memset(irecv, 0xA5, n * sizeof(int32_t));
+    CHECK(ncclBroadcast(rank == root ? isend : NULL, irecv, n, ncclInt32, root, comm, NULL));
+    for (size_t i = 0; i < n; ++i)
+      if (irecv[i] != IntValue(salt, root, i))
+        FAIL("broadcast from %d element %zu: %d, expected %d", root, i, irecv[i],
+             IntValue(salt, root, i));
+    for (size_t i = 0; i < n; ++i) fbuf[i] = rank == root ? FloatValue(salt + 4, root, i) : -7.0f;
+    CHECK(ncclBcast(fbuf, n, ncclFloat32, root, comm, NULL));
+    for (size_t i = 0; i < n; ++i)
+      if (fbuf[i] != FloatValue(salt + 4, root, i))
+        FAIL("bcast from %d element %zu: %g, expected %g", root, i, fbuf[i],
+             FloatValue(salt + 4, root, i));
   }
   /* NCCL's refusals come back as NCCL results: overlapping buffers that are not the in-place
    * layout. */
@@ -607,9 +622,9 @@ static void PreMulSumRank(int nranks, int rank) {
   fread(text, 1, sizeof text - 1, capture);
   fclose(capture);
   unlink(path);
-  const char* said[] = {"INFO ncclAllReduce: runs natively in xccl",
-                        "INFO ncclReduceScatter: runs natively in xccl",
-                        "is not one of NCCL's built-in ops"};
+  const char* said[] = {
+      "INFO ncclAllReduce: runs natively in xccl", "INFO ncclReduceScatter: runs natively in xccl",
+      "INFO ncclBroadcast: runs natively in xccl", "is not one of NCCL's built-in ops"};
   for (size_t k = 0; k < sizeof said / sizeof said[0]; ++k)
     if (!strstr(text, said[k])) FAIL("stderr lacks \"%s\":\n%s", said[k], text);
 }
