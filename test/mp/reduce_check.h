@@ -6,7 +6,9 @@
 //       output must lie within one rounding of the output type of a value within the error
 //       bound of the promised accumulation (fp32 for fp16/bf16/fp8/fp32, fp64 for fp64);
 //   (b) bit for bit against the rank-order accumulation ((x0 op x1) op x2 ... in the promised
-//       accumulator, rounded once), written here from the codecs of small_floats.h only.
+//       accumulator, rounded once), written here from the codecs of small_floats.h only; on the
+//       host platform with ranks split over nodes (XCCL_FAKE_NODES), the order xccl.h promises
+//       there: each node's ranks in rank order, then the nodes' accumulators in node order.
 // Where (b) leaves a choice to the library it accepts any NaN for a NaN and, for max and min,
 // either zero for a zero; the suites' cross-rank and rerun comparisons are bitwise. With one
 // rank the output must be the input's bits: the header promises a copy.
@@ -24,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/params.h"
 #include "collectives/reduce/small_floats.h"
 #include "mp/data_pattern.h"
 #include "xccl.h"
@@ -325,11 +328,19 @@ typename T::Acc Combine(int op, typename T::Acc a, typename T::Acc b) {
   }
 }
 
+// `node_sizes`: ranks per node in rank order, the order's grouping (empty: one node).
 template <typename T>
-typename T::Storage RankOrder(int op, const typename T::Storage* x, int nranks) {
+typename T::Storage RankOrder(int op, const typename T::Storage* x, int nranks,
+                              const std::vector<int>& node_sizes = {}) {
   using A = typename T::Acc;
-  A acc = Widen<T>(x[0]);
-  for (int r = 1; r < nranks; ++r) acc = Combine<T>(op, acc, Widen<T>(x[r]));
+  A acc{};
+  int r = 0;
+  for (size_t node = 0; node < std::max<size_t>(node_sizes.size(), 1); ++node) {
+    const int end = node_sizes.empty() ? nranks : r + node_sizes[node];
+    A partial = Widen<T>(x[r]);
+    for (++r; r < end; ++r) partial = Combine<T>(op, partial, Widen<T>(x[r]));
+    acc = node == 0 ? partial : Combine<T>(op, acc, partial);
+  }
   if (op == xcclAvg) {
     if constexpr (T::kInt) {
       acc = static_cast<A>(acc / static_cast<A>(nranks));  // truncates toward zero
@@ -385,7 +396,8 @@ struct ExactResult {
 };
 
 template <typename T>
-ExactResult Exact(int op, const typename T::Storage* x, int nranks) {
+ExactResult Exact(int op, const typename T::Storage* x, int nranks,
+                  const std::vector<int>& node_sizes = {}) {
   ExactResult r;
   constexpr bool fp32_acc = std::is_same<typename T::Acc, float>::value;
   constexpr long double inf = std::numeric_limits<long double>::infinity();
@@ -427,17 +439,29 @@ ExactResult Exact(int op, const typename T::Storage* x, int nranks) {
   // sum and avg: the exact sum, the partial sums in rank order (an accumulator overflow on the
   // way makes the fp64 reference meaningless), and the bound (n-1) u sum|x|.
   long double sum = 0, abs_sum = 0;
+  // Across nodes the accumulator also holds each node's partial, and the nodes' running total.
+  long double node_partial = 0, nodes_total = 0;
+  size_t node = 0;
+  int node_end = node_sizes.empty() ? nranks : node_sizes[0];
   bool pos_inf = false, neg_inf = false;
   for (int i = 0; i < nranks; ++i) {
     const long double a = v[i];
     if (std::isinf(a)) {
       (a > 0 ? pos_inf : neg_inf) = true;
-      continue;
+    } else {
+      sum += a;
+      node_partial += a;
+      abs_sum += std::fabs(a);
     }
-    sum += a;
-    abs_sum += std::fabs(a);
+    const long double bound = 2 * nranks * u * abs_sum;
     // The accumulator's partial sum may be off by its bound: near its overflow it may be inf.
-    if (std::fabs(sum) + 2 * nranks * u * abs_sum > near_max) r.skip = true;
+    if (std::max(std::fabs(sum), std::fabs(node_partial)) + bound > near_max) r.skip = true;
+    if (i + 1 == node_end && ++node < node_sizes.size()) {
+      nodes_total += node_partial;
+      node_partial = 0;
+      node_end += node_sizes[node];
+      if (std::fabs(nodes_total) + bound > near_max) r.skip = true;
+    }
   }
   if (pos_inf && neg_inf) {
     r.nan = true;
@@ -519,6 +543,17 @@ struct ReduceCall {
 inline std::string CheckReduced(const void* out, size_t first, size_t count, const ReduceCall& c,
                                 uint64_t seed, int nranks) {
   using namespace reduce_check;
+  // The host platform reduces across nodes node by node; GPU platforms in plain rank order.
+  std::vector<int> node_sizes;
+  const std::string& spec = xccl::GetParams().fake_nodes;
+  if (std::string(xcclGetPlatformName()) == "host" && !spec.empty()) {
+    std::stringstream list(spec);
+    std::string size;
+    while (std::getline(list, size, ',')) node_sizes.push_back(std::stoi(size));
+    int split = 0;
+    for (int n : node_sizes) split += n;
+    if (split != nranks) node_sizes.clear();  // a communicator of other ranks (a shrink)
+  }
   return WithType(c.dtype, [&](auto t) -> std::string {
     using T = decltype(t);
     using S = typename T::Storage;
@@ -529,7 +564,7 @@ inline std::string CheckReduced(const void* out, size_t first, size_t count, con
       for (int r = 0; r < nranks; ++r) x[r] = Input<T>(seed, r, c.call, first + i, c.op, c.flavor);
       S got;
       memcpy(&got, static_cast<const unsigned char*>(out) + i * sizeof(S), sizeof(S));
-      const S order = RankOrder<T>(c.op, x.data(), nranks);
+      const S order = RankOrder<T>(c.op, x.data(), nranks, node_sizes);
       bool order_ok, exact_ok = true;
       if (nranks == 1) {
         order_ok = CodeOf<T>(got) == CodeOf<T>(x[0]);
@@ -547,7 +582,7 @@ inline std::string CheckReduced(const void* out, size_t first, size_t count, con
         exact_int = ExactInt<T>(c.op, x.data(), nranks);
         exact_ok = got == exact_int;
       } else {
-        e = Exact<T>(c.op, x.data(), nranks);
+        e = Exact<T>(c.op, x.data(), nranks, node_sizes);
         if (nranks == 1 || e.skip) {
           // Not used: one rank's result is a copy; an accumulator overflow is (b)'s alone.
         } else if (e.nan) {

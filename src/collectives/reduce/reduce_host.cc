@@ -25,92 +25,127 @@ void StoreAt(void* base, size_t i, T value) {
 
 // Rank by rank over a chunk of accumulators, so that the compiler vectorises each pass; the
 // order of the combines per element is ReduceInRankOrder's, so the bits are too. Every input of a
-// chunk is read before the chunk is stored: `out` may be one of them (in place).
-template <int kType, RedOp kOp>
-void ReduceElements(const void* const* inputs, int nranks, void* out, size_t count) {
+// chunk is read before the chunk is stored: `out` may be one of them (in place). The stages of a
+// reduction across nodes (ReduceStage) read or write the accumulator type instead of the stored
+// one: a node's partial stays unrounded until the last stage.
+template <int kType, RedOp kOp, ReduceStage kStage>
+void ReduceElements(const void* const* inputs, int nranks, void* out, size_t count, int avg_ranks) {
   using E = Element<kType>;
   using Storage = typename E::Storage;
+  using Acc = typename E::Acc;
+  constexpr bool kAccIn = kStage == ReduceStage::kPartials;
+  constexpr bool kAccOut = kStage == ReduceStage::kPartial;
   constexpr size_t kChunk = 512;
-  typename E::Acc acc[kChunk];
+  const auto load = [inputs](int r, size_t i) {
+    if constexpr (kAccIn)
+      return LoadAt<Acc>(inputs[r], i);
+    else
+      return E::Load(LoadAt<Storage>(inputs[r], i));
+  };
+  Acc acc[kChunk];
   for (size_t base = 0; base < count; base += kChunk) {
     const size_t n = std::min(kChunk, count - base);
-    for (size_t i = 0; i < n; ++i) acc[i] = E::Load(LoadAt<Storage>(inputs[0], base + i));
+    for (size_t i = 0; i < n; ++i) acc[i] = load(0, base + i);
     for (int r = 1; r < nranks; ++r) {
-      for (size_t i = 0; i < n; ++i)
-        acc[i] = Combine(kOp, acc[i], E::Load(LoadAt<Storage>(inputs[r], base + i)));
+      for (size_t i = 0; i < n; ++i) acc[i] = Combine(kOp, acc[i], load(r, base + i));
     }
-    if (kOp == RedOp::kAvg) {
-      for (size_t i = 0; i < n; ++i) acc[i] = FinishAvg(acc[i], nranks);
+    if (kOp == RedOp::kAvg && !kAccOut) {
+      for (size_t i = 0; i < n; ++i) acc[i] = FinishAvg(acc[i], avg_ranks);
     }
-    for (size_t i = 0; i < n; ++i) StoreAt<Storage>(out, base + i, E::Store(acc[i]));
+    for (size_t i = 0; i < n; ++i) {
+      if constexpr (kAccOut)
+        StoreAt<Acc>(out, base + i, acc[i]);
+      else
+        StoreAt<Storage>(out, base + i, E::Store(acc[i]));
+    }
   }
 }
 
-template <int kType>
-void ReduceElements(RedOp op, const void* const* inputs, int nranks, void* out, size_t count) {
+template <int kType, ReduceStage kStage>
+void ReduceElements(RedOp op, const void* const* inputs, int nranks, void* out, size_t count,
+                    int avg_ranks) {
   switch (op) {
     case RedOp::kSum:
-      return ReduceElements<kType, RedOp::kSum>(inputs, nranks, out, count);
+      return ReduceElements<kType, RedOp::kSum, kStage>(inputs, nranks, out, count, avg_ranks);
     case RedOp::kProd:
-      return ReduceElements<kType, RedOp::kProd>(inputs, nranks, out, count);
+      return ReduceElements<kType, RedOp::kProd, kStage>(inputs, nranks, out, count, avg_ranks);
     case RedOp::kMax:
-      return ReduceElements<kType, RedOp::kMax>(inputs, nranks, out, count);
+      return ReduceElements<kType, RedOp::kMax, kStage>(inputs, nranks, out, count, avg_ranks);
     case RedOp::kMin:
-      return ReduceElements<kType, RedOp::kMin>(inputs, nranks, out, count);
+      return ReduceElements<kType, RedOp::kMin, kStage>(inputs, nranks, out, count, avg_ranks);
     case RedOp::kAvg:
-      return ReduceElements<kType, RedOp::kAvg>(inputs, nranks, out, count);
+      return ReduceElements<kType, RedOp::kAvg, kStage>(inputs, nranks, out, count, avg_ranks);
   }
+}
+
+template <ReduceStage kStage>
+xcclResult_t ReduceStaged(int datatype, int op, const void* const* inputs, int nranks, void* out,
+                          size_t count, int avg_ranks) {
+  if (op < static_cast<int>(RedOp::kSum) || op > static_cast<int>(RedOp::kAvg))
+    return Fail(xcclInvalidArgument, "reduction op %d is none of sum, prod, max, min, avg", op);
+  if (nranks < 1) return Fail(xcclInvalidArgument, "a reduction over %d ranks", nranks);
+  const RedOp red = static_cast<RedOp>(op);
+  switch (datatype) {
+#define XCCL_REDUCE_CASE(type)                                                \
+  case type:                                                                  \
+    ReduceElements<type, kStage>(red, inputs, nranks, out, count, avg_ranks); \
+    return xcclSuccess;
+    XCCL_REDUCE_CASE(xcclInt8)
+    XCCL_REDUCE_CASE(xcclUint8)
+    XCCL_REDUCE_CASE(xcclInt32)
+    XCCL_REDUCE_CASE(xcclUint32)
+    XCCL_REDUCE_CASE(xcclInt64)
+    XCCL_REDUCE_CASE(xcclUint64)
+    XCCL_REDUCE_CASE(xcclFloat16)
+    XCCL_REDUCE_CASE(xcclFloat32)
+    XCCL_REDUCE_CASE(xcclFloat64)
+    XCCL_REDUCE_CASE(xcclBfloat16)
+    XCCL_REDUCE_CASE(xcclFloat8e4m3)
+    XCCL_REDUCE_CASE(xcclFloat8e5m2)
+#undef XCCL_REDUCE_CASE
+  }
+  return Fail(xcclInvalidArgument, "data type %d is none of xcclDataType_t", datatype);
 }
 
 }  // namespace
 
 xcclResult_t ReduceOnHost(int datatype, int op, const void* const* inputs, int nranks, void* out,
                           size_t count) {
-  if (op < static_cast<int>(RedOp::kSum) || op > static_cast<int>(RedOp::kAvg))
-    return Fail(xcclInvalidArgument, "reduction op %d is none of sum, prod, max, min, avg", op);
-  if (nranks < 1) return Fail(xcclInvalidArgument, "a reduction over %d ranks", nranks);
-  const RedOp red = static_cast<RedOp>(op);
-  switch (datatype) {
-    case xcclInt8:
-      ReduceElements<xcclInt8>(red, inputs, nranks, out, count);
-      break;
-    case xcclUint8:
-      ReduceElements<xcclUint8>(red, inputs, nranks, out, count);
-      break;
-    case xcclInt32:
-      ReduceElements<xcclInt32>(red, inputs, nranks, out, count);
-      break;
-    case xcclUint32:
-      ReduceElements<xcclUint32>(red, inputs, nranks, out, count);
-      break;
-    case xcclInt64:
-      ReduceElements<xcclInt64>(red, inputs, nranks, out, count);
-      break;
-    case xcclUint64:
-      ReduceElements<xcclUint64>(red, inputs, nranks, out, count);
-      break;
-    case xcclFloat16:
-      ReduceElements<xcclFloat16>(red, inputs, nranks, out, count);
-      break;
-    case xcclFloat32:
-      ReduceElements<xcclFloat32>(red, inputs, nranks, out, count);
-      break;
-    case xcclFloat64:
-      ReduceElements<xcclFloat64>(red, inputs, nranks, out, count);
-      break;
-    case xcclBfloat16:
-      ReduceElements<xcclBfloat16>(red, inputs, nranks, out, count);
-      break;
-    case xcclFloat8e4m3:
-      ReduceElements<xcclFloat8e4m3>(red, inputs, nranks, out, count);
-      break;
-    case xcclFloat8e5m2:
-      ReduceElements<xcclFloat8e5m2>(red, inputs, nranks, out, count);
-      break;
+  return ReduceStaged<ReduceStage::kWhole>(datatype, op, inputs, nranks, out, count, nranks);
+}
+
+xcclResult_t ReduceStageOnHost(ReduceStage stage, int datatype, int op, const void* const* inputs,
+                               int n, void* out, size_t count, int nranks) {
+  switch (stage) {
+    case ReduceStage::kPartial:
+      return ReduceStaged<ReduceStage::kPartial>(datatype, op, inputs, n, out, count, nranks);
+    case ReduceStage::kPartials:
+      return ReduceStaged<ReduceStage::kPartials>(datatype, op, inputs, n, out, count, nranks);
     default:
-      return Fail(xcclInvalidArgument, "data type %d is none of xcclDataType_t", datatype);
+      return ReduceStaged<ReduceStage::kWhole>(datatype, op, inputs, n, out, count, nranks);
   }
-  return xcclSuccess;
+}
+
+size_t AccumulatorSize(int datatype) {
+  switch (datatype) {
+#define XCCL_ACC_CASE(type) \
+  case type:                \
+    return sizeof(typename Element<type>::Acc);
+    XCCL_ACC_CASE(xcclInt8)
+    XCCL_ACC_CASE(xcclUint8)
+    XCCL_ACC_CASE(xcclInt32)
+    XCCL_ACC_CASE(xcclUint32)
+    XCCL_ACC_CASE(xcclInt64)
+    XCCL_ACC_CASE(xcclUint64)
+    XCCL_ACC_CASE(xcclFloat16)
+    XCCL_ACC_CASE(xcclFloat32)
+    XCCL_ACC_CASE(xcclFloat64)
+    XCCL_ACC_CASE(xcclBfloat16)
+    XCCL_ACC_CASE(xcclFloat8e4m3)
+    XCCL_ACC_CASE(xcclFloat8e5m2)
+#undef XCCL_ACC_CASE
+  }
+  return 0;
 }
 
 }  // namespace xccl

@@ -128,4 +128,15 @@ XCCL_HOST_DEVICE inline typename Element<kType>::Storage ReduceInRankOrder(RedOp
 xcclResult_t ReduceOnHost(int datatype, int op, const void* const* inputs, int nranks, void* out,
                           size_t count);
 
+// A reduction in two stages (across nodes, docs/ARCHITECTURE.md "Reductions across nodes"):
+// each node's ranks in rank order into a partial of the accumulator type (kPartial: stored
+// values in, unrounded accumulators out, avg not yet divided), then the partials in node order
+// (kPartials: accumulators in, stored values out, rounded once, avg divided by `nranks`).
+// kWhole is ReduceOnHost.
+enum class ReduceStage { kWhole, kPartial, kPartials };
+xcclResult_t ReduceStageOnHost(ReduceStage stage, int datatype, int op, const void* const* inputs,
+                               int n, void* out, size_t count, int nranks);
+// Bytes of one accumulator of `datatype` (fp32 for the 16- and 8-bit floats); 0 for no type.
+size_t AccumulatorSize(int datatype);
+
 }  // namespace xccl

@@ -11,6 +11,7 @@
 #include "collectives/device_engine.h"
 #include "collectives/queued_operation.h"
 #include "collectives/reduce/reduce_on_stream.h"
+#include "collectives/reduce/reduction.h"
 #include "collectives/region/arrivals.h"
 #include "collectives/region/inboxes.h"
 
@@ -40,6 +41,26 @@ xcclResult_t FenceOtherOperations(Communicator* comm, const char* op_name, xcclS
       xcclSuccess)
     return comm->RecordFailure(op_name, failure);
   return xcclSuccess;
+}
+
+// Each node's ranks in rank order into an accumulator-typed partial, then the partials in node
+// order (reduction.h's stages): the order xccl.h promises on the host across nodes.
+xcclResult_t ReduceNodeByNode(const Topology& topology, int datatype, int op,
+                              const std::vector<const void*>& inputs, void* out, size_t count) {
+  const size_t partial = count * AccumulatorSize(datatype);
+  std::vector<char> partials(topology.node_count * partial);
+  std::vector<const void*> nodes(topology.node_count);
+  for (int node = 0; node < topology.node_count; ++node) {
+    std::vector<const void*> ranks;
+    for (int r = 0; r < topology.nranks; ++r)
+      if (topology.node_of_rank[r] == node) ranks.push_back(inputs[r]);
+    nodes[node] = partials.data() + node * partial;
+    XCCL_TRY(ReduceStageOnHost(ReduceStage::kPartial, datatype, op, ranks.data(),
+                               static_cast<int>(ranks.size()), partials.data() + node * partial,
+                               count, topology.nranks));
+  }
+  return ReduceStageOnHost(ReduceStage::kPartials, datatype, op, nodes.data(), topology.node_count,
+                           out, count, topology.nranks);
 }
 
 }  // namespace
@@ -132,11 +153,15 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   }
   if (result == xcclSuccess && out_is_put) result = transport->Flush(deadline, &failure);
   if (result == xcclSuccess) {
-    // One source: its piece as it is (a reduction of one input is a copy).
+    // One source: its piece as it is (a reduction of one input is a copy). The host across
+    // nodes reduces in the order of ReduceScatterAcrossNodes, so every path gives its bits.
     const bool single = step.only_source >= 0;
     const xcclResult_t reduced =
-        ReduceOnStream(datatype, op, single ? &inputs[step.only_source] : inputs.data(),
-                       single ? 1 : nranks, step.out, step.count, stream);
+        single ? ReduceOnStream(datatype, op, &inputs[step.only_source], 1, step.out, step.count,
+                                stream)
+        : comm->device_engine() == nullptr && comm->topology().node_count > 1
+            ? ReduceNodeByNode(comm->topology(), datatype, op, inputs, step.out, step.count)
+            : ReduceOnStream(datatype, op, inputs.data(), nranks, step.out, step.count, stream);
     if (reduced != xcclSuccess)
       result = SetFailure(&failure, reduced, rank, "%s", ThreadLastError().c_str());
   }

@@ -9,6 +9,7 @@
 #include "collectives/reduce/read_reduce.h"
 #include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/region_reduce.h"
+#include "collectives/reduce_scatter/reduce_scatter_across_nodes.h"
 
 namespace xccl {
 
@@ -33,6 +34,9 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
     part.count = count;
     return ReduceByReading(comm, kOpName, buffers, part, datatype, op, stream);
   }
+  // The host across nodes: each node's partials first, each crossing the network once.
+  if (comm->device_engine() == nullptr && comm->topology().node_count > 1)
+    return ReduceScatterAcrossNodes(comm, send, recv, count, datatype, op, call_count);
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
   LaunchGate gate(comm, kOpName);

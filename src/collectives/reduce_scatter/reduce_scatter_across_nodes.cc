@@ -1,0 +1,203 @@
+#include "collectives/reduce_scatter/reduce_scatter_across_nodes.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/datatype.h"
+#include "base/error.h"
+#include "base/failure.h"
+#include "collectives/barrier/barrier.h"
+#include "collectives/queued_operation.h"
+#include "collectives/reduce/reduction.h"
+#include "collectives/reduce_scatter/partial_plan.h"
+#include "collectives/region/arrivals.h"
+#include "collectives/region/inboxes.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr const char* kOpName = "xcclReduceScatter";
+// Each put opens with the call's count, as region_reduce.cc's do, so that ranks that passed
+// different counts fail at the first step; 64 bytes keep the data aligned.
+constexpr size_t kHeaderBytes = 64;
+
+struct Call {
+  const char* send;
+  char* out;
+  size_t block_bytes;
+  int datatype, op;
+  uint64_t call_count;
+};
+
+// One step: `count` elements from element `first` of every block, as one operation.
+class Step {
+ public:
+  Step(Communicator* comm, const PartialPlan& plan, const SlotRange& arrivals,
+       const Inboxes& inboxes, const Call& call, std::vector<char>* partials)
+      : comm_(comm),
+        plan_(plan),
+        arrivals_(arrivals),
+        inboxes_(inboxes),
+        call_(call),
+        partials_(partials),
+        transport_(comm->transport()),
+        topology_(comm->topology()),
+        me_(comm->rank()) {}
+
+  xcclResult_t Run(size_t first, size_t count, PlatformFailure* failure) {
+    const size_t elem = DataTypeSize(call_.datatype), acc = AccumulatorSize(call_.datatype);
+    const size_t piece = count * elem, partial = count * acc, first_byte = first * elem;
+    const std::vector<int>& mine = plan_.owned[me_];
+    epoch_ = comm_->NextEpoch();
+    deadline_ = Deadline(comm_->timeout_ms());
+    XCCL_TRY(transport_->BeginOperation(nullptr, /*queued=*/true, failure));
+    put_at_ = inboxes_.Offset(me_, epoch_);
+    // Queued puts read it after this frame may be gone (a failed step returns at once).
+    static thread_local uint64_t header;
+    header = call_.call_count;
+
+    // This rank's pieces of the blocks whose partials its node's peers make.
+    for (int peer : topology_.local_ranks) {
+      if (peer == me_) continue;
+      const std::vector<int>& theirs = plan_.owned[peer];
+      Connection& connection = transport_->connection(peer);
+      connection.PutToRegion(epoch_, put_at_, &header, sizeof(header), ControlLayout::kNoSignal);
+      for (size_t k = 0; k < theirs.size(); ++k)
+        connection.PutToRegion(
+            epoch_, put_at_ + kHeaderBytes + k * piece,
+            call_.send + theirs[k] * call_.block_bytes + first_byte, piece,
+            k + 1 == theirs.size() ? arrivals_.at(me_) : ControlLayout::kNoSignal);
+    }
+    // The partials this rank makes, its node's ranks in rank order.
+    std::vector<const char*> landed(topology_.nranks, nullptr);
+    for (int peer : topology_.local_ranks) {
+      if (peer == me_) continue;
+      XCCL_TRY(Land(peer, mine.size() * piece, &landed[peer], failure));
+    }
+    partials_->resize(mine.size() * partial);
+    std::vector<const void*> inputs(topology_.local_ranks.size());
+    for (size_t k = 0; k < mine.size(); ++k) {
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const int r = topology_.local_ranks[i];
+        inputs[i] = r == me_ ? call_.send + mine[k] * call_.block_bytes + first_byte
+                             : landed[r] + k * piece;
+      }
+      XCCL_TRY(
+          Reduced(ReduceStage::kPartial, inputs, partials_->data() + k * partial, count, failure));
+    }
+    // Each partial to its destination over the network; this rank's own stays.
+    size_t own = 0;
+    for (size_t k = 0; k < mine.size(); ++k) {
+      if (mine[k] == me_) {
+        own = k;
+        continue;
+      }
+      Connection& connection = transport_->connection(mine[k]);
+      connection.PutToRegion(epoch_, put_at_, &header, sizeof(header), ControlLayout::kNoSignal);
+      connection.PutToRegion(epoch_, put_at_ + kHeaderBytes, partials_->data() + k * partial,
+                             partial, arrivals_.at(me_));
+    }
+    // Every node's partial for this rank, in node order, rounded once.
+    std::vector<const void*> nodes(topology_.node_count);
+    for (int node = 0; node < topology_.node_count; ++node) {
+      const int maker = plan_.partial_from[node];
+      if (maker == me_) {
+        nodes[node] = partials_->data() + own * partial;
+        continue;
+      }
+      const char* at = nullptr;
+      XCCL_TRY(Land(maker, partial, &at, failure));
+      nodes[node] = at;
+    }
+    XCCL_TRY(Reduced(ReduceStage::kPartials, nodes, call_.out + first_byte, count, failure));
+    return EndQueuedOperation(comm_, nullptr, deadline_, failure);
+  }
+
+ private:
+  // Waits for `peer`'s put of this step (`bytes` after the header) and checks that it passed
+  // this rank's count; *at: where its data landed.
+  xcclResult_t Land(int peer, size_t bytes, const char** at, PlatformFailure* failure) {
+    XCCL_TRY(transport_->WaitSlot(arrivals_.at(peer), epoch_, peer, "its data", deadline_, nullptr,
+                                  failure));
+    const char* landed = transport_->Received(peer, inboxes_.Offset(peer, epoch_));
+    const size_t expected_end = put_at_ % inboxes_.slice + kHeaderBytes + bytes;
+    size_t end = expected_end;
+    uint64_t its_count = 0;
+    std::memcpy(&its_count, landed, sizeof(its_count));
+    if (transport_->PutEnd(arrivals_.at(peer), epoch_, &end) &&
+        (end != expected_end || its_count != call_.call_count))
+      return SetFailure(failure, xcclInvalidUsage, peer,
+                        "rank %d passed count %llu where this rank passed %llu: the ranks passed "
+                        "different counts",
+                        peer, static_cast<unsigned long long>(its_count),
+                        static_cast<unsigned long long>(call_.call_count));
+    *at = landed + kHeaderBytes;
+    return xcclSuccess;
+  }
+
+  xcclResult_t Reduced(ReduceStage stage, const std::vector<const void*>& inputs, void* out,
+                       size_t count, PlatformFailure* failure) {
+    const xcclResult_t result =
+        ReduceStageOnHost(stage, call_.datatype, call_.op, inputs.data(),
+                          static_cast<int>(inputs.size()), out, count, topology_.nranks);
+    return result == xcclSuccess
+               ? xcclSuccess
+               : SetFailure(failure, result, me_, "%s", ThreadLastError().c_str());
+  }
+
+  Communicator* comm_;
+  const PartialPlan& plan_;
+  const SlotRange& arrivals_;
+  const Inboxes& inboxes_;
+  const Call& call_;
+  std::vector<char>* partials_;
+  Transport* transport_;
+  const Topology& topology_;
+  const int me_;
+  uint32_t epoch_ = 0;
+  size_t put_at_ = 0;
+  Deadline deadline_{0};
+};
+
+}  // namespace
+
+xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const void* send, void* recv,
+                                      size_t count, int datatype, int op, uint64_t call_count) {
+  const PartialPlan plan = PlanPartials(comm->topology());
+  const Inboxes inboxes = PlanInboxes(comm);
+  SlotRange arrivals;
+  XCCL_TRY(kArrivalSlots.Find(comm->slots(), &arrivals));
+  // Every put of a step fits a piece: the most pieces a rank receives from one peer, or one
+  // partial (wider than an element for the 16- and 8-bit floats).
+  const size_t per_element =
+      std::max(plan.most_owned * DataTypeSize(datatype), AccumulatorSize(datatype));
+  const size_t step_count =
+      inboxes.piece_limit > kHeaderBytes ? (inboxes.piece_limit - kHeaderBytes) / per_element : 0;
+  if (step_count == 0)
+    return Fail(xcclInvalidUsage,
+                "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES), too few for "
+                "one element of each of %zu blocks",
+                kOpName, inboxes.piece_limit, plan.most_owned);
+  const Call call{static_cast<const char*>(send),
+                  static_cast<char*>(recv),
+                  count * DataTypeSize(datatype),
+                  datatype,
+                  op,
+                  call_count};
+  std::vector<char> partials;
+  // Fenced against the operations before and after (the hierarchical all_gather may leave a rank
+  // several epochs ahead); between its own steps no rank runs more than one epoch ahead of a
+  // rank it puts to, since each step waits for every rank that feeds it (docs/ARCHITECTURE.md).
+  XCCL_TRY(Barrier(comm, nullptr));
+  Step step(comm, plan, arrivals, inboxes, call, &partials);
+  for (size_t first = 0; first < count; first += step_count) {
+    PlatformFailure failure;
+    if (step.Run(first, std::min(step_count, count - first), &failure) != xcclSuccess)
+      return comm->RecordFailure(kOpName, failure);
+  }
+  return Barrier(comm, nullptr);
+}
+
+}  // namespace xccl
