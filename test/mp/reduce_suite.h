@@ -200,10 +200,12 @@ inline auto ReduceWorlds() {
 }
 
 // Split over fake nodes (the ranks of other nodes reached over the net socket backend only):
-// 2+2 both ways, and an uneven 2+1.
+// 2+2 both ways, the uneven 2+1 and 3+1+2, and 1+1+1 (every rank its own node).
 inline std::vector<ReduceParam> ReduceNodeShapes() {
   return {ReduceParam(RankMode::kThreads, 4, "2,2"), ReduceParam(RankMode::kProcesses, 4, "2,2"),
-          ReduceParam(RankMode::kProcesses, 3, "2,1")};
+          ReduceParam(RankMode::kProcesses, 3, "2,1"),
+          ReduceParam(RankMode::kProcesses, 6, "3,1,2"),
+          ReduceParam(RankMode::kThreads, 3, "1,1,1")};
 }
 
 }  // namespace xccl_test

@@ -4,7 +4,10 @@
 // makes XCCL_NETNS_CALLS validated all_gathers of random sizes (0 to 1 MiB per rank, the same draws
 // on every rank; XCCL_NETNS_BLOCK_BYTES fixes the size) and barriers, and prints one line: "ok
 // <calls>", or "failed after <calls> calls, <seconds> s into the failing call: <message>". Exit 0
-// on ok.
+// on ok. XCCL_NETNS_OPS=mixed turns the calls into all_gathers, reduce_scatters, all_reduces and
+// broadcasts in turn (and the barriers); =reductions into reduce_scatters and all_reduces only.
+// The reductions sum uint32 words, which wrap the same in any order, so every rank checks every
+// word exactly.
 #include <unistd.h>
 
 #include <chrono>
@@ -23,6 +26,40 @@ namespace {
 int EnvInt(const char* name, int fallback) {
   const char* v = getenv(name);
   return v != nullptr ? atoi(v) : fallback;
+}
+
+enum class Op { kAllGather, kReduceScatter, kAllReduce, kBroadcast };
+
+// One reduction or broadcast of `words` uint32 per rank block; "" or what was wrong.
+std::string CheckedWords(xcclComm_t comm, Op op, int rank, int nranks, uint64_t seed, int call,
+                         size_t words, xcclResult_t* result) {
+  const size_t send_words = op == Op::kReduceScatter ? words * nranks : words;
+  std::vector<uint32_t> send(send_words + 1), recv(words + 1, 0xA5A5A5A5u);
+  xccl_test::FillBlock(send.data(), send_words * 4, seed, rank, call);
+  const int root = call % nranks;
+  *result = op == Op::kReduceScatter ? xcclReduceScatter(send.data(), recv.data(), words,
+                                                         xcclUint32, xcclSum, comm, nullptr)
+            : op == Op::kAllReduce
+                ? xcclAllReduce(send.data(), recv.data(), words, xcclUint32, xcclSum, comm, nullptr)
+                : xcclBroadcast(send.data(), recv.data(), words, xcclUint32, root, comm, nullptr);
+  if (*result != xcclSuccess) return "";
+  // Every rank's whole input, once per call (words are cheap to make again).
+  std::vector<std::vector<uint32_t>> inputs(nranks, std::vector<uint32_t>(send_words));
+  for (int r = 0; r < nranks; ++r)
+    xccl_test::FillBlock(inputs[r].data(), send_words * 4, seed, r, call);
+  const size_t at = op == Op::kReduceScatter ? rank * words : 0;
+  for (size_t i = 0; i < words; ++i) {
+    uint32_t want = 0;
+    if (op == Op::kBroadcast) {
+      want = inputs[root][i];
+    } else {
+      for (int r = 0; r < nranks; ++r) want += inputs[r][at + i];
+    }
+    if (recv[i] != want)
+      return "word " + std::to_string(i) + " is " + std::to_string(recv[i]) + ", want " +
+             std::to_string(want);
+  }
+  return recv[words] == 0xA5A5A5A5u ? "" : "written past the output";
 }
 
 }  // namespace
@@ -75,6 +112,7 @@ int main() {
            xcclGetLastError(nullptr));
     return 1;
   }
+  const std::string ops = getenv("XCCL_NETNS_OPS") != nullptr ? getenv("XCCL_NETNS_OPS") : "";
   std::mt19937_64 rng(seed);
   std::vector<unsigned char> send, recv;
   // A fixed size is a measurement (perf/proxy_cpu.sh): the data is made before the idle hold and
@@ -102,9 +140,19 @@ int main() {
       xccl_test::Poison(recv.data(), bytes * nranks);
     }
     const auto start = std::chrono::steady_clock::now();
-    xcclResult_t result =
-        call % 10 == 9 ? xcclBarrier(comm, nullptr)
-                       : xcclAllGather(send.data(), recv.data(), bytes, xcclUint8, comm, nullptr);
+    // The op of this call: all_gather, or in turn every op (mixed), or the reductions.
+    const Op op = ops == "mixed"        ? static_cast<Op>(call % 4)
+                  : ops == "reductions" ? (call % 2 == 0 ? Op::kReduceScatter : Op::kAllReduce)
+                                        : Op::kAllGather;
+    std::string wrong_words;
+    xcclResult_t result = xcclSuccess;
+    if (call % 10 == 9) {
+      result = xcclBarrier(comm, nullptr);
+    } else if (op == Op::kAllGather) {
+      result = xcclAllGather(send.data(), recv.data(), bytes, xcclUint8, comm, nullptr);
+    } else {
+      wrong_words = CheckedWords(comm, op, rank, nranks, seed, call, bytes / 4 + 1, &result);
+    }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (result != xcclSuccess) {
@@ -114,7 +162,11 @@ int main() {
       xcclCommAbort(comm);
       return 1;
     }
-    if (call % 10 != 9 && fixed_bytes == 0) {
+    if (!wrong_words.empty()) {
+      printf("rank %d: failed after %d calls: wrong data: %s\n", rank, call, wrong_words.c_str());
+      return 1;
+    }
+    if (call % 10 != 9 && op == Op::kAllGather && fixed_bytes == 0) {
       const std::string wrong = xccl_test::CheckGathered(recv.data(), bytes, nranks, seed, call, 1);
       if (!wrong.empty()) {
         printf("rank %d: failed after %d calls: wrong data: %s\n", rank, call, wrong.c_str());

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Ranks in network namespaces joined by veth pairs, each namespace its own node (XCCL_HOSTID),
 # bound by XCCL_SOCKET_IFNAME; traffic stays inside the namespaces this script makes. Cases:
-#   2 nodes x 2 ranks and 3 nodes (2+1+1): every call validated, all ranks ok;
-#   a rank killed mid-run, and the link brought down mid-run: every survivor fails within 2 s
-#   of the event, naming a peer.
+#   2 nodes x 2 ranks and 3 nodes (2+1+1): every call validated, all ranks ok, all_gathers and
+#   then every op in turn (reduce_scatter, all_reduce, broadcast too);
+#   a rank killed mid-reduction, and the link brought down mid-reduction: every survivor fails
+#   within 2 s of the event, naming a peer.
 # Skips (exit 77, saying why) where namespaces cannot be made (not root, no iproute2).
 # Usage: netns_test.sh RANK_BINARY
 set -uo pipefail
@@ -44,7 +45,7 @@ make_nodes() {
 }
 # run_ranks CASE CALLS NODE_OF_RANK...: starts one process per rank in its node's namespace.
 pids=()
-run_ranks() {
+run_ranks() {  # XCCL_NETNS_OPS from the caller's OPS (all_gather when unset)
   local case=$1 calls=$2
   shift 2
   local nranks=$# seed=$RANDOM  # one seed per run: the ranks draw the same sizes
@@ -57,6 +58,7 @@ run_ranks() {
     ip netns exec "xccl-$tag-n$node" env XCCL_HOSTID="node$node" XCCL_SOCKET_IFNAME="$ifname" \
       XCCL_NETNS_RANK=$r XCCL_NETNS_NRANKS=$nranks XCCL_NETNS_CALLS="$calls" \
       XCCL_NETNS_ID_FILE="$work/id" XCCL_NETNS_SEED=$seed XCCL_TIMEOUT_MS=30000 \
+      XCCL_NETNS_OPS="${OPS:-}" \
       "$rank_bin" >"$work/$case.$r" 2>&1 &
     pids+=($!)
     r=$((r + 1))
@@ -79,9 +81,19 @@ run_ranks three 300 0 0 1 2
 wait_all
 check "2+1+1: every rank ok" '[ "$(grep -l "ok 300" "$work"/three.* | wc -l)" -eq 4 ]' \
   "$(cat "$work"/three.*)"
+# Every op in turn (all_gather, reduce_scatter, all_reduce, broadcast, barrier), 2x2 and 2+1+1.
+OPS=mixed run_ranks mix 200 0 0 1 1
+wait_all
+check "2x2 mixed: every rank ok" '[ "$(grep -l "ok 200" "$work"/mix.* | wc -l)" -eq 4 ]' \
+  "$(cat "$work"/mix.*)"
+OPS=mixed run_ranks mix3 200 0 0 1 2
+wait_all
+check "2+1+1 mixed: every rank ok" '[ "$(grep -l "ok 200" "$work"/mix3.* | wc -l)" -eq 4 ]' \
+  "$(cat "$work"/mix3.*)"
 
-# A rank killed mid-run (rank 3, on n1): the survivors fail within 2 s, naming a peer.
-run_ranks kill 1000000 0 0 1 1
+# A rank killed mid-run (rank 3, on n1): the survivors fail within 2 s, naming a peer; the calls
+# are reductions, so it dies inside one.
+OPS=reductions run_ranks kill 1000000 0 0 1 1
 sleep 2
 kill -9 "$(ip netns pids "xccl-$tag-n1" | tail -1)"
 wait_all
@@ -94,7 +106,7 @@ for r in 0 1 2 3; do
 done
 
 # The link to n1 brought down mid-run: everyone fails within 2 s (heartbeats stop).
-run_ranks cut 1000000 0 0 1 1
+OPS=reductions run_ranks cut 1000000 0 0 1 1
 sleep 2
 ip -n "xccl-$tag-n1" link set "l${tag}1" down
 wait_all

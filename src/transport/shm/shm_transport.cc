@@ -33,6 +33,7 @@ struct CopyProbe {
 uint8_t g_probe_bytes[16];
 
 constexpr size_t kMaxInboxBytes = size_t(4) << 20;
+constexpr size_t kAcrossNodesPieceBytes = size_t(1) << 20;
 
 // A 64-bit value in two 32-bit slots (lo at `lo`, hi at lo + 1), written before the slot that
 // publishes it and read after that slot was seen.
@@ -173,9 +174,13 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   XCCL_TRY(CheckSlotCounts(geometry_));
   RemoveStaleShmObjects();
   // Two eager blocks per slice; the whole region stays within kMaxInboxBytes so that eight ranks
-  // fit a container's default 64 MiB /dev/shm with room to spare.
-  eager_limit_ = std::min(static_cast<size_t>(params_.eager_bytes),
-                          kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
+  // fit a container's default 64 MiB /dev/shm with room to spare. Across nodes every region step
+  // waits a network round trip, so the pieces are at least kAcrossNodesPieceBytes there (the
+  // eager all_gather, which they also size, runs on one node only; docs/PERF.md has the step).
+  const size_t wanted = topology_.node_count > 1 && params_.eager_bytes > 0
+                            ? std::max<size_t>(params_.eager_bytes, kAcrossNodesPieceBytes)
+                            : static_cast<size_t>(params_.eager_bytes);
+  eager_limit_ = std::min(wanted, kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
   wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
   // The ops' slots, then the region puts' sizes (PutEndWord); the region after them.
   XCCL_TRY(windows_.Create(bootstrap, topology_.local_ranks,
