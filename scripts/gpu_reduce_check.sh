@@ -18,7 +18,7 @@ ag=$build/perf/all_gather_perf
 
 if [ "$what" = tests ]; then
   timeout "${REDUCE_TEST_SECONDS:-540}" ctest --test-dir "$build" -L gpu \
-    -R "${REDUCE_CHECK_REGEX:-Reduce}" --timeout 120 --output-on-failure >"$logs/tests.txt" 2>&1
+    -R "${REDUCE_CHECK_REGEX:-Reduce|Broadcast}" --timeout 120 --output-on-failure >"$logs/tests.txt" 2>&1
   [ $? -eq 124 ] && echo "gpu_reduce_check: the tests ran out of time; the rest did not run"
   echo "ran: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#' "$logs/tests.txt")"
   grep -E "tests passed|tests failed" "$logs/tests.txt"

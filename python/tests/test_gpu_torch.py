@@ -1,4 +1,5 @@
-"""On a GPU, with torch: all_gather of torch tensors with 2 and 4 thread ranks sharing GPU 0
+"""On a GPU, with torch: all_gather, the reductions and broadcast of torch tensors with 2 and 4
+thread ranks sharing GPU 0
 (each on its own stream, taken as torch's current one), ag_gemm through the cublaslt plugin
 (bf16, fp8 ptpc, fp8 block128) against a float64 torch reference, and one all_gather and one
 ag_gemm captured in a torch.cuda.graph, replayed with fresh data."""
@@ -102,6 +103,57 @@ def gather_torch(comm, stream, seed):
 def test_all_gather_torch_tensors_ranks_sharing_gpu0(world):
     seed = int.from_bytes(os.urandom(3), "little")
     assert on_threads(world, gather_torch, seed) == [2 * 3 * len(DTYPES)] * world
+
+
+def reduce_torch(comm, stream, seed):
+    """bf16 and fp32 sums, fp16 avg, int32 max: all_reduce in place and into out,
+    reduce_scatter into out, against a float64 (integer: exact) torch reference within one
+    rounding; broadcast from every root bit for bit; every rank's all_reduce bits returned."""
+    cases = [(torch.bfloat16, "sum"), (torch.float32, "sum"), (torch.float16, "avg"),
+             (torch.int32, "max")]
+    outputs = []
+    for i, (dtype, op) in enumerate(cases):
+        count = 4099 * comm.size
+        inputs = []
+        for r in range(comm.size):
+            g = torch.Generator(device="cuda").manual_seed(seed + 1000 * i + 17 * r)
+            inputs.append(random_tensor(dtype, count, g))
+        stacked = torch.stack([x.to(torch.float64) for x in inputs])
+        if op == "max":
+            want = stacked.max(0).values
+        else:
+            want = stacked.sum(0) / (comm.size if op == "avg" else 1)
+        tol = 0 if op == "max" else 2 * torch.finfo(dtype).eps * stacked.abs().sum(0)
+        out = torch.empty_like(inputs[comm.rank])
+        comm.all_reduce(inputs[comm.rank], op=op, out=out)
+        mine = inputs[comm.rank].clone()
+        comm.all_reduce(mine, op=op)
+        block = torch.empty(count // comm.size, dtype=dtype, device="cuda")
+        comm.reduce_scatter(block, inputs[comm.rank], op=op)
+        stream.synchronize()
+        assert torch.equal(bits(out), bits(mine)), f"{dtype} {op}: in place differs"
+        err = (out.to(torch.float64) - want).abs()
+        assert bool((err <= tol + 1e-30).all()), f"{dtype} {op}: off by up to {err.max()}"
+        part = slice(comm.rank * block.numel(), (comm.rank + 1) * block.numel())
+        assert torch.equal(bits(block), bits(out[part])), f"{dtype} {op}: reduce_scatter"
+        outputs.append(bits(out).cpu())
+    for root in range(comm.size):
+        g = torch.Generator(device="cuda").manual_seed(seed + 77 + root)
+        want = random_tensor(torch.bfloat16, 100003, g)
+        t = want.clone() if comm.rank == root else torch.zeros_like(want)
+        comm.broadcast(t, root=root)
+        stream.synchronize()
+        assert torch.equal(bits(t), bits(want)), f"broadcast from {root}"
+    return outputs
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_reductions_and_broadcast_torch_tensors_ranks_sharing_gpu0(world):
+    seed = int.from_bytes(os.urandom(3), "little")
+    results = on_threads(world, reduce_torch, seed)
+    for r in range(1, world):
+        assert all(torch.equal(a, b) for a, b in zip(results[0], results[r])), \
+            f"rank {r}'s all_reduce bits differ from rank 0's"
 
 
 N, K, M_MAX = 384, 1024, 1024
