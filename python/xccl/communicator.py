@@ -203,6 +203,17 @@ class Communicator:
                              f"{src.dtype.name}")
         return kind, size
 
+    def _in_and_out(self, tensor, out, dtype, call):
+        """The operands of a call whose output is `tensor` itself (in place) or `out` of the same
+        size: (src, dst, kind, size)."""
+        src = self.check_tensor(tensor, "tensor", writable=out is tensor)
+        dst = src if out is tensor else self.check_tensor(out, "out", writable=True)
+        kind, size = self._operand_type(src, dst, dtype)
+        if dst.nbytes != src.nbytes:
+            raise ValueError(f"xccl: out has {dst.nbytes} bytes, tensor {src.nbytes}; {call} "
+                             "needs the same")
+        return src, dst, kind, size
+
     def all_gather(self, out, inp, stream=None, dtype=None):
         """out <- every rank's inp, rank order (xcclAllGather). `out` holds size x inp's
         elements; inp may be out's own block (in place). dtype: for tensors whose element type
@@ -244,14 +255,8 @@ class Communicator:
         tensor) unless out is given, which must hold as many elements. Returns out."""
         handle = self._live_handle("all_reduce")
         red = _ops.resolve(op)
-        if out is None:
-            out = tensor
-        src = self.check_tensor(tensor, "tensor", writable=out is tensor)
-        dst = src if out is tensor else self.check_tensor(out, "out", writable=True)
-        kind, size = self._operand_type(src, dst, dtype)
-        if dst.nbytes != src.nbytes:
-            raise ValueError(f"xccl: out has {dst.nbytes} bytes, tensor {src.nbytes}; an "
-                             "all_reduce needs the same")
+        out = tensor if out is None else out
+        src, dst, kind, size = self._in_and_out(tensor, out, dtype, "an all_reduce")
         handle_stream = _streams.resolve(stream, platform, (src, dst), self.device)
         check("xcclAllReduce",
               lib.xcclAllReduce(src.ptr, dst.ptr, src.nbytes // size, int(kind), int(red),
@@ -264,14 +269,8 @@ class Communicator:
         must still describe as many bytes). Returns out."""
         handle = self._live_handle("broadcast")
         _check_int("root", root, 0, self.size - 1)
-        if out is None:
-            out = tensor
-        src = self.check_tensor(tensor, "tensor", writable=out is tensor)
-        dst = src if out is tensor else self.check_tensor(out, "out", writable=True)
-        kind, size = self._operand_type(src, dst, dtype)
-        if dst.nbytes != src.nbytes:
-            raise ValueError(f"xccl: out has {dst.nbytes} bytes, tensor {src.nbytes}; a "
-                             "broadcast needs the same")
+        out = tensor if out is None else out
+        src, dst, kind, size = self._in_and_out(tensor, out, dtype, "a broadcast")
         handle_stream = _streams.resolve(stream, platform, (src, dst), self.device)
         check("xcclBroadcast",
               lib.xcclBroadcast(src.ptr, dst.ptr, dst.nbytes // size, int(kind), root, handle,

@@ -69,9 +69,9 @@ bool CheckedGpuBroadcast(RankContext& ctx, const Stream& stream, int root, int d
   RANK_EXPECT(ctx, before.empty() && after.empty(),
               what << ": written outside the receive buffer: " << before << after);
   if (!in_place) {
-    const std::string sent =
-        ctx.rank == root ? Compare(back_send.data() + kGuard + offset, want.data(), bytes)
-                         : CheckPoisoned(back_send.data(), area);
+    const std::string sent = ctx.rank == root
+                                 ? Compare(back_send.data() + kGuard + offset, want.data(), bytes)
+                                 : CheckPoisoned(back_send.data(), area);
     RANK_EXPECT(ctx, sent.empty(), what << ": the send buffer changed: " << sent);
   }
   return true;
@@ -152,35 +152,26 @@ TEST_P(GpuBroadcastTest, CapturedGraphReplayedWithFreshData) {
     for (int i = 0; i < kReplays; ++i)
       FillBlock(fresh.data() + i * kBytes, kBytes, ctx.seed, root, 500 + i);
     if (!CheckedGpuBroadcast(ctx, stream, 0, xcclBfloat16, 1001, false, 0, 499)) return;
-    gpu::GraphHandle graph = nullptr;
-    if (!GPU_OK(ctx, gpu::StreamBeginCaptureThreadLocal(stream.get()))) return;
-    bool captured = XCCL_OK(ctx, xcclBroadcast(send.get(), recv.get(), kBytes, xcclUint8, root,
-                                               ctx.comm, stream.xccl()));
-    captured = GPU_OK(ctx, gpu::StreamEndCapture(stream.get(), &graph)) && captured;
-    if (!HostBarrier(ctx, kGraphPhaseSlot, 0)) return;
-    gpu::GraphExecHandle exec = nullptr;
-    if (captured) captured = GPU_OK(ctx, gpu::GraphInstantiate(&exec, graph));
-    if (!HostBarrier(ctx, kGraphPhaseSlot, 1) || !captured) {
-      if (exec != nullptr) (void)gpu::GraphExecDestroy(exec);
-      if (graph != nullptr) (void)gpu::GraphDestroy(graph);
+    CapturedGraph graph;
+    if (!graph.Capture(ctx, stream, kGraphPhaseSlot, [&] {
+          return XCCL_OK(ctx, xcclBroadcast(send.get(), recv.get(), kBytes, xcclUint8, root,
+                                            ctx.comm, stream.xccl()));
+        }))
       return;
-    }
     for (int i = 0; i < kReplays; ++i) {
       if (i % ctx.nranks == ctx.rank) usleep(200);
       if (!GPU_OK(ctx, gpu::MemsetAsync(recv.get(), kPoisonByte, kBytes, stream.get())) ||
           (ctx.rank == root && !GPU_OK(ctx, gpu::MemcpyAsync(send.get(), fresh.data() + i * kBytes,
                                                              kBytes, stream.get()))) ||
-          !GPU_OK(ctx, gpu::GraphLaunch(exec, stream.get())) ||
-          !GPU_OK(ctx, gpu::MemcpyAsync(got.data() + i * kBytes, recv.get(), kBytes,
-                                        stream.get()))) {
+          !GPU_OK(ctx, gpu::GraphLaunch(graph.exec(), stream.get())) ||
+          !GPU_OK(ctx,
+                  gpu::MemcpyAsync(got.data() + i * kBytes, recv.get(), kBytes, stream.get()))) {
         ctx.Fail("replay " + std::to_string(i) + " could not be enqueued; later ones not made");
         break;
       }
     }
     const bool drained = GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
     ExpectNoAsyncError(ctx, "after the replays");
-    (void)gpu::GraphExecDestroy(exec);
-    (void)gpu::GraphDestroy(graph);
     if (!drained) return;
     for (int i = 0; i < kReplays; ++i) {
       const std::string wrong = Compare(got.data() + i * kBytes, fresh.data() + i * kBytes, kBytes);

@@ -559,4 +559,19 @@ void ExpectNamedThenShrinkAndGoOn(RankContext& ctx, const Stream& stream, int vi
   RANK_EXPECT(ctx, xcclCommDestroy(small) == xcclSuccess, xcclGetLastError(nullptr));
 }
 
+CapturedGraph::~CapturedGraph() {
+  if (exec_ != nullptr) (void)gpu::GraphExecDestroy(exec_);
+  if (graph_ != nullptr) (void)gpu::GraphDestroy(graph_);
+}
+
+bool CapturedGraph::Capture(RankContext& ctx, const Stream& stream, int slot,
+                            const std::function<bool()>& enqueue) {
+  if (!GPU_OK(ctx, gpu::StreamBeginCaptureThreadLocal(stream.get()))) return false;
+  bool captured = enqueue();
+  captured = GPU_OK(ctx, gpu::StreamEndCapture(stream.get(), &graph_)) && captured;
+  if (!HostBarrier(ctx, slot, 0)) return false;
+  if (captured) captured = GPU_OK(ctx, gpu::GraphInstantiate(&exec_, graph_));
+  return HostBarrier(ctx, slot, 1) && captured;
+}
+
 }  // namespace xccl_test

@@ -208,6 +208,26 @@ void ExpectNamedThenShrinkAndGoOn(RankContext& ctx, const Stream& stream, int vi
 // ctx.shared[slot]; `round` counts the meetings on that slot from 0. Fails after `timeout_s`.
 bool HostBarrier(RankContext& ctx, int slot, uint64_t round, double timeout_s = 60);
 
+// A graph captured from `enqueue` (the calls it makes on `stream`; false if one failed) on every
+// rank, then instantiated, with a host barrier on `slot` (rounds 0 and 1) after each phase: the
+// phases of a framework that captures a whole step on every rank, then runs it. The capture ends
+// whatever happened, so the stream leaves capture mode. Owns the graph.
+class CapturedGraph {
+ public:
+  CapturedGraph() = default;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph();
+  // False (recorded on ctx) where any phase failed on this rank.
+  bool Capture(RankContext& ctx, const Stream& stream, int slot,
+               const std::function<bool()>& enqueue);
+  gpu::GraphExecHandle exec() const { return exec_; }
+
+ private:
+  gpu::GraphHandle graph_ = nullptr;
+  gpu::GraphExecHandle exec_ = nullptr;
+};
+
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -368,26 +368,18 @@ class GpuReduceTest : public GpuWorldTest {
       }
       // An ordinary call first, so that the graph is captured at an epoch other than the first.
       if (!CheckedGpuReduce(ctx, stream, which, base, count, false, 0)) return;
-      gpu::GraphHandle graph = nullptr;
-      if (!GPU_OK(ctx, gpu::StreamBeginCaptureThreadLocal(stream.get()))) return;
-      bool captured = XCCL_OK(ctx, Call(which, send.get(), recv.get(), count, base.dtype, base.op,
-                                        ctx.comm, stream.xccl()));
-      // End the capture whatever happened, so the stream leaves capture mode.
-      captured = GPU_OK(ctx, gpu::StreamEndCapture(stream.get(), &graph)) && captured;
-      if (!HostBarrier(ctx, kGraphPhaseSlot, 0)) return;
-      gpu::GraphExecHandle exec = nullptr;
-      if (captured) captured = GPU_OK(ctx, gpu::GraphInstantiate(&exec, graph));
-      if (!HostBarrier(ctx, kGraphPhaseSlot, 1) || !captured) {
-        if (exec != nullptr) (void)gpu::GraphExecDestroy(exec);
-        if (graph != nullptr) (void)gpu::GraphDestroy(graph);
+      CapturedGraph graph;
+      if (!graph.Capture(ctx, stream, kGraphPhaseSlot, [&] {
+            return XCCL_OK(ctx, Call(which, send.get(), recv.get(), count, base.dtype, base.op,
+                                     ctx.comm, stream.xccl()));
+          }))
         return;
-      }
       for (int i = 0; i < kReplays; ++i) {
         if (i % ctx.nranks == ctx.rank) usleep(200);
         if (!GPU_OK(ctx, gpu::MemsetAsync(recv.get(), kPoisonByte, recv_bytes, stream.get())) ||
             !GPU_OK(ctx, gpu::MemcpyAsync(send.get(), host_send.data() + i * send_bytes, send_bytes,
                                           stream.get())) ||
-            !GPU_OK(ctx, gpu::GraphLaunch(exec, stream.get())) ||
+            !GPU_OK(ctx, gpu::GraphLaunch(graph.exec(), stream.get())) ||
             !GPU_OK(ctx, gpu::MemcpyAsync(host_recv.data() + i * recv_bytes, recv.get(), recv_bytes,
                                           stream.get()))) {
           ctx.Fail("replay " + std::to_string(i) + " could not be enqueued; later ones not made");
@@ -396,8 +388,6 @@ class GpuReduceTest : public GpuWorldTest {
       }
       const bool drained = GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
       ExpectNoAsyncError(ctx, "after the replays");
-      (void)gpu::GraphExecDestroy(exec);
-      (void)gpu::GraphDestroy(graph);
       if (!drained) return;
       for (int i = 0; i < kReplays; ++i) {
         ReduceCall c = base;

@@ -10,29 +10,16 @@
 #include <cstring>
 #include <vector>
 
+#include "unit/synthetic_topology.h"
+
 namespace xccl {
 namespace {
-
-Topology Layout(const std::vector<int>& host_of_rank, int me) {
-  Topology t;
-  t.rank = me;
-  t.nranks = static_cast<int>(host_of_rank.size());
-  t.ranks.resize(t.nranks);
-  for (int r = 0; r < t.nranks; ++r) {
-    memset(&t.ranks[r], 0, sizeof(RankInfo));
-    t.ranks[r].host_hash = 1000 + host_of_rank[r];
-    t.ranks[r].pid = 100 + r;
-    t.ranks[r].process_token = 1 + r;
-  }
-  GroupNodes(&t);
-  return t;
-}
 
 void CheckPlans(const std::vector<int>& host_of_rank) {
   const int n = static_cast<int>(host_of_rank.size());
   std::vector<PartialPlan> plans;
-  for (int me = 0; me < n; ++me) plans.push_back(PlanPartials(Layout(host_of_rank, me)));
-  const Topology t = Layout(host_of_rank, 0);
+  for (int me = 0; me < n; ++me) plans.push_back(PlanPartials(SyntheticLayout(host_of_rank, me)));
+  const Topology t = SyntheticLayout(host_of_rank, 0);
   size_t most = 0;
   for (int maker = 0; maker < n; ++maker) most = std::max(most, plans[0].owned[maker].size());
   for (int me = 0; me < n; ++me) {
@@ -80,7 +67,7 @@ TEST(PartialPlan, InterleavedNodes) {
 }
 
 TEST(PartialPlan, OneNodeMakesEveryPartialItself) {
-  const PartialPlan plan = PlanPartials(Layout({0, 0, 0}, 1));
+  const PartialPlan plan = PlanPartials(SyntheticLayout({0, 0, 0}, 1));
   EXPECT_EQ(plan.partial_from, std::vector<int>({1}));
   EXPECT_EQ(plan.owned, std::vector<std::vector<int>>({{0}, {1}, {2}}));
   EXPECT_EQ(plan.most_owned, 1u);

@@ -13,24 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "unit/synthetic_topology.h"
+
 namespace xccl {
 namespace {
-
-// `host_of_rank[r]`: rank r's host id; this rank is `me`.
-Topology Layout(const std::vector<int>& host_of_rank, int me) {
-  Topology t;
-  t.rank = me;
-  t.nranks = static_cast<int>(host_of_rank.size());
-  t.ranks.resize(t.nranks);
-  for (int r = 0; r < t.nranks; ++r) {
-    memset(&t.ranks[r], 0, sizeof(RankInfo));
-    t.ranks[r].host_hash = 1000 + host_of_rank[r];
-    t.ranks[r].pid = 100 + r;
-    t.ranks[r].process_token = 1 + r;
-  }
-  GroupNodes(&t);
-  return t;
-}
 
 bool Contains(const std::vector<int>& list, int value) {
   return std::find(list.begin(), list.end(), value) != list.end();
@@ -41,7 +27,7 @@ void CheckPlans(const std::vector<int>& host_of_rank) {
   std::vector<Topology> topologies;
   std::vector<RailPlan> plans;
   for (int me = 0; me < n; ++me) {
-    topologies.push_back(Layout(host_of_rank, me));
+    topologies.push_back(SyntheticLayout(host_of_rank, me));
     plans.push_back(PlanRails(topologies.back()));
   }
   const std::vector<int>& node = topologies[0].node_of_rank;
@@ -132,7 +118,7 @@ TEST(RailPlan, InterleavedAndRandomLayouts) {
 TEST(RailPlan, EqualNodesKeepTheLocalIndex) {
   const std::vector<int> layout = Blocks({4, 4});
   for (int me = 0; me < 8; ++me) {
-    const RailPlan plan = PlanRails(Layout(layout, me));
+    const RailPlan plan = PlanRails(SyntheticLayout(layout, me));
     ASSERT_EQ(plan.rail_targets.size(), 1u);
     EXPECT_EQ(plan.rail_targets[0], (me + 4) % 8);
     EXPECT_EQ(plan.forwarded_sources, std::vector<int>{(me + 4) % 8});
