@@ -4,7 +4,7 @@
 // rank of another process (zero_copy_targets.h).
 #pragma once
 
-#include "collectives/reduce/reduction.h"
+#include "collectives/reduce/reduce_limits.h"
 
 namespace xccl {
 

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "collectives/reduce/reduction.h"
+#include "collectives/reduce/reduce_limits.h"
 #include "platform/gpu.h"
 #include "xccl.h"
 

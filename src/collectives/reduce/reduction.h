@@ -14,13 +14,11 @@
 #include <type_traits>
 
 #include "base/host_device.h"
+#include "collectives/reduce/reduce_limits.h"
 #include "collectives/reduce/small_floats.h"
 #include "xccl.h"
 
 namespace xccl {
-
-// The most arrays one reduction combines (the ranks of an 8-GPU node, four times over).
-constexpr int kMaxReduceInputs = 32;
 
 // Numbered as NCCL's ncclRedOp_t (and xcclRedOp_t).
 enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
