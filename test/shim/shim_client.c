@@ -147,15 +147,26 @@ static void CheckWindow(ncclComm_t comm, int nranks, int rank, int salt) {
 }
 
 /* Native reductions and broadcasts: int32 sums that wrap and an avg truncated toward zero, float32
- * sums in rank order (xccl's promise: the same bits as this loop), max and min; out of place and in
+ * sums in xccl.h's order (SumFloat: the same bits), max and min; out of place and in
  * place (reduce_scatter: recvbuff inside sendbuff at the rank's block), every element checked. */
 static int32_t IntValue(int salt, int rank, size_t i) {
   return (int32_t)(uint32_t)Value(salt, rank, i);
 }
+/* xccl.h's order on the host: each node's ranks in rank order, then the nodes in order (one
+ * node: plain rank order); every addition rounds. */
 static float SumFloat(int salt, int nranks, size_t i) {
-  float s = FloatValue(salt, 0, i) * 0.37f;
-  for (int r = 1; r < nranks; ++r) s += FloatValue(salt, r, i) * 0.37f; /* rounds each step */
-  return s;
+  float total = 0;
+  for (int node = 0; node < nranks; ++node) {
+    float partial = 0;
+    int members = 0;
+    for (int r = 0; r < nranks; ++r) {
+      if (g_node_of_rank[r] != node) continue;
+      const float x = FloatValue(salt, r, i) * 0.37f;
+      partial = members++ == 0 ? x : partial + x;
+    }
+    if (members > 0) total = node == 0 ? partial : total + partial;
+  }
+  return total;
 }
 static void CheckReductions(ncclComm_t comm, int nranks, int rank, int salt) {
   const size_t n = g_count;

@@ -139,11 +139,17 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
       },
       &failure);
   if (result == xcclSuccess && odd_peer >= 0) {
-    result = SetFailure(&failure, xcclInvalidUsage, odd_peer,
-                        "rank %d passed count %llu where this rank passed %llu: the ranks passed "
-                        "different counts",
-                        odd_peer, static_cast<unsigned long long>(odd_count),
-                        static_cast<unsigned long long>(call_count));
+    // The same count with a piece of another size: a broadcast whose ranks named other roots.
+    result = odd_count == call_count
+                 ? SetFailure(&failure, xcclInvalidUsage, odd_peer,
+                              "rank %d's piece differs in size from the one this rank expects "
+                              "with the same count %llu: the ranks passed different roots",
+                              odd_peer, static_cast<unsigned long long>(call_count))
+                 : SetFailure(&failure, xcclInvalidUsage, odd_peer,
+                              "rank %d passed count %llu where this rank passed %llu: the ranks "
+                              "passed different counts",
+                              odd_peer, static_cast<unsigned long long>(odd_count),
+                              static_cast<unsigned long long>(call_count));
   }
   // Where `out` is a piece this rank put (all_reduce in place), the puts must have read it first.
   bool out_is_put = false;

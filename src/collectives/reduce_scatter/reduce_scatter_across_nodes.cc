@@ -186,6 +186,9 @@ xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const void* send, void
                   datatype,
                   op,
                   call_count};
+  // Queued puts read the partials until the step's flush; a step that fails returns before it,
+  // and the failure's abort stops the proxy (joined) before this vector goes (shm puts copy at
+  // once).
   std::vector<char> partials;
   // Fenced against the operations before and after (the hierarchical all_gather may leave a rank
   // several epochs ahead); between its own steps no rank runs more than one epoch ahead of a

@@ -34,6 +34,7 @@ uint8_t g_probe_bytes[16];
 
 constexpr size_t kMaxInboxBytes = size_t(4) << 20;
 constexpr size_t kAcrossNodesPieceBytes = size_t(1) << 20;
+constexpr size_t kAcrossNodesNodeBytes = size_t(32) << 20;
 
 // A 64-bit value in two 32-bit slots (lo at `lo`, hi at lo + 1), written before the slot that
 // publishes it and read after that slot was seen.
@@ -175,12 +176,16 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   RemoveStaleShmObjects();
   // Two eager blocks per slice; the whole region stays within kMaxInboxBytes so that eight ranks
   // fit a container's default 64 MiB /dev/shm with room to spare. Across nodes every region step
-  // waits a network round trip, so the pieces are at least kAcrossNodesPieceBytes there (the
+  // waits a network round trip, so where XCCL_EAGER_BYTES keeps its default the pieces grow up
+  // to kAcrossNodesPieceBytes, while this node's regions stay within kAcrossNodesNodeBytes (the
   // eager all_gather, which they also size, runs on one node only; docs/PERF.md has the step).
-  const size_t wanted = topology_.node_count > 1 && params_.eager_bytes > 0
-                            ? std::max<size_t>(params_.eager_bytes, kAcrossNodesPieceBytes)
-                            : static_cast<size_t>(params_.eager_bytes);
-  eager_limit_ = std::min(wanted, kMaxInboxBytes / (2 * static_cast<size_t>(nranks)) / 64 * 64);
+  const size_t slices = 2 * static_cast<size_t>(nranks);
+  size_t wanted = static_cast<size_t>(params_.eager_bytes);
+  if (topology_.node_count > 1 && params_.eager_bytes == Params().eager_bytes) {
+    const size_t node_share = kAcrossNodesNodeBytes / topology_.local_ranks.size() / slices;
+    wanted = std::max(wanted, std::min(kAcrossNodesPieceBytes, node_share));
+  }
+  eager_limit_ = std::min(wanted, kMaxInboxBytes / slices / 64 * 64);
   wait_policy_ = ChooseWaitPolicy(params_, static_cast<int>(topology_.local_ranks.size()));
   // The ops' slots, then the region puts' sizes (PutEndWord); the region after them.
   XCCL_TRY(windows_.Create(bootstrap, topology_.local_ranks,
