@@ -250,7 +250,10 @@ xcclResult_t xcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
 /* NCCL semantics: every rank's recvbuff gets root's `count` elements of sendbuff, bit for bit
  * (any type; NaN payloads and signed zeros kept). sendbuff is read on root only (other ranks may
  * pass anything, NULL included); in place when sendbuff == recvbuff on root; any other overlap
- * on root is refused. Every rank passes the same count, type and root. */
+ * on root is refused. Every rank passes the same count, type and root: on the host platform a
+ * rank that sees another root's or count's pieces fails with xcclInvalidUsage at once, and its
+ * peers by their next call at the latest (a rank whose peers all agree with it may complete);
+ * on a GPU a mismatch is not detected. */
 xcclResult_t xcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            xcclDataType_t datatype, int root, xcclComm_t comm,
                            xcclStream_t stream);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
@@ -94,6 +95,41 @@ TEST_P(BroadcastTest, BadArgumentsAreRefusedAndTheCommStaysUsable) {
                             100 + call, call == 1, 0, 9000 + call))
         return;
   });
+}
+
+// The last rank names another root than the others. It sees the odd pieces and fails at once
+// (xcclInvalidUsage, naming roots); a rank whose peers all agree with it may complete the call
+// (its data are root 0's), but the failure reaches every rank: the barrier after it fails
+// everywhere within seconds instead of waiting for the deadline.
+TEST_P(BroadcastTest, RanksThatNameDifferentRootsAllFail) {
+  if (world() < 2) GTEST_SKIP() << "needs two ranks to disagree";
+  RunOptions options;
+  options.skip_destroy = true;
+  Run(
+      [](RankContext& ctx) {
+        std::vector<float> buf(1000, 1.0f);
+        const bool odd = ctx.rank == ctx.nranks - 1;
+        const auto start = std::chrono::steady_clock::now();
+        const xcclResult_t result = xcclBroadcast(buf.data(), buf.data(), buf.size(), xcclFloat32,
+                                                  odd ? 1 : 0, ctx.comm, nullptr);
+        const std::string message = xcclGetLastError(ctx.comm);
+        if (odd) {
+          RANK_EXPECT(ctx, result == xcclInvalidUsage,
+                      "returned " << xcclGetErrorString(result) << ": " << message);
+          RANK_EXPECT(ctx, message.find("different roots") != std::string::npos, message);
+        } else {
+          RANK_EXPECT(
+              ctx, result == xcclSuccess || result == xcclInvalidUsage || result == xcclRemoteError,
+              "returned " << xcclGetErrorString(result) << ": " << message);
+        }
+        const xcclResult_t after = xcclBarrier(ctx.comm, nullptr);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        RANK_EXPECT(ctx, after != xcclSuccess, "the barrier after the broadcast succeeded");
+        RANK_EXPECT(ctx, seconds < 5.0, "took " << seconds << " s to fail");
+        xcclCommAbort(ctx.comm);
+      },
+      options);
 }
 
 INSTANTIATE_TEST_SUITE_P(HostPlatform, BroadcastTest, ReduceWorlds(), ReduceParamName);
