@@ -25,11 +25,22 @@ ncclResult_t xccl_shim::FinishForward(const char* name, ncclComm_t vendor_comm, 
   return Fail(r, name, why);
 }
 
+namespace {
+
+// Whether `function` runs in xccl: a communicator with an xccl side and `which` listed in
+// XCCL_NCCL_NATIVE (said once at INFO).
+bool RunsNatively(ncclComm_t comm, NativeOp which, const char* function) {
+  if (!IsLiveComm(comm) || !comm->xccl || !Native(which)) return false;
+  InfoOnce(function, "runs natively in xccl");
+  return true;
+}
+
+}  // namespace
+
 XCCL_SHIM_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                             ncclDataType_t datatype, ncclComm_t comm,
                                             cudaStream_t stream) {
-  if (IsLiveComm(comm) && comm->xccl && Native(NativeOp::kAllGather)) {
-    InfoOnce("ncclAllGather", "runs natively in xccl");
+  if (RunsNatively(comm, NativeOp::kAllGather, "ncclAllGather")) {
     return CheckXccl(xcclAllGather(sendbuff, recvbuff, sendcount,
                                    static_cast<xcclDataType_t>(datatype), comm->xccl, stream),
                      "ncclAllGather", comm->xccl);
@@ -42,15 +53,12 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclAllGather,
 
 namespace {
 
-// Whether a reduction runs in xccl: a communicator with an xccl side, the op listed in
-// XCCL_NCCL_NATIVE, and one of NCCL's built-in ops (numbered as xcclRedOp_t). Ops from
+// As RunsNatively, for one of NCCL's built-in ops (numbered as xcclRedOp_t) only. Ops from
 // ncclRedOpCreatePreMulSum are the vendor's handles: forwarded, saying so once.
 bool ReducesNatively(ncclComm_t comm, NativeOp which, ncclRedOp_t op, const char* function) {
-  if (!IsLiveComm(comm) || !comm->xccl || !Native(which)) return false;
-  if (static_cast<int>(op) >= 0 && static_cast<int>(op) < static_cast<int>(ncclNumOps)) {
-    InfoOnce(function, "runs natively in xccl");
-    return true;
-  }
+  const bool built_in =
+      static_cast<int>(op) >= 0 && static_cast<int>(op) < static_cast<int>(ncclNumOps);
+  if (built_in) return RunsNatively(comm, which, function);
   InfoOnce(function, "op " + std::to_string(static_cast<int>(op)) +
                          " is not one of NCCL's built-in ops (a user-defined op such as "
                          "ncclRedOpCreatePreMulSum's): forwarded to the vendor library");
@@ -99,20 +107,10 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclReduce,
                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream));
 
-namespace {
-
-bool BroadcastsNatively(ncclComm_t comm, const char* function) {
-  if (!IsLiveComm(comm) || !comm->xccl || !Native(NativeOp::kBroadcast)) return false;
-  InfoOnce(function, "runs natively in xccl");
-  return true;
-}
-
-}  // namespace
-
 // ncclBcast is ncclBroadcast in place.
 XCCL_SHIM_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
                                         ncclComm_t comm, cudaStream_t stream) {
-  if (BroadcastsNatively(comm, "ncclBcast"))
+  if (RunsNatively(comm, NativeOp::kBroadcast, "ncclBcast"))
     return CheckXccl(xcclBroadcast(buff, buff, count, static_cast<xcclDataType_t>(datatype), root,
                                    comm->xccl, stream),
                      "ncclBcast", comm->xccl);
@@ -125,7 +123,7 @@ XCCL_SHIM_PNCCL(ncclResult_t, ncclBcast,
 XCCL_SHIM_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                             ncclDataType_t datatype, int root, ncclComm_t comm,
                                             cudaStream_t stream) {
-  if (BroadcastsNatively(comm, "ncclBroadcast"))
+  if (RunsNatively(comm, NativeOp::kBroadcast, "ncclBroadcast"))
     return CheckXccl(xcclBroadcast(sendbuff, recvbuff, count, static_cast<xcclDataType_t>(datatype),
                                    root, comm->xccl, stream),
                      "ncclBroadcast", comm->xccl);

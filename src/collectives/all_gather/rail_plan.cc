@@ -2,8 +2,6 @@
 
 namespace xccl {
 
-namespace {
-
 std::vector<std::vector<int>> RanksByNode(const Topology& topology) {
   std::vector<std::vector<int>> nodes(topology.node_count);
   for (int r = 0; r < topology.nranks; ++r) nodes[topology.node_of_rank[r]].push_back(r);
@@ -16,11 +14,8 @@ int LocalIndex(const std::vector<int>& node_ranks, int rank) {
   return -1;
 }
 
-}  // namespace
-
-int RailTarget(const Topology& topology, int node, int local_index) {
-  const std::vector<int> ranks = RanksByNode(topology)[node];
-  return ranks[local_index % static_cast<int>(ranks.size())];
+int RailTarget(const std::vector<int>& node_ranks, int local_index) {
+  return node_ranks[local_index % static_cast<int>(node_ranks.size())];
 }
 
 RailPlan PlanRails(const Topology& topology) {
@@ -32,11 +27,10 @@ RailPlan PlanRails(const Topology& topology) {
   for (int node = 0; node < topology.node_count; ++node) {
     if (node == my_node) continue;
     const std::vector<int>& theirs = nodes[node];
-    plan.rail_targets.push_back(theirs[my_index % static_cast<int>(theirs.size())]);
+    plan.rail_targets.push_back(RailTarget(theirs, my_index));
     for (size_t i = 0; i < theirs.size(); ++i) {
       const int source = theirs[i];
-      const int lands_at =
-          nodes[my_node][static_cast<int>(i) % static_cast<int>(nodes[my_node].size())];
+      const int lands_at = RailTarget(nodes[my_node], static_cast<int>(i));
       plan.deliverer[source] = lands_at;
       if (lands_at == me) plan.forwarded_sources.push_back(source);
     }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "collectives/reduce/data_type_switch.h"
 #include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/reduction.h"
 
@@ -85,25 +86,11 @@ xcclResult_t ReduceStaged(int datatype, int op, const void* const* inputs, int n
     return Fail(xcclInvalidArgument, "reduction op %d is none of sum, prod, max, min, avg", op);
   if (nranks < 1) return Fail(xcclInvalidArgument, "a reduction over %d ranks", nranks);
   const RedOp red = static_cast<RedOp>(op);
-  switch (datatype) {
-#define XCCL_REDUCE_CASE(type)                                                \
-  case type:                                                                  \
-    ReduceElements<type, kStage>(red, inputs, nranks, out, count, avg_ranks); \
-    return xcclSuccess;
-    XCCL_REDUCE_CASE(xcclInt8)
-    XCCL_REDUCE_CASE(xcclUint8)
-    XCCL_REDUCE_CASE(xcclInt32)
-    XCCL_REDUCE_CASE(xcclUint32)
-    XCCL_REDUCE_CASE(xcclInt64)
-    XCCL_REDUCE_CASE(xcclUint64)
-    XCCL_REDUCE_CASE(xcclFloat16)
-    XCCL_REDUCE_CASE(xcclFloat32)
-    XCCL_REDUCE_CASE(xcclFloat64)
-    XCCL_REDUCE_CASE(xcclBfloat16)
-    XCCL_REDUCE_CASE(xcclFloat8e4m3)
-    XCCL_REDUCE_CASE(xcclFloat8e5m2)
-#undef XCCL_REDUCE_CASE
-  }
+  const bool known = SwitchDataType(datatype, false, [&](auto type) {
+    ReduceElements<decltype(type)::value, kStage>(red, inputs, nranks, out, count, avg_ranks);
+    return true;
+  });
+  if (known) return xcclSuccess;
   return Fail(xcclInvalidArgument, "data type %d is none of xcclDataType_t", datatype);
 }
 
@@ -127,25 +114,9 @@ xcclResult_t ReduceStageOnHost(ReduceStage stage, int datatype, int op, const vo
 }
 
 size_t AccumulatorSize(int datatype) {
-  switch (datatype) {
-#define XCCL_ACC_CASE(type) \
-  case type:                \
-    return sizeof(typename Element<type>::Acc);
-    XCCL_ACC_CASE(xcclInt8)
-    XCCL_ACC_CASE(xcclUint8)
-    XCCL_ACC_CASE(xcclInt32)
-    XCCL_ACC_CASE(xcclUint32)
-    XCCL_ACC_CASE(xcclInt64)
-    XCCL_ACC_CASE(xcclUint64)
-    XCCL_ACC_CASE(xcclFloat16)
-    XCCL_ACC_CASE(xcclFloat32)
-    XCCL_ACC_CASE(xcclFloat64)
-    XCCL_ACC_CASE(xcclBfloat16)
-    XCCL_ACC_CASE(xcclFloat8e4m3)
-    XCCL_ACC_CASE(xcclFloat8e5m2)
-#undef XCCL_ACC_CASE
-  }
-  return 0;
+  return SwitchDataType(datatype, size_t{0}, [](auto type) {
+    return sizeof(typename Element<decltype(type)::value>::Acc);
+  });
 }
 
 }  // namespace xccl

@@ -6,24 +6,15 @@
 
 namespace xccl {
 
-namespace {
-
-int LocalIndex(const Topology& topology, int rank) {
-  int index = 0;
-  for (int r = 0; r < rank; ++r) index += topology.node_of_rank[r] == topology.node_of_rank[rank];
-  return index;
-}
-
-}  // namespace
-
 PartialPlan PlanPartials(const Topology& topology) {
   PartialPlan plan;
   plan.owned.resize(topology.nranks);
   plan.partial_from.assign(topology.node_count, -1);
+  const std::vector<std::vector<int>> nodes = RanksByNode(topology);
   for (int d = 0; d < topology.nranks; ++d) {
-    const int home = topology.node_of_rank[d], index = LocalIndex(topology, d);
+    const int home = topology.node_of_rank[d], index = LocalIndex(nodes[home], d);
     for (int node = 0; node < topology.node_count; ++node) {
-      const int maker = node == home ? d : RailTarget(topology, node, index);
+      const int maker = node == home ? d : RailTarget(nodes[node], index);
       plan.owned[maker].push_back(d);
       if (d == topology.rank) plan.partial_from[node] = maker;
     }
