@@ -172,8 +172,9 @@ xcclResult_t xcclCommGetAsyncError(xcclComm_t comm, xcclResult_t* asyncError);
 xcclResult_t xcclCommCount(const xcclComm_t comm, int* count);
 xcclResult_t xcclCommUserRank(const xcclComm_t comm, int* rank);
 xcclResult_t xcclCommDevice(const xcclComm_t comm, int* device);
-/* Number of DMA queues this rank opened: one per peer on the host platform and on a GPU of its
- * own; none where ranks share a GPU (their copy engines could deadlock each other), unless
+/* Number of DMA queues this rank opened: on the host platform one per peer of its node, at most
+ * 16 (a queue then serves several peers, each in order); on a GPU of its own one per peer; none
+ * where ranks share a GPU (their copy engines could deadlock each other), unless
  * XCCL_GPU_QUEUES sets a count (at most one per peer). Fused ag_gemm needs one per peer. */
 xcclResult_t xcclCommQueueCount(const xcclComm_t comm, int* count);
 

@@ -1,6 +1,7 @@
 #include "base/topology.h"
 
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,7 +37,27 @@ uint64_t ProcessToken() {
   return token;
 }
 
-namespace {}  // namespace
+namespace {
+
+// The device of a path, or its inode for a namespace link (0 where it cannot be read: then
+// every rank that cannot read it looks alike, as before namespaces were looked at).
+uint64_t DeviceOf(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? static_cast<uint64_t>(st.st_dev) : 0;
+}
+uint64_t InodeOf(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// What ranks must share to be one node: the host (or XCCL_HOSTID), and the means to share
+// memory and copy between processes.
+uint64_t NodeKey(const RankInfo& info) {
+  return Fnv1a(std::to_string(info.host_hash) + "/" + std::to_string(info.shm_device) + "/" +
+               std::to_string(info.ipc_namespace) + "/" + std::to_string(info.pid_namespace));
+}
+
+}  // namespace
 
 RankInfo DescribeThisRank(int device, const std::string& hostid) {
   RankInfo info;
@@ -44,8 +65,11 @@ RankInfo DescribeThisRank(int device, const std::string& hostid) {
   gethostname(info.hostname, sizeof(info.hostname) - 1);
   std::string boot_id;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
-  info.host_hash = hostid.empty() ? Fnv1a(std::string(info.hostname) + "/" + boot_id)
-                                  : Fnv1a("hostid/" + hostid);
+  info.machine_hash = Fnv1a(std::string(info.hostname) + "/" + boot_id);
+  info.host_hash = hostid.empty() ? info.machine_hash : Fnv1a("hostid/" + hostid);
+  info.shm_device = DeviceOf("/dev/shm");
+  info.ipc_namespace = InodeOf("/proc/self/ns/ipc");
+  info.pid_namespace = InodeOf("/proc/self/ns/pid");
   info.pid = getpid();
   info.device = device;
   info.process_token = ProcessToken();
@@ -53,13 +77,24 @@ RankInfo DescribeThisRank(int device, const std::string& hostid) {
 }
 
 void GroupNodes(Topology* topology) {
-  std::map<uint64_t, int> node_by_hash;
+  std::map<uint64_t, int> node_by_key;
+  int split_from = -1;  // a rank of this host that is not on this node
+  const uint64_t my_key = NodeKey(topology->ranks[topology->rank]);
+  const RankInfo& mine = topology->ranks[topology->rank];
   topology->node_of_rank.assign(topology->nranks, 0);
   for (int r = 0; r < topology->nranks; ++r) {
-    auto inserted = node_by_hash.emplace(topology->ranks[r].host_hash, (int)node_by_hash.size());
+    const RankInfo& info = topology->ranks[r];
+    const uint64_t key = NodeKey(info);
+    auto inserted = node_by_key.emplace(key, static_cast<int>(node_by_key.size()));
     topology->node_of_rank[r] = inserted.first->second;
+    if (split_from < 0 && info.host_hash == mine.host_hash && key != my_key) split_from = r;
   }
-  topology->node_count = static_cast<int>(node_by_hash.size());
+  if (split_from >= 0)
+    XCCL_INFO(kLogInit,
+              "rank %d: rank %d runs on this host (%s) in another container (a different "
+              "/dev/shm, IPC or pid namespace): they talk over the network",
+              topology->rank, split_from, mine.hostname);
+  topology->node_count = static_cast<int>(node_by_key.size());
   topology->local_ranks.clear();
   for (int r = 0; r < topology->nranks; ++r)
     if (topology->node_of_rank[r] == topology->node_of_rank[topology->rank])

@@ -186,7 +186,13 @@ int main() {
   }
   printf("rank %d: ok %d\n", rank, calls);
   fflush(stdout);
-  if (const int hold_ms = EnvInt("XCCL_NETNS_HOLD_MS", 0))
-    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+  if (const int hold_ms = EnvInt("XCCL_NETNS_HOLD_MS", 0)) {
+    // XCCL_NETNS_HOLD_FILE ends the hold early once it exists (perf/scale_probe.sh).
+    const char* release = getenv("XCCL_NETNS_HOLD_FILE");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(hold_ms);
+    while (std::chrono::steady_clock::now() < until &&
+           (release == nullptr || access(release, F_OK) != 0))
+      std::this_thread::sleep_for(std::chrono::milliseconds(release == nullptr ? hold_ms : 50));
+  }
   return xcclCommDestroy(comm) == xcclSuccess ? 0 : 1;
 }

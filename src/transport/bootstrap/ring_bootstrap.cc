@@ -59,10 +59,16 @@ RingBootstrap::RingBootstrap(const Secret& secret, int rank, int nranks, int64_t
       prev_(std::move(prev)) {}
 
 xcclResult_t RingBootstrap::AllGather(void* data, size_t block_bytes) {
+  if (nranks_ >= kLogRoundsFromRanks && block_bytes > 0) return WorldAllGather(data, block_bytes);
   return Exchange(data, block_bytes, wire::kOpAllGather);
 }
 
 xcclResult_t RingBootstrap::Barrier() {
+  if (nranks_ >= kLogRoundsFromRanks) {
+    std::vector<int> all(static_cast<size_t>(nranks_));
+    for (int r = 0; r < nranks_; ++r) all[r] = r;
+    return GroupBarrier(all);
+  }
   // Every rank's byte reaches every other rank only after all have entered.
   std::vector<uint8_t> bytes(static_cast<size_t>(nranks_), 0);
   return Exchange(bytes.data(), 1, wire::kOpBarrier);

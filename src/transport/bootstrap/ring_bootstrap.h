@@ -176,7 +176,11 @@ class RingBootstrap final : public Bootstrap {
   void ShutdownPeerSockets();
 
   // ---- Group calls (ring_bootstrap_groups.cc) ---------------------------------------------
-  enum GroupOp : uint32_t { kGroupAllGather = 1, kGroupBarrier = 2 };
+  enum GroupOp : uint32_t { kGroupAllGather = 1, kGroupBarrier = 2, kGroupWorldAllGather = 3 };
+  // From this many ranks, AllGather and Barrier run in log2(n) rounds of point-to-point
+  // messages instead of the ring's n - 1 hops (docs/ARCHITECTURE.md, "Bootstrap").
+  static constexpr int kLogRoundsFromRanks = 32;
+  xcclResult_t WorldAllGather(void* data, size_t block_bytes);
 
   xcclResult_t CheckGroup(const char* call, const std::vector<int>& ranks, size_t* me);
   static std::string GroupText(const std::vector<int>& ranks);

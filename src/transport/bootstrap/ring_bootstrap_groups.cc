@@ -1,6 +1,8 @@
 // RingBootstrap's group calls, collectives over a subset of ranks built on Send/Recv's
-// progress engine: GroupAllGather (a ring) and GroupBarrier (dissemination).
+// progress engine: GroupAllGather (a ring), GroupBarrier (dissemination), and the all-gather
+// over every rank of a large world (Bruck's, log2(n) rounds).
 #include <algorithm>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -47,6 +49,47 @@ xcclResult_t RingBootstrap::GroupAllGather(const std::vector<int>& ranks, void* 
     return xcclSuccess;
   } catch (const std::exception& e) {
     return Fail(xcclSystemError, "bootstrap: rank %d: GroupAllGather: %s", rank_, e.what());
+  }
+}
+
+// Bruck's all-gather: this rank's blocks are kept rotated (block i is rank me + i's), and in the
+// round of distance d it sends its first min(d, n - d) blocks to rank me - d and receives as
+// many, rank me + d's first, behind its own d. Every round's peer and size are the same on both
+// sides, so ceil(log2 n) rounds fill every block, where the ring takes n - 1 hops that each wait
+// for the next process to run: what makes a large world's init slow on a loaded machine.
+xcclResult_t RingBootstrap::WorldAllGather(void* data, size_t block_bytes) {
+  try {
+    if (aborted_.load())
+      return Fail(xcclInvalidUsage, "bootstrap: rank %d: AllGather after Abort()", rank_);
+    if (data == nullptr)
+      return Fail(xcclInvalidArgument, "bootstrap: rank %d: AllGather of a null buffer", rank_);
+    const size_t n = static_cast<size_t>(nranks_), me = static_cast<size_t>(rank_);
+    if (block_bytes > kMaxMessageBytes / n)
+      return Fail(xcclInvalidArgument,
+                  "bootstrap: rank %d: AllGather: blocks of %zu bytes over %zu ranks, at most "
+                  "%zu bytes in all supported",
+                  rank_, block_bytes, n, kMaxMessageBytes);
+    std::vector<int> all(n);
+    for (size_t r = 0; r < n; ++r) all[r] = static_cast<int>(r);
+    const uint32_t tag = GroupTag(kGroupWorldAllGather, all);
+    uint8_t* base = static_cast<uint8_t*>(data);
+    std::vector<uint8_t> rotated(n * block_bytes);
+    memcpy(rotated.data(), base + me * block_bytes, block_bytes);
+    const Deadline deadline(timeout_ms_);
+    const std::string what = "AllGather over " + std::to_string(n) + " ranks";
+    for (size_t dist = 1; dist < n; dist *= 2) {
+      const size_t count = std::min(dist, n - dist);
+      PostedSend s(static_cast<int>((me + n - dist) % n), tag, rotated.data(),
+                   count * block_bytes);
+      PostedRecv r(static_cast<int>((me + dist) % n), tag, rotated.data() + dist * block_bytes,
+                   count * block_bytes);
+      XCCL_TRY(Progress(&s, &r, deadline, what));
+    }
+    for (size_t i = 1; i < n; ++i)
+      memcpy(base + ((me + i) % n) * block_bytes, rotated.data() + i * block_bytes, block_bytes);
+    return xcclSuccess;
+  } catch (const std::exception& e) {
+    return Fail(xcclSystemError, "bootstrap: rank %d: AllGather: %s", rank_, e.what());
   }
 }
 

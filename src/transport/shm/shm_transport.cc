@@ -193,21 +193,24 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
                            "XCCL_EAGER_BYTES", &InitSlots, this));
   XCCL_TRY(ProbePeers(bootstrap));
   connections_.resize(nranks);
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == topology_.rank || IsRemote(peer)) continue;
-    std::unique_ptr<DmaQueue> queue;
+  const int local_peers = static_cast<int>(topology_.local_ranks.size()) - 1;
+  const int queue_count = std::min(local_peers, kMaxDmaQueues);
+  for (int q = 0; q < queue_count; ++q) {
     try {
-      queue = std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + ">" +
-                                         std::to_string(peer));
+      queues_.push_back(std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) +
+                                                   "." + std::to_string(q)));
     } catch (const std::system_error& e) {
-      // Each rank runs a queue thread per peer: n ranks of one process need n * (n - 1).
       return Fail(xcclSystemError,
-                  "host platform: cannot start the DMA queue thread of rank %d for peer %d (%d "
-                  "ranks on this node need %d queue threads each): %s",
-                  topology_.rank, peer, nranks, nranks - 1, e.what());
+                  "host platform: cannot start DMA queue thread %d of rank %d (%d per rank): %s",
+                  q, topology_.rank, queue_count, e.what());
     }
+  }
+  int next_queue = 0;
+  for (int peer : topology_.local_ranks) {
+    if (peer == topology_.rank) continue;
+    DmaQueue* queue = queues_[next_queue++ % queue_count].get();
     connections_[peer] = std::make_unique<ShmConnection>(
-        this, peer, ChooseTransport(topology_, peer, /*device_memory=*/false), std::move(queue));
+        this, peer, ChooseTransport(topology_, peer, /*device_memory=*/false), queue);
   }
   LogTransports(topology_, /*device_memory=*/false);
   return xcclSuccess;
@@ -401,13 +404,21 @@ xcclResult_t ShmTransport::CopyToPeer(int peer, uint32_t epoch, const void* src,
 // while this rank keeps it mapped, so the announcement stays readable).
 std::function<xcclResult_t(PlatformFailure*)> ShmTransport::Watcher(int peer) {
   return [this, peer](PlatformFailure* failure) -> xcclResult_t {
-    if (AbortedOrAnnounced(peer, "waiting for", failure)) return failure->result;
-    // A rank of another node is known by its links only (no pid, no window).
-    if (IsRemote(peer)) {
-      if (remote_ == nullptr) return xcclSuccess;
-      remote_->Kick();  // still waiting: keep its links polled
-      return remote_->PeerFailed(peer, failure) ? failure->result : xcclSuccess;
+    // This rank's own knowledge first: its abort, then what its proxy holds (a rank of another
+    // node is known by its links only, no pid, no window; for any peer, the first failure the
+    // proxy heard of, its own or one passed on by another node, which names the rank behind it
+    // and, where this rank saw it first, why).
+    if (aborted_.load(std::memory_order_relaxed)) {
+      SetFailure(failure, xcclRemoteError, peer, "communicator aborted while waiting for rank %d",
+                 peer);
+      return failure->result;
     }
+    if (remote_ != nullptr) {
+      if (IsRemote(peer)) remote_->Kick();  // still waiting: keep its links polled
+      if (remote_->PeerFailed(peer, failure)) return failure->result;
+    }
+    if (AnnouncedFailure(failure)) return failure->result;
+    if (IsRemote(peer)) return xcclSuccess;
     if (!topology_.SameProcess(peer) && !ProcessAlive(topology_.ranks[peer].pid)) {
       // Once more: the peer may have announced the root cause and exited between the scan
       // above and this look at its process (an announcement always precedes the exit).

@@ -32,13 +32,14 @@ namespace xccl {
 class Bootstrap;
 class ShmTransport;
 
-// One peer of this node, through shared memory. Queued puts run in order on the connection's
-// worker thread (its DMA queue), as a copy engine would; PutToRegion and Signal run on the caller.
+// One peer of this node, through shared memory. Queued puts run in order on a DMA queue's worker
+// thread, as a copy engine would (a queue serves a fixed set of peers: at most kMaxDmaQueues per
+// rank, docs/ARCHITECTURE.md "Host platform"); PutToRegion and Signal run on the caller.
 class ShmConnection final : public Connection {
  public:
   ShmConnection(ShmTransport* transport, int peer, TransportKind kind,
-                std::unique_ptr<DmaQueue> queue)
-      : Connection(peer, kind), transport_(transport), queue_(std::move(queue)) {}
+                DmaQueue* queue)
+      : Connection(peer, kind), transport_(transport), queue_(queue) {}
 
   // Queued: waits until the peer published its receive buffer for `epoch`, copies `bytes` from
   // `src` to that buffer + `dst_offset`, then sets the peer's `signal_slot` to `epoch`. `dst` is
@@ -56,7 +57,7 @@ class ShmConnection final : public Connection {
 
  private:
   ShmTransport* transport_;
-  std::unique_ptr<DmaQueue> queue_;
+  DmaQueue* queue_;  // the transport's, shared with other peers'
 };
 
 // The host's NetEndpoint too: ops from ranks of other nodes land in this rank's window.
@@ -69,11 +70,13 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   ShmTransport& operator=(const ShmTransport&) = delete;
 
   // Collective: maps the window of every rank of this node, proves cross-process copies work,
-  // starts a worker queue per peer of this node.
+  // starts the DMA queues (one per peer of this node, up to kMaxDmaQueues, each then serving
+  // several peers in order).
   xcclResult_t Init(Bootstrap* bootstrap);
 
   const char* name() const override { return "shm"; }
-  int queue_count() const override { return topology_.nranks - 1; }
+  static constexpr int kMaxDmaQueues = 16;
+  int queue_count() const override { return static_cast<int>(queues_.size()); }
   Connection& connection(int peer) override { return *connections_[peer]; }
   DirectPuts* direct_puts() override { return this; }
   const DeviceView* device_view() const override { return nullptr; }
@@ -167,6 +170,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   WaitPolicy wait_policy_;
   ShmWindows windows_;
   RemotePeers* remote_ = nullptr;                         // where ranks of other nodes take part
+  std::vector<std::unique_ptr<DmaQueue>> queues_;  // before connections_, which use them
   std::vector<std::unique_ptr<Connection>> connections_;  // null for this rank and other nodes
   std::atomic<bool> aborted_{false};
 };

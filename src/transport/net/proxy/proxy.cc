@@ -8,7 +8,9 @@
 
 #include "base/error.h"
 #include "base/logging.h"
+#include "base/process_alive.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/net/proxy/watch_overlay.h"
 #include "transport/window.h"
 
 namespace xccl {
@@ -20,11 +22,6 @@ constexpr uint32_t kTagHeader = 1;
 constexpr uint32_t kTagData = 2;
 constexpr uint32_t kTagBeat = 4;
 const uint64_t kIdentityMagic = 0x5949544e45444958ull;  // also the heartbeat's word
-
-struct Identity {
-  uint64_t magic;
-  int64_t rank;
-};
 
 // Polls `step` until it reports done, fails, or the deadline passes.
 template <typename Step>
@@ -69,121 +66,152 @@ Proxy::~Proxy() {
   // a plain close, a failure, since what it may wait for never comes.
   std::vector<bool> healthy(links_.size(), false);
   for (size_t i = 0; i < links_.size(); ++i)
-    healthy[i] = !links_[i]->failed && links_[i]->send != nullptr && !links_[i]->sending &&
-                 links_[i]->queue.empty();
+    healthy[i] = links_[i] && !links_[i]->failed && links_[i]->send.ready && !links_[i]->told &&
+                 !links_[i]->sending && links_[i]->queue.empty();
   NetOp last;
   last.kind = NetOp::kClose;
   SendLastWords(last, std::move(healthy));
 }
 
 Proxy::Link* Proxy::LinkOf(int peer) {
-  const int index = link_of_peer_.empty() ? -1 : link_of_peer_[peer];
-  return index < 0 ? nullptr : links_[index].get();
+  return peer >= 0 && peer < static_cast<int>(links_.size()) ? links_[peer].get() : nullptr;
 }
 const Proxy::Link* Proxy::LinkOf(int peer) const {
-  const int index = link_of_peer_.empty() ? -1 : link_of_peer_[peer];
-  return index < 0 ? nullptr : links_[index].get();
+  return peer >= 0 && peer < static_cast<int>(links_.size()) ? links_[peer].get() : nullptr;
+}
+
+Proxy::Link* Proxy::LinkForLocked(int peer) {
+  if (!links_[peer]) {
+    links_[peer] = std::make_unique<Link>();
+    links_[peer]->peer = peer;
+    links_[peer]->last_beat = links_[peer]->last_heard = std::chrono::steady_clock::now();
+    fresh_.push_back(links_[peer].get());
+  }
+  return links_[peer].get();
 }
 
 xcclResult_t Proxy::Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net,
                             std::unique_ptr<NetBackend> beats) {
   net_ = std::move(net);
   beats_ = std::move(beats);
-  const int rank = topology_.rank, nranks = topology_.nranks;
-  link_of_peer_.assign(nranks, -1);
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (topology_.node_of_rank[peer] == topology_.node_of_rank[rank]) continue;
-    link_of_peer_[peer] = static_cast<int>(links_.size());
-    links_.push_back(std::make_unique<Link>());
-    links_.back()->peer = peer;
+  links_.resize(topology_.nranks);
+  identity_ = Identity{kIdentityMagic, topology_.rank};
+  XCCL_TRY(ListenAll(bootstrap, net_.get(), &net_listener_, &net_handles_));
+  XCCL_TRY(ListenAll(bootstrap, beats_.get(), &beat_listener_, &beat_handles_));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int peer : WatchTargets(topology_)) LinkForLocked(peer)->watched = true;
   }
-  XCCL_TRY(ConnectPairs(bootstrap, net_.get(), &Link::send, &Link::recv));
-  XCCL_TRY(ConnectPairs(bootstrap, beats_.get(), &Link::beat_send, &Link::beat_recv));
-  const auto now = std::chrono::steady_clock::now();
-  for (auto& link : links_) link->last_beat = link->last_heard = now;
   thread_ = std::thread([this] { Run(); });
   // Named, so that a profiler or perf/proxy_cpu.sh tells its CPU time from the rank's.
   pthread_setname_np(thread_.native_handle(), "xccl-proxy");
   return xcclSuccess;
 }
 
-xcclResult_t Proxy::ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
-                                 std::unique_ptr<NetSendComm> Link::*send_of,
-                                 std::unique_ptr<NetRecvComm> Link::*recv_of) {
-  const int rank = topology_.rank, nranks = topology_.nranks;
+xcclResult_t Proxy::ListenAll(Bootstrap* bootstrap, NetBackend* net,
+                              std::unique_ptr<NetListenComm>* listener,
+                              std::vector<NetHandle>* handles) {
   // Every rank listens and publishes its handle, so that the exchange is one collective round.
-  std::vector<NetHandle> handles(nranks);
-  std::unique_ptr<NetListenComm> listener;
-  xcclResult_t listened = net->Listen(0, &handles[rank], &listener);
-  XCCL_TRY(bootstrap->AllGather(handles.data(), sizeof(NetHandle)));
-  XCCL_TRY(listened);
-  const Deadline deadline(timeout_ms_);
-  for (auto& link : links_) XCCL_TRY(net->Connect(0, handles[link->peer], &((*link).*send_of)));
-  // Every send comm first says which rank it is; accepted comms are matched by that.
-  const Identity mine{kIdentityMagic, rank};
-  std::vector<NetRequest*> said(links_.size(), nullptr);
-  std::vector<bool> said_done(links_.size(), false);
-  // Reserved: receives are posted into `heard`, which must not move.
-  std::vector<std::unique_ptr<NetRecvComm>> unknown;
-  std::vector<Identity> heard;
-  std::vector<NetRequest*> hearing;
-  unknown.reserve(links_.size());
-  heard.reserve(links_.size());
-  hearing.reserve(links_.size());
-  size_t identified = 0;
-  return PollUntil(deadline, "connecting to the ranks of other nodes", [&](bool* done) {
-    for (size_t i = 0; i < links_.size(); ++i) {
-      NetSendComm* send = ((*links_[i]).*send_of).get();
-      if (said_done[i]) continue;
-      if (said[i] == nullptr) {
-        bool ready = false;
-        XCCL_TRY(send->Ready(&ready));
-        if (ready) XCCL_TRY(send->Isend(&mine, sizeof(mine), kTagIdentity, nullptr, &said[i]));
-      }
-      if (said[i] != nullptr) {
-        size_t bytes = 0;
-        bool d = false;
-        XCCL_TRY(send->Test(said[i], &d, &bytes));
-        said_done[i] = d;
-      }
+  handles->assign(topology_.nranks, NetHandle{});
+  const xcclResult_t listened = net->Listen(0, &(*handles)[topology_.rank], listener);
+  XCCL_TRY(bootstrap->AllGather(handles->data(), sizeof(NetHandle)));
+  return listened;
+}
+
+bool Proxy::Open(Link& link, Outbound& out, NetBackend* net, const NetHandle& handle,
+                 bool* moved) {
+  if (out.ready) return true;
+  if (!out.comm) {
+    if (net->Connect(0, handle, &out.comm) != xcclSuccess || !out.comm) {
+      FailLink(link, xcclRemoteError, "could not connect: " + ThreadLastError());
+      return false;
     }
-    if (unknown.size() < links_.size()) {  // every comm accepted stays listed
-      std::unique_ptr<NetRecvComm> comm;
-      XCCL_TRY(net->Accept(listener.get(), &comm));
-      if (comm) {
-        unknown.push_back(std::move(comm));
-        heard.push_back(Identity{});
-        hearing.push_back(nullptr);
+    *moved = true;
+  }
+  if (out.said == nullptr) {
+    bool ready = false;
+    if (out.comm->Ready(&ready) != xcclSuccess ||
+        (ready && out.comm->Isend(&identity_, sizeof(identity_), kTagIdentity, nullptr,
+                                  &out.said) != xcclSuccess)) {
+      FailLink(link, xcclRemoteError, "could not connect: " + ThreadLastError());
+      return false;
+    }
+    if (out.said == nullptr) return true;
+    *moved = true;
+  }
+  bool done = false;
+  size_t bytes = 0;
+  if (out.comm->Test(out.said, &done, &bytes) != xcclSuccess) {
+    FailLink(link, xcclRemoteError, "could not connect: " + ThreadLastError());
+    return false;
+  }
+  out.ready = done;
+  *moved |= done;
+  return true;
+}
+
+bool Proxy::OpenLink(Link& link) {
+  bool moved = false;
+  if (!Open(link, link.send, net_.get(), net_handles_[link.peer], &moved)) return true;
+  if (link.watched) Open(link, link.beat_send, beats_.get(), beat_handles_[link.peer], &moved);
+  return moved;
+}
+
+bool Proxy::AcceptIncoming() {
+  bool moved = false;
+  for (bool beats : {false, true}) {
+    std::unique_ptr<NetRecvComm> comm;
+    if ((beats ? beats_ : net_)->Accept((beats ? beat_listener_ : net_listener_).get(), &comm) !=
+        xcclSuccess) {
+      XCCL_WARN(kLogInit, "net: accepting a connection failed: %s", ThreadLastError().c_str());
+      continue;
+    }
+    if (!comm) continue;
+    unidentified_.push_back(std::make_unique<Unidentified>());
+    unidentified_.back()->comm = std::move(comm);
+    unidentified_.back()->beats = beats;
+    moved = true;
+  }
+  for (size_t i = 0; i < unidentified_.size();) {
+    Unidentified& u = *unidentified_[i];
+    bool done = false, drop = false;
+    size_t bytes = 0;
+    if (u.request == nullptr)
+      drop = u.comm->Irecv(&u.heard, sizeof(u.heard), kTagIdentity, nullptr, &u.request) !=
+             xcclSuccess;
+    if (!drop && u.request != nullptr) drop = u.comm->Test(u.request, &done, &bytes) != xcclSuccess;
+    if (!drop && !done) {
+      ++i;
+      continue;
+    }
+    moved = true;
+    const int from = static_cast<int>(u.heard.rank);
+    const bool valid = !drop && u.heard.magic == kIdentityMagic && bytes == sizeof(u.heard) &&
+                       from >= 0 && from < topology_.nranks &&
+                       topology_.node_of_rank[from] != topology_.node_of_rank[topology_.rank];
+    Link* link = nullptr;
+    if (valid) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      link = LinkForLocked(from);
+    }
+    if (link != nullptr && !(u.beats ? link->beat_recv : link->recv)) {
+      // The peer linked to this rank: answer with a send comm (and heartbeats) of this rank's.
+      if (u.beats) {
+        link->beat_recv = std::move(u.comm);
+        link->watched = true;
+        link->last_heard = std::chrono::steady_clock::now();
+      } else {
+        link->recv = std::move(u.comm);
       }
+    } else {
+      XCCL_WARN(kLogInit,
+                "net: dropped a connection that claimed to be rank %d (not a rank of another "
+                "node, or linked twice)",
+                from);
     }
-    for (size_t i = 0; i < unknown.size(); ++i) {
-      if (!unknown[i]) continue;
-      if (hearing[i] == nullptr)
-        XCCL_TRY(
-            unknown[i]->Irecv(&heard[i], sizeof(Identity), kTagIdentity, nullptr, &hearing[i]));
-      if (hearing[i] == nullptr) continue;
-      bool d = false;
-      size_t bytes = 0;
-      XCCL_TRY(unknown[i]->Test(hearing[i], &d, &bytes));
-      if (!d) continue;
-      const int from = static_cast<int>(heard[i].rank);
-      Link* link = (heard[i].magic == kIdentityMagic && bytes == sizeof(Identity) && from >= 0 &&
-                    from < nranks)
-                       ? LinkOf(from)
-                       : nullptr;
-      if (link == nullptr || (*link).*recv_of)
-        return Fail(xcclRemoteError,
-                    "net: a connection claimed to be rank %d, which is not a rank of another "
-                    "node or connected twice",
-                    from);
-      (*link).*recv_of = std::move(unknown[i]);
-      ++identified;
-    }
-    bool all_said = true;
-    for (bool d : said_done) all_said = all_said && d;
-    *done = all_said && identified == links_.size();
-    return xcclSuccess;
-  });
+    unidentified_.erase(unidentified_.begin() + i);
+  }
+  return moved;
 }
 
 void Proxy::Kick() {
@@ -195,9 +223,9 @@ void Proxy::Kick() {
 }
 
 void Proxy::Enqueue(int peer, const NetOp& op, const void* src) {
-  Link* link = LinkOf(peer);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    Link* link = LinkForLocked(peer);  // the first op for a peer links it
     link->queue.push_back({op, src});
     ++link->queued;
   }
@@ -205,15 +233,20 @@ void Proxy::Enqueue(int peer, const NetOp& op, const void* src) {
 }
 
 xcclResult_t Proxy::Flush(int peer, const Deadline& deadline, PlatformFailure* failure) {
-  Link* link = LinkOf(peer);
   Kick();
   std::unique_lock<std::mutex> lock(mutex_);
+  const Link* link = LinkOf(peer);
+  if (link == nullptr) return xcclSuccess;  // never sent to
   const uint64_t target = link->queued;
   for (;;) {
     // Sent first: a peer that received everything may have closed since.
     if (link->sent >= target) return xcclSuccess;
     if (link->failed) {
       *failure = link->failure;
+      return failure->result;
+    }
+    if (news_.load()) {  // this link's queue stopped when the news went out on it
+      *failure = news_failure_;
       return failure->result;
     }
     if (deadline.Expired())
@@ -234,6 +267,7 @@ std::string Proxy::Describe() const {
   std::string text;
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& link : links_) {
+    if (!link) continue;
     const int64_t last = link->last_landed.load(std::memory_order_relaxed);
     static const char* const kInNames[] = {"idle", "header", "destination", "data"};
     char line[300];
@@ -254,11 +288,38 @@ std::string Proxy::Describe() const {
 }
 
 bool Proxy::PeerFailed(int peer, PlatformFailure* failure) const {
-  const Link* link = LinkOf(peer);
   std::lock_guard<std::mutex> lock(mutex_);
+  // The first failure heard of names the root cause; a later link failure is often only a
+  // peer that gave up because of it and closed.
+  if (news_.load()) {
+    *failure = news_failure_;
+    return true;
+  }
+  const Link* link = LinkOf(peer);
   if (link == nullptr || !link->failed) return false;
-  *failure = link->failure;
+  *failure = link->failure;  // an orderly close
   return true;
+}
+
+int Proxy::linked_peers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int count = 0;
+  for (const auto& link : links_) count += link && (link->send.ready || link->recv);
+  return count;
+}
+
+void Proxy::NoteNewsLocked(const PlatformFailure& failure) {
+  if (news_.load()) return;
+  news_failure_ = failure;
+  news_op_ = NetOp{};
+  news_op_.kind = NetOp::kAbort;
+  news_op_.slot = failure.peer >= 0 ? failure.peer : topology_.rank;
+  news_.store(true);
+}
+
+bool Proxy::CanAsk(int peer) const {
+  const RankInfo &theirs = topology_.ranks[peer], &mine = topology_.ranks[topology_.rank];
+  return theirs.machine_hash == mine.machine_hash && theirs.pid_namespace == mine.pid_namespace;
 }
 
 void Proxy::Abort(int failed_peer) {
@@ -267,7 +328,7 @@ void Proxy::Abort(int failed_peer) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_.load()) return;  // aborted before
     for (size_t i = 0; i < links_.size(); ++i)
-      healthy[i] = !links_[i]->failed && links_[i]->send != nullptr;
+      healthy[i] = links_[i] && !links_[i]->failed && links_[i]->send.ready && !links_[i]->told;
     stop_.store(true);
   }
   work_.notify_all();
@@ -279,17 +340,19 @@ void Proxy::Abort(int failed_peer) {
   last.slot = failed_peer;
   SendLastWords(last, std::move(healthy));
   for (auto& link : links_) {
+    if (!link) continue;
     AbandonIncoming(*link);
-    link->send.reset();
+    link->send = Outbound{};
     link->recv.reset();
-    link->beat_send.reset();
+    link->beat_send = Outbound{};
     link->beat_recv.reset();
   }
+  unidentified_.clear();
   // Only now, with nothing left reading a caller's buffer, do waiters learn of the abort.
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& link : links_) {
-      if (link->failed) continue;
+      if (!link || link->failed) continue;
       link->failed = true;
       SetFailure(&link->failure, xcclRemoteError, link->peer,
                  "communicator aborted while talking to rank %d", link->peer);
@@ -306,7 +369,7 @@ void Proxy::SendLastWords(const NetOp& last, std::vector<bool> healthy) {
     pending = false;
     for (size_t i = 0; i < links_.size(); ++i) {
       if (!healthy[i]) continue;
-      NetSendComm* send = links_[i]->send.get();
+      NetSendComm* send = links_[i]->send.comm.get();
       bool done = false;
       size_t bytes = 0;
       if ((requests[i] == nullptr &&
@@ -341,6 +404,7 @@ void Proxy::FailLink(Link& link, xcclResult_t result, const std::string& what, i
                  topology_.ranks[link.peer].hostname, what.c_str());
       first = true;
       failure = link.failure;
+      if (!orderly) NoteNewsLocked(failure);
     }
   }
   progress_.notify_all();
@@ -353,11 +417,19 @@ bool Proxy::ProgressSend(Link& link) {
       FailLink(link, xcclRemoteError, link.send_error);
     return false;
   }
+  if (!link.send.ready) return false;
   if (!link.sending) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (link.failed || link.queue.empty()) return false;
-    link.current = link.queue.front();
-    link.queue.pop_front();
+    if (link.failed || link.told) return false;
+    if (news_.load()) {
+      // The news goes out as this link's last words, after the op on the wire, before the rest.
+      link.current = {news_op_, nullptr};
+      link.telling = true;
+    } else {
+      if (link.queue.empty()) return false;
+      link.current = link.queue.front();
+      link.queue.pop_front();
+    }
     link.sending = true;
     link.header_request = link.data_request = nullptr;
     link.header_sent = false;
@@ -368,12 +440,12 @@ bool Proxy::ProgressSend(Link& link) {
   auto step = [&](const void* data, size_t bytes, uint32_t tag, NetRequest** request, bool* sent) {
     if (*sent) return true;
     if (*request == nullptr) {
-      if (link.send->Isend(data, bytes, tag, nullptr, request) != xcclSuccess) return false;
+      if (link.send.comm->Isend(data, bytes, tag, nullptr, request) != xcclSuccess) return false;
       if (*request == nullptr) return true;
       moved = true;
     }
     size_t n = 0;
-    if (link.send->Test(*request, sent, &n) != xcclSuccess) return false;
+    if (link.send.comm->Test(*request, sent, &n) != xcclSuccess) return false;
     moved |= *sent;
     return true;
   };
@@ -392,7 +464,9 @@ bool Proxy::ProgressSend(Link& link) {
     link.sending = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      ++link.sent;
+      if (!link.telling) ++link.sent;
+      link.told = link.telling;
+      link.telling = false;
     }
     progress_.notify_all();
     return true;
@@ -423,6 +497,7 @@ bool Proxy::ProgressDestination(Link& link) {
         link.failed = true;
         link.failure = refused;
         first = true;
+        NoteNewsLocked(refused);
       }
     }
     progress_.notify_all();
@@ -452,6 +527,7 @@ bool Proxy::ProgressDestination(Link& link) {
 }
 
 bool Proxy::ProgressRecv(Link& link) {
+  if (!link.recv) return false;  // the peer has not linked to this rank (yet)
   bool done = false;
   size_t bytes = 0;
   switch (link.in.load()) {
@@ -493,10 +569,12 @@ bool Proxy::ProgressRecv(Link& link) {
   return false;
 }
 
-// The heartbeat comms: a beat out every kHeartbeatMs, a receive always posted. Anything from
-// the peer (a beat, or data bytes) counts as heard; kSilenceMs of nothing fails the peer.
+// The heartbeats of a watched link: a beat out every kHeartbeatMs, a receive always posted.
+// Anything from the peer (a beat, or data bytes) counts as heard. kSilenceMs of nothing fails
+// the peer, unless it is a process this rank can ask and it is alive: on a loaded machine a live
+// rank may be starved of CPU for longer, and silence alone is no death there.
 bool Proxy::Beat(Link& link, std::chrono::steady_clock::time_point now) {
-  if (link.beats_closed) return false;
+  if (!link.watched || link.beats_closed) return false;
   bool moved = false;
   bool done = false;
   size_t bytes = 0;
@@ -506,34 +584,42 @@ bool Proxy::Beat(Link& link, std::chrono::steady_clock::time_point now) {
     link.beats_closed = true;
     return true;
   };
-  if (link.beat_out == nullptr && now - link.last_beat >= std::chrono::milliseconds(kHeartbeatMs)) {
-    if (link.beat_send->Isend(&kIdentityMagic, sizeof(kIdentityMagic), kTagBeat, nullptr,
-                              &link.beat_out) != xcclSuccess)
+  NetSendComm* out = link.beat_send.ready ? link.beat_send.comm.get() : nullptr;
+  if (out != nullptr && link.beat_out == nullptr &&
+      now - link.last_beat >= std::chrono::milliseconds(kHeartbeatMs)) {
+    if (out->Isend(&kIdentityMagic, sizeof(kIdentityMagic), kTagBeat, nullptr, &link.beat_out) !=
+        xcclSuccess)
       return closed();
     if (link.beat_out != nullptr) link.last_beat = now;
   }
-  if (link.beat_out != nullptr) {
-    if (link.beat_send->Test(link.beat_out, &done, &bytes) != xcclSuccess) return closed();
+  if (out != nullptr && link.beat_out != nullptr) {
+    if (out->Test(link.beat_out, &done, &bytes) != xcclSuccess) return closed();
     if (done) link.beat_out = nullptr;
   }
-  if (link.beat_in == nullptr &&
-      link.beat_recv->Irecv(&link.beat_word, sizeof(link.beat_word), kTagBeat, nullptr,
-                            &link.beat_in) != xcclSuccess)
-    return closed();
-  if (link.beat_in != nullptr) {
-    if (link.beat_recv->Test(link.beat_in, &done, &bytes) != xcclSuccess) return closed();
-    if (done) {
-      link.beat_in = nullptr;
-      link.last_heard = now;
-      moved = true;
+  if (link.beat_recv) {
+    if (link.beat_in == nullptr &&
+        link.beat_recv->Irecv(&link.beat_word, sizeof(link.beat_word), kTagBeat, nullptr,
+                              &link.beat_in) != xcclSuccess)
+      return closed();
+    if (link.beat_in != nullptr) {
+      if (link.beat_recv->Test(link.beat_in, &done, &bytes) != xcclSuccess) return closed();
+      if (done) {
+        link.beat_in = nullptr;
+        link.last_heard = now;
+        moved = true;
+      }
     }
   }
-  const uint64_t arrived = link.recv->bytes_arrived();
+  const uint64_t arrived = link.recv ? link.recv->bytes_arrived() : 0;
   if (arrived != link.arrived) {
     link.arrived = arrived;
     link.last_heard = now;
   }
   if (now - link.last_heard > std::chrono::milliseconds(kSilenceMs)) {
+    if (CanAsk(link.peer) && ProcessAlive(topology_.ranks[link.peer].pid)) {
+      link.last_heard = now;
+      return moved;
+    }
     FailLink(link, xcclRemoteError,
              "nothing heard for " + std::to_string(kSilenceMs) +
                  " ms, heartbeats included (the link is cut, or the rank's process hangs)");
@@ -551,19 +637,26 @@ void Proxy::Run() {
   auto last_moved = std::chrono::steady_clock::now();
   auto nap = std::chrono::microseconds(20);
   while (!stop_.load()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      active_.insert(active_.end(), fresh_.begin(), fresh_.end());
+      fresh_.clear();
+    }
     bool moved = feed_ != nullptr && feed_->Drain(*this);
-    for (auto& link : links_) {
+    moved |= AcceptIncoming();
+    for (Link* link : active_) {
       bool failed;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         failed = link->failed;
       }
       if (failed) continue;
+      moved |= OpenLink(*link);
       moved |= ProgressSend(*link);
       moved |= ProgressRecv(*link);
     }
     const auto now = std::chrono::steady_clock::now();
-    for (auto& link : links_) {
+    for (Link* link : active_) {
       bool failed;
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -572,9 +665,13 @@ void Proxy::Run() {
       if (!failed) Beat(*link, now);
     }
     // A transfer in flight is work even while a Test moves no whole message: bytes are on
-    // the wire, and a nap here would stall every large op (a nap per piece).
-    bool in_flight = false;
-    for (auto& link : links_) in_flight |= link->sending || link->in == Link::In::kData;
+    // the wire, and a nap here would stall every large op (a nap per piece). So is a link or
+    // an accepted comm still introducing itself.
+    bool in_flight = !unidentified_.empty();
+    for (Link* link : active_)
+      in_flight |= link->sending || link->in == Link::In::kData ||
+                   (!link->failed && (!link->send.ready || (link->watched && !link->beat_send.ready)) &&
+                    (link->send.comm || link->beat_send.comm));
     if (feed_ != nullptr) in_flight |= feed_->Expecting();
     if (moved || in_flight || kicked_.exchange(false)) {
       last_moved = now;
@@ -587,7 +684,7 @@ void Proxy::Run() {
       continue;
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!kicked_.load()) work_.wait_for(lock, nap);
+    if (!kicked_.load() && fresh_.empty()) work_.wait_for(lock, nap);
     const int max_nap_us = feed_ != nullptr ? feed_->MaxNapUs() : kMaxNapUs;
     nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::microseconds(max_nap_us));
   }

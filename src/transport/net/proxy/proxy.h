@@ -1,13 +1,19 @@
 // The CPU proxy: one thread per communicator that progresses its net connections
-// (docs/ARCHITECTURE.md, "Across nodes (host platform)"). Every peer on another node has a send
-// comm and a receive comm. Ops queued for a peer go out in order, each a 32-byte header and then
-// its bytes; on the receiving side the proxy reads the headers in order, asks the transport where
-// each op's bytes land (NetLanding: the receive buffer published for its epoch, an inbox, or
-// nothing for a signal), lands them and lets the transport raise the flag, so that a receiver waits
-// on its own slots whatever carried the data. A connection that fails, or a peer silent for
-// kSilenceMs (each proxy sends a heartbeat every kHeartbeatMs on a comm pair of its own, read
-// whatever the data stream waits for), is recorded as that peer's failure for every waiter. Idle,
-// the thread sleeps in steps up to 50 ms; a call of this rank kicks it awake.
+// (docs/ARCHITECTURE.md, "Across nodes (host platform)"). A peer on another node is linked only
+// once this rank first queues an op for it, or the peer links to this rank, or it is one of the
+// watched peers of the liveness overlay (watch_overlay.h), linked at init: every rank listens
+// from init on, and the thread connects and accepts as it goes. A link is a send comm each way
+// (an accepted connection is answered with one), plus heartbeat comms each way on watched links.
+// Ops queued for a peer go out in order, each a 32-byte header and then its bytes; on the
+// receiving side the proxy reads the headers in order, asks the transport where each op's bytes
+// land (NetLanding: the receive buffer published for its epoch, an inbox, or nothing for a
+// signal), lands them and lets the transport raise the flag, so that a receiver waits on its own
+// slots whatever carried the data. A connection that fails, or a watched peer silent for
+// kSilenceMs (heartbeats every kHeartbeatMs) whose process cannot be asked (one alive on this
+// machine is slow, not dead), fails that peer, and the first such failure is news: every waiter
+// on any peer hears it, and the proxy passes it on once over each of its other links, so a death
+// floods the job over the overlay. Idle, the thread sleeps in steps up to 50 ms; a call of this
+// rank kicks it awake.
 #pragma once
 
 #include <atomic>
@@ -90,8 +96,8 @@ class Proxy {
   Proxy& operator=(const Proxy&) = delete;
 
   // Collective over every rank (those without remote peers take part too): on each backend,
-  // listens, exchanges handles over the bootstrap, connects to every peer on another node and
-  // accepts from each; then starts the thread. `net` carries the ops, `beats` the heartbeats.
+  // listens and exchanges handles over the bootstrap; then starts the thread, which links the
+  // watched peers. `net` carries the ops, `beats` the heartbeats.
   xcclResult_t Connect(Bootstrap* bootstrap, std::unique_ptr<NetBackend> net,
                        std::unique_ptr<NetBackend> beats);
 
@@ -107,8 +113,11 @@ class Proxy {
   void Enqueue(int peer, const NetOp& op, const void* src);
   // Until every op queued for `peer` has been sent; the peer's failure, or xcclTimeout.
   xcclResult_t Flush(int peer, const Deadline& deadline, PlatformFailure* failure);
-  // The failure of `peer`'s connections (or of the proxy), for waiters: false while healthy.
+  // For waiters: the first failure this proxy heard of (news, whichever link), else `peer`'s
+  // orderly close; false while healthy.
   bool PeerFailed(int peer, PlatformFailure* failure) const;
+  // How many peers are linked (for tests and the scale measurements).
+  int linked_peers() const;
   // For a diagnosis after a device-side timeout: per link, ops queued and sent, ops landed and
   // the last one's slot and epoch.
   std::string Describe() const;
@@ -124,15 +133,24 @@ class Proxy {
     NetOp op;
     const void* src;
   };
+  // A send comm this rank opened, until its identity is sent (then ops may follow).
+  struct Outbound {
+    std::unique_ptr<NetSendComm> comm;
+    NetRequest* said = nullptr;
+    bool ready = false;
+  };
   struct Link {
     int peer = -1;
-    std::unique_ptr<NetSendComm> send;
+    bool watched = false;  // heartbeats both ways (proxy thread only)
+    Outbound send, beat_send;
     std::unique_ptr<NetRecvComm> recv;
     // Send side: the queue (under mutex_), the op in flight (proxy thread only).
     std::deque<Outgoing> queue;
     uint64_t queued = 0, sent = 0;
     std::atomic<bool> sending{false};  // atomic for Describe only
     Outgoing current{};
+    bool told = false;     // the news went out as this link's last words (all of it)
+    bool telling = false;  // `current` is those last words (an abort or close sends them again)
     NetRequest* header_request = nullptr;
     NetRequest* data_request = nullptr;
     bool header_sent = false, data_sent = false;
@@ -146,9 +164,8 @@ class Proxy {
     std::atomic<In> in{In::kIdle};  // atomic for Describe only
     NetOp incoming{};
     NetRequest* in_request = nullptr;
-    // Liveness (proxy thread only): the heartbeat comms, the beat in flight each way, when the
-    // last beat went out and when anything last arrived.
-    std::unique_ptr<NetSendComm> beat_send;
+    // Liveness (proxy thread only): the heartbeat comms (beat_send above), the beat in
+    // flight each way, when the last beat went out and when anything last arrived.
     std::unique_ptr<NetRecvComm> beat_recv;
     NetRequest* beat_out = nullptr;
     NetRequest* beat_in = nullptr;
@@ -170,9 +187,21 @@ class Proxy {
   bool ProgressRecv(Link& link);
   bool ProgressDestination(Link& link);  // ProgressRecv once a header is in
   bool Beat(Link& link, std::chrono::steady_clock::time_point now);
-  xcclResult_t ConnectPairs(Bootstrap* bootstrap, NetBackend* net,
-                            std::unique_ptr<NetSendComm> Link::*send_of,
-                            std::unique_ptr<NetRecvComm> Link::*recv_of);
+  // A listener on `net` and every rank's handle for it.
+  xcclResult_t ListenAll(Bootstrap* bootstrap, NetBackend* net,
+                         std::unique_ptr<NetListenComm>* listener, std::vector<NetHandle>* handles);
+  // Connects and identifies `out` step by step; false once it failed (the link is failed).
+  bool Open(Link& link, Outbound& out, NetBackend* net, const NetHandle& handle, bool* moved);
+  // Connects what the link wants and has not yet: data always, heartbeats when watched.
+  bool OpenLink(Link& link);
+  // Accepted comms: read their identities and give them to their links.
+  bool AcceptIncoming();
+  // The link of `peer`, made (and handed to the thread) if it has none. Under mutex_.
+  Link* LinkForLocked(int peer);
+  // Records the first failure heard of (under mutex_): every waiter hears it, links pass it on.
+  void NoteNewsLocked(const PlatformFailure& failure);
+  // Whether `peer` is a process this rank can ask about (this machine, this pid namespace).
+  bool CanAsk(int peer) const;
   // `blamed`: the rank the failure names (-1: the link's peer). `orderly`: the peer closed in
   // order (kClose): waiters still learn that it is gone, NetLanding::LinkFailed is not called.
   void FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed = -1,
@@ -191,8 +220,28 @@ class Proxy {
   std::unique_ptr<NetBackend> net_;
   std::unique_ptr<NetBackend> beats_;
   TriggerFeed* feed_ = nullptr;
-  std::vector<std::unique_ptr<Link>> links_;  // one per remote peer
-  std::vector<int> link_of_peer_;             // -1: a peer of this node
+  // By peer rank: null until linked (made under mutex_, never freed before the proxy).
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<Link*> active_;  // the thread's links
+  std::vector<Link*> fresh_;   // made since the thread last looked (under mutex_)
+  std::vector<NetHandle> net_handles_, beat_handles_;
+  std::unique_ptr<NetListenComm> net_listener_, beat_listener_;
+  // The first message on every comm: who opened it.
+  struct Identity {
+    uint64_t magic;
+    int64_t rank;
+  };
+  struct Unidentified {
+    std::unique_ptr<NetRecvComm> comm;
+    bool beats = false;
+    NetRequest* request = nullptr;
+    Identity heard{};
+  };
+  Identity identity_{};  // this rank's
+  std::vector<std::unique_ptr<Unidentified>> unidentified_;  // proxy thread only
+  std::atomic<bool> news_{false};
+  PlatformFailure news_failure_;  // under mutex_
+  NetOp news_op_;                 // the kAbort that passes the news on (set with news_)
   mutable std::mutex mutex_;
   std::condition_variable progress_;  // ops sent, failures
   std::condition_variable work_;      // ops queued, stop
