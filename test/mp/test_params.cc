@@ -59,6 +59,10 @@ std::function<void()> WithNet(const std::string& backend) {
   return WithChange([backend](xccl::Params* p) { p->net = backend; });
 }
 
+std::function<void()> WithSocketsPerLink(int64_t sockets) {
+  return WithChange([sockets](xccl::Params* p) { p->socket_nsocks = sockets; });
+}
+
 std::function<void()> Both(std::function<void()> first, std::function<void()> second) {
   return [first, second] {
     if (first) first();

@@ -20,6 +20,7 @@ std::function<void()> WithSourcesPerGemm(int64_t sources);  // XCCL_AGGEMM_SOURC
 // XCCL_FAKE_NODES: ranks per node in rank order ("2,1,3"; "" keeps one node).
 std::function<void()> WithFakeNodes(const std::string& spec);
 std::function<void()> WithNet(const std::string& backend);  // XCCL_NET
+std::function<void()> WithSocketsPerLink(int64_t sockets);  // XCCL_SOCKET_NSOCKS
 std::function<void()> WithNetChunkBytes(int64_t bytes);     // XCCL_NET_CHUNK_BYTES
 // Runs `first` then `second` (either may be empty).
 std::function<void()> Both(std::function<void()> first, std::function<void()> second);

@@ -214,6 +214,11 @@ void RingBootstrap::RefuseMessage(int peer, uint32_t tag, uint64_t sent, uint64_
 // timed out its slice and is tried again after the other connections had their turn.
 xcclResult_t RingBootstrap::PushSend(PostedSend* s, const Deadline& deadline, bool* retry_soon) {
   XCCL_TRY(PeerFailed(s->peer));
+  auto closed = sends_closed_.find(s->peer);
+  if (closed != sends_closed_.end()) {
+    MarkFailed(s->peer, closed->second.code, closed->second.message);
+    return PeerFailed(s->peer);
+  }
   OutConn& c = out_[s->peer];
   if (c.state == OutConn::kIdle) {
     sockaddr_storage addr{};
@@ -486,11 +491,16 @@ void RingBootstrap::ReadOutbound(int peer) {
       c.sock.Close();
       bool acked = c.state == OutConn::kReady;
       c.state = OutConn::kDead;
-      MarkFailed(peer, xcclRemoteError,
-                 who +
-                     (acked ? " closed its connection ("
-                            : " closed the connection without accepting it (") +
-                     st.Describe() + "; did it exit or abort?)");
+      const std::string message = who +
+                                  (acked ? " closed its connection ("
+                                         : " closed the connection without accepting it (") +
+                                  st.Describe() + "; did it exit or abort?)";
+      // A peer that is done closes: only a later send to it fails. What it sent this rank
+      // arrives on its own connection and stays valid.
+      if (acked && st.code == IoStatus::kClosed)
+        sends_closed_.emplace(peer, PeerFailure{xcclRemoteError, message});
+      else
+        MarkFailed(peer, xcclRemoteError, message);
       return;
     }
     if (got == 0) return;
