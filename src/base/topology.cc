@@ -65,8 +65,8 @@ RankInfo DescribeThisRank(int device, const std::string& hostid) {
   gethostname(info.hostname, sizeof(info.hostname) - 1);
   std::string boot_id;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
-  info.machine_hash = Fnv1a(std::string(info.hostname) + "/" + boot_id);
-  info.host_hash = hostid.empty() ? info.machine_hash : Fnv1a("hostid/" + hostid);
+  info.host_hash = hostid.empty() ? Fnv1a(std::string(info.hostname) + "/" + boot_id)
+                                  : Fnv1a("hostid/" + hostid);
   info.shm_device = DeviceOf("/dev/shm");
   info.ipc_namespace = InodeOf("/proc/self/ns/ipc");
   info.pid_namespace = InodeOf("/proc/self/ns/pid");

@@ -19,7 +19,6 @@ struct RankInfo {
   int32_t device;
   uint64_t process_token;  // random per process: tells threads of one process apart from
                            // processes that reuse a pid in another namespace
-  uint64_t machine_hash;   // hostname + boot id, whatever XCCL_HOSTID says
   // What decides whether two ranks of one machine can share memory (docs/ARCHITECTURE.md,
   // "Nodes"): the /dev/shm device and the IPC namespace; and whether one can ask about or copy
   // into the other's process: the pid namespace.
@@ -41,12 +40,6 @@ struct Topology {
 
   bool SameProcess(int peer) const {
     return ranks[peer].process_token == ranks[rank].process_token;
-  }
-  // Whether `peer`'s process can be looked at by its pid from here (this machine, this pid
-  // namespace), wherever the node split puts it.
-  bool CanAskProcess(int peer) const {
-    return ranks[peer].machine_hash == ranks[rank].machine_hash &&
-           ranks[peer].pid_namespace == ranks[rank].pid_namespace;
   }
   // Whether another rank of this process uses this rank's device: a call here that waits for
   // the whole device can then wait for that peer's kernel, which may wait for this rank.

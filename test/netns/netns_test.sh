@@ -3,6 +3,8 @@
 # bound by XCCL_SOCKET_IFNAME; traffic stays inside the namespaces this script makes. Cases:
 #   2 nodes x 2 ranks and 3 nodes (2+1+1): every call validated, all ranks ok, all_gathers and
 #   then every op in turn (reduce_scatter, all_reduce, broadcast too);
+#   containers: ranks sharing a hostname but each with its own /dev/shm, IPC and pid namespace
+#   (no XCCL_HOSTID) find that they cannot share memory and run over the network;
 #   a rank killed mid-reduction, and the link brought down mid-reduction: every survivor fails
 #   within 2 s of the event, naming a peer.
 # Skips (exit 77, saying why) where namespaces cannot be made (not root, no iproute2).
@@ -90,6 +92,31 @@ OPS=mixed run_ranks mix3 200 0 0 1 2
 wait_all
 check "2+1+1 mixed: every rank ok" '[ "$(grep -l "ok 200" "$work"/mix3.* | wc -l)" -eq 4 ]' \
   "$(cat "$work"/mix3.*)"
+
+# Containers that share a hostname but not /dev/shm, IPC or pid namespace (each rank its own, as
+# pods with host networking have; ranks 0 and 1 also share a network namespace): no XCCL_HOSTID,
+# so the ranks must find for themselves that they cannot share memory; every call over the
+# network, all validated.
+rm -f "$work/id"
+pids=()
+seed=$RANDOM
+for r in 0 1 2 3; do
+  node=$((r / 2))
+  ifname="h$tag"
+  [ "$node" -ne 0 ] && ifname="=l$tag$node"
+  ip netns exec "xccl-$tag-n$node" unshare --mount --ipc --pid --fork sh -c \
+    'mount -t tmpfs tmpfs /dev/shm && exec "$@"' sh env XCCL_SOCKET_IFNAME="$ifname" \
+    XCCL_DEBUG=INFO XCCL_NETNS_RANK=$r XCCL_NETNS_NRANKS=4 XCCL_NETNS_CALLS=100 \
+    XCCL_NETNS_ID_FILE="$work/id" XCCL_NETNS_SEED=$seed XCCL_TIMEOUT_MS=30000 \
+    "$rank_bin" >"$work/pods.$r" 2>&1 &
+  pids+=($!)
+done
+wait_all
+check "containers: every rank ok" '[ "$(grep -l "ok 100" "$work"/pods.* | wc -l)" -eq 4 ]' \
+  "$(cat "$work"/pods.*)"
+check "containers: rank 0 says rank 1 is in another container" \
+  'grep -q "rank 1 runs on this host .* in another container" "$work/pods.0"' \
+  "$(grep -h "container\|COMPLETE" "$work"/pods.* | head -4)"
 
 # A rank killed mid-run (rank 3, on n1): the survivors fail within 2 s, naming a peer; the calls
 # are reductions, so it dies inside one.

@@ -54,6 +54,10 @@ class NetSendComm {
                              NetRegistration* registration, NetRequest** request) = 0;
   // Progresses every request of the comm; *done when `request` completed (it is then freed).
   virtual xcclResult_t Test(NetRequest* request, bool* done, size_t* bytes) = 0;
+  // Bytes handed to the network that the peer's host has not acknowledged yet, -1 where the
+  // backend cannot tell. 0 on a silent peer means its host and the path to it are alive: the
+  // process is slow, not gone (docs/ARCHITECTURE.md, "Liveness across nodes").
+  virtual int64_t unacknowledged_bytes() const { return -1; }
 };
 
 class NetRecvComm {

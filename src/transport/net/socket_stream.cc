@@ -1,5 +1,8 @@
 #include "transport/net/socket_stream.h"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
 #include <algorithm>
 #include <cstdarg>
 #include <cstring>
@@ -278,6 +281,18 @@ xcclResult_t SocketRecvComm::Test(NetRequest* request, bool* done, size_t* bytes
   *done = false;
   XCCL_TRY(Progress());
   return TestSlot(request, done, bytes);
+}
+
+// The kernel's count of sent bytes the peer has not acknowledged, over every socket (TCP's
+// SIOCOUTQ): a starved process still has its kernel acknowledge; a cut path does not.
+int64_t SocketSendComm::unacknowledged_bytes() const {
+  int64_t total = 0;
+  for (const Socket& socket : sockets_) {
+    int queued = 0;
+    if (!socket.valid() || ioctl(socket.fd(), SIOCOUTQ, &queued) != 0) return -1;
+    total += queued;
+  }
+  return total;
 }
 
 }  // namespace xccl

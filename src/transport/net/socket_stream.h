@@ -73,6 +73,7 @@ class SocketSendComm final : public NetSendComm, private SocketStream {
   xcclResult_t Isend(const void* data, size_t bytes, uint32_t tag, NetRegistration* registration,
                      NetRequest** request) override;
   xcclResult_t Test(NetRequest* request, bool* done, size_t* bytes) override;
+  int64_t unacknowledged_bytes() const override;
 
  private:
   xcclResult_t Progress();

@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "base/logging.h"
-#include "base/process_alive.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/net/proxy/watch_overlay.h"
 #include "transport/window.h"
@@ -317,10 +316,6 @@ void Proxy::NoteNewsLocked(const PlatformFailure& failure) {
   news_.store(true);
 }
 
-bool Proxy::CanAsk(int peer) const {
-  const RankInfo &theirs = topology_.ranks[peer], &mine = topology_.ranks[topology_.rank];
-  return theirs.machine_hash == mine.machine_hash && theirs.pid_namespace == mine.pid_namespace;
-}
 
 void Proxy::Abort(int failed_peer) {
   std::vector<bool> healthy(links_.size());
@@ -571,8 +566,9 @@ bool Proxy::ProgressRecv(Link& link) {
 
 // The heartbeats of a watched link: a beat out every kHeartbeatMs, a receive always posted.
 // Anything from the peer (a beat, or data bytes) counts as heard. kSilenceMs of nothing fails
-// the peer, unless it is a process this rank can ask and it is alive: on a loaded machine a live
-// rank may be starved of CPU for longer, and silence alone is no death there.
+// the peer, unless its host acknowledged every beat this rank sent: on a loaded machine a live
+// rank may be starved of CPU for longer, and silence alone is no death there; a cut path or a
+// dead host acknowledges nothing.
 bool Proxy::Beat(Link& link, std::chrono::steady_clock::time_point now) {
   if (!link.watched || link.beats_closed) return false;
   bool moved = false;
@@ -616,7 +612,9 @@ bool Proxy::Beat(Link& link, std::chrono::steady_clock::time_point now) {
     link.last_heard = now;
   }
   if (now - link.last_heard > std::chrono::milliseconds(kSilenceMs)) {
-    if (CanAsk(link.peer) && ProcessAlive(topology_.ranks[link.peer].pid)) {
+    // Every beat acknowledged by the peer's host: the path and the host are alive, the process
+    // is only slow (a loaded machine can starve it for longer): not dead.
+    if (out != nullptr && link.beat_out == nullptr && out->unacknowledged_bytes() == 0) {
       link.last_heard = now;
       return moved;
     }

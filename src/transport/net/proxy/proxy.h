@@ -9,8 +9,8 @@
 // land (NetLanding: the receive buffer published for its epoch, an inbox, or nothing for a
 // signal), lands them and lets the transport raise the flag, so that a receiver waits on its own
 // slots whatever carried the data. A connection that fails, or a watched peer silent for
-// kSilenceMs (heartbeats every kHeartbeatMs) whose process cannot be asked (one alive on this
-// machine is slow, not dead), fails that peer, and the first such failure is news: every waiter
+// kSilenceMs (heartbeats every kHeartbeatMs) whose host stopped acknowledging them (a host that
+// acknowledges runs a slow process, not a dead one), fails that peer, and the first such failure is news: every waiter
 // on any peer hears it, and the proxy passes it on once over each of its other links, so a death
 // floods the job over the overlay. Idle, the thread sleeps in steps up to 50 ms; a call of this
 // rank kicks it awake.
@@ -200,8 +200,7 @@ class Proxy {
   Link* LinkForLocked(int peer);
   // Records the first failure heard of (under mutex_): every waiter hears it, links pass it on.
   void NoteNewsLocked(const PlatformFailure& failure);
-  // Whether `peer` is a process this rank can ask about (this machine, this pid namespace).
-  bool CanAsk(int peer) const;
+
   // `blamed`: the rank the failure names (-1: the link's peer). `orderly`: the peer closed in
   // order (kClose): waiters still learn that it is gone, NetLanding::LinkFailed is not called.
   void FailLink(Link& link, xcclResult_t result, const std::string& what, int blamed = -1,
