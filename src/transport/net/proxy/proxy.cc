@@ -120,39 +120,47 @@ xcclResult_t Proxy::ListenAll(Bootstrap* bootstrap, NetBackend* net,
 bool Proxy::Open(Link& link, Outbound& out, NetBackend* net, const NetHandle& handle,
                  bool* moved) {
   if (out.ready) return true;
-  if (!out.comm) {
-    if (net->Connect(0, handle, &out.comm) != xcclSuccess || !out.comm) {
-      FailLink(link, xcclRemoteError, "could not connect: " + ThreadLastError());
+  // A refused connection is a peer whose listener is gone: dead, or closed in order while this
+  // rank answered its link. Like a broken send it is reported after 200 ms, unless the peer's
+  // own last words (kClose, kAbort) fail the link first.
+  auto refused = [&] {
+    out = Outbound{};
+    if (&out == &link.beat_send) {
+      link.beats_closed = true;  // the data link says whether the peer is gone
       return false;
     }
+    link.send_broken = true;
+    link.send_broken_at = std::chrono::steady_clock::now();
+    link.send_error = "could not connect: " + ThreadLastError();
+    return false;
+  };
+  if (!out.comm) {
+    if (net->Connect(0, handle, &out.comm) != xcclSuccess || !out.comm) return refused();
     *moved = true;
   }
   if (out.said == nullptr) {
     bool ready = false;
     if (out.comm->Ready(&ready) != xcclSuccess ||
         (ready && out.comm->Isend(&identity_, sizeof(identity_), kTagIdentity, nullptr,
-                                  &out.said) != xcclSuccess)) {
-      FailLink(link, xcclRemoteError, "could not connect: " + ThreadLastError());
-      return false;
-    }
+                                  &out.said) != xcclSuccess))
+      return refused();
     if (out.said == nullptr) return true;
     *moved = true;
   }
   bool done = false;
   size_t bytes = 0;
-  if (out.comm->Test(out.said, &done, &bytes) != xcclSuccess) {
-    FailLink(link, xcclRemoteError, "could not connect: " + ThreadLastError());
-    return false;
-  }
+  if (out.comm->Test(out.said, &done, &bytes) != xcclSuccess) return refused();
   out.ready = done;
   *moved |= done;
   return true;
 }
 
 bool Proxy::OpenLink(Link& link) {
+  if (link.send_broken) return false;
   bool moved = false;
   if (!Open(link, link.send, net_.get(), net_handles_[link.peer], &moved)) return true;
-  if (link.watched) Open(link, link.beat_send, beats_.get(), beat_handles_[link.peer], &moved);
+  if (link.watched && !link.beats_closed)
+    Open(link, link.beat_send, beats_.get(), beat_handles_[link.peer], &moved);
   return moved;
 }
 
