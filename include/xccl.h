@@ -256,8 +256,7 @@ xcclResult_t xcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
  * peers by their next call at the latest (a rank whose peers all agree with it may complete);
  * on a GPU a mismatch is not detected. */
 xcclResult_t xcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                           xcclDataType_t datatype, int root, xcclComm_t comm,
-                           xcclStream_t stream);
+                           xcclDataType_t datatype, int root, xcclComm_t comm, xcclStream_t stream);
 
 /* ---- Memory and registration (zero-copy all_gather) ----
  * xcclMemAlloc: `size` bytes (> 0) that peers of this node can map: device memory of the

@@ -11,6 +11,7 @@
 # Environment: HOLD_S (4): the idle window is HOLD_S - 1 seconds, starting 0.5 s after the last ok
 # (the ranks hold until the counts after the window are taken).
 set -uo pipefail
+source "$(dirname "$0")/fake_layout.sh"
 build=${1:?usage: scale_probe.sh BUILD_DIR [LAYOUT ...]}
 shift
 layouts=("$@")
@@ -24,11 +25,7 @@ median_max() { sort -n | awk '{v[NR] = $1} END {printf "%d %d", v[int((NR + 1) /
 printf '%-8s %6s %10s %9s %9s %9s %9s %10s %12s\n' layout ranks "init+call" fds_med fds_max \
   thr_med thr_max "idle_cpu%" "tcp_seg/s"
 for layout in "${layouts[@]}"; do
-  nodes=${layout%x*}
-  per=${layout#*x}
-  n=$((nodes * per))
-  fake=$(printf "$per,%.0s" $(seq "$nodes"))
-  fake=${fake%,}
+  fake_layout "$layout"
   work=$(mktemp -d)
   start=$(date +%s.%N)
   for ((r = 0; r < n; ++r)); do

@@ -34,8 +34,8 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   auto phase = [&](const char* name) {
     const auto now = std::chrono::steady_clock::now();
     phases += " " + std::string(name) + " " +
-              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - started)
-                                 .count()) +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - started).count()) +
               " ms";
   };
   XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_,

@@ -1,13 +1,13 @@
 // Failures on the host platform: a killed rank, a rank that never calls, and bad arguments.
 // Survivors must return an error naming the peer within the deadline, never hang, and
 // xcclCommAbort must release everything.
-#include <algorithm>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -454,15 +454,13 @@ TEST_P(BadArgumentsTest, EachGivesItsErrorAndTheCommStaysUsable) {
         RANK_EXPECT(ctx, CheckGathered(recv.data(), 200, ctx.nranks, ctx.seed, 7, 4) == "", "data");
         // One DMA queue per peer of this rank's node (the host platform's, at most 16).
         int queues = -1, node = -1, nodes = 0, local_rank = -1, local_size = 0;
-        RANK_EXPECT(ctx,
-                    xcclCommNodeInfo(ctx.comm, &node, &nodes, &local_rank, &local_size) ==
-                        xcclSuccess,
-                    "node info");
         RANK_EXPECT(
-            ctx,
-            xcclCommQueueCount(ctx.comm, &queues) == xcclSuccess &&
-                queues == std::min(local_size - 1, 16),
-            "queue count " << queues);
+            ctx, xcclCommNodeInfo(ctx.comm, &node, &nodes, &local_rank, &local_size) == xcclSuccess,
+            "node info");
+        RANK_EXPECT(ctx,
+                    xcclCommQueueCount(ctx.comm, &queues) == xcclSuccess &&
+                        queues == std::min(local_size - 1, 16),
+                    "queue count " << queues);
       },
       options);
   RestoreParams();

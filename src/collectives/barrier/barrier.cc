@@ -42,8 +42,7 @@ xcclResult_t NodesThenRelease(Communicator* comm, const SlotRange& from, uint32_
   const int first = mine[0];
   if (rank != first) {
     transport->connection(first).Signal(from.at(rank), epoch);
-    return transport->WaitSlot(from.at(first), epoch, first, "barrier", deadline, nullptr,
-                               failure);
+    return transport->WaitSlot(from.at(first), epoch, first, "barrier", deadline, nullptr, failure);
   }
   for (int r : mine)
     if (r != rank)
@@ -52,8 +51,8 @@ xcclResult_t NodesThenRelease(Communicator* comm, const SlotRange& from, uint32_
     const int ahead = nodes[(node + step) % node_count][0];
     const int behind = nodes[(node + node_count - step % node_count) % node_count][0];
     transport->connection(ahead).Signal(from.at(rank), epoch);
-    XCCL_TRY(transport->WaitSlot(from.at(behind), epoch, behind, "barrier", deadline, nullptr,
-                                 failure));
+    XCCL_TRY(
+        transport->WaitSlot(from.at(behind), epoch, behind, "barrier", deadline, nullptr, failure));
   }
   for (int r : mine)
     if (r != rank) transport->connection(r).Signal(from.at(rank), epoch);
@@ -76,9 +75,9 @@ xcclResult_t Barrier(Communicator* comm, xcclStream_t stream) {
   if (result == xcclSuccess) {
     result = engine != nullptr
                  ? engine->barrier->Run(*transport, /*advance_epoch=*/true, stream, &failure)
-                 : comm->topology().node_count > 1
-                     ? NodesThenRelease(comm, from, epoch, deadline, &failure)
-                     : SignalsThenWaits(comm, from, epoch, deadline, &failure);
+             : comm->topology().node_count > 1
+                 ? NodesThenRelease(comm, from, epoch, deadline, &failure)
+                 : SignalsThenWaits(comm, from, epoch, deadline, &failure);
   }
   if (result != xcclSuccess) return comm->RecordFailure("xcclBarrier", failure);
   return gate.Leave();

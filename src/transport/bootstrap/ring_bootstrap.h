@@ -206,7 +206,7 @@ class RingBootstrap final : public Bootstrap {
   std::map<std::pair<int, uint32_t>, std::deque<std::vector<uint8_t>>> unexpected_;
   std::map<int, PeerFailure> failed_;
   std::map<int, PeerFailure> sends_closed_;  // peers that closed this rank's connection to them
-  PostedRecv* recv_ = nullptr;  // the Recv in flight, for direct delivery
+  PostedRecv* recv_ = nullptr;               // the Recv in flight, for direct delivery
 };
 
 }  // namespace bootstrap_internal

@@ -2,9 +2,9 @@
 // progress engine: GroupAllGather (a ring), GroupBarrier (dissemination), and the all-gather
 // over every rank of a large world (Bruck's, log2(n) rounds).
 #include <algorithm>
-#include <cstring>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -79,8 +79,7 @@ xcclResult_t RingBootstrap::WorldAllGather(void* data, size_t block_bytes) {
     const std::string what = "AllGather over " + std::to_string(n) + " ranks";
     for (size_t dist = 1; dist < n; dist *= 2) {
       const size_t count = std::min(dist, n - dist);
-      PostedSend s(static_cast<int>((me + n - dist) % n), tag, rotated.data(),
-                   count * block_bytes);
+      PostedSend s(static_cast<int>((me + n - dist) % n), tag, rotated.data(), count * block_bytes);
       PostedRecv r(static_cast<int>((me + dist) % n), tag, rotated.data() + dist * block_bytes,
                    count * block_bytes);
       XCCL_TRY(Progress(&s, &r, deadline, what));

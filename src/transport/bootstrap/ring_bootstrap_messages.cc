@@ -491,10 +491,10 @@ void RingBootstrap::ReadOutbound(int peer) {
       c.sock.Close();
       bool acked = c.state == OutConn::kReady;
       c.state = OutConn::kDead;
-      const std::string message = who +
-                                  (acked ? " closed its connection ("
-                                         : " closed the connection without accepting it (") +
-                                  st.Describe() + "; did it exit or abort?)";
+      const std::string message =
+          who +
+          (acked ? " closed its connection (" : " closed the connection without accepting it (") +
+          st.Describe() + "; did it exit or abort?)";
       // A peer that is done closes: only a later send to it fails. What it sent this rank
       // arrives on its own connection and stays valid.
       if (acked && st.code == IoStatus::kClosed)

@@ -197,12 +197,12 @@ xcclResult_t ShmTransport::Init(Bootstrap* bootstrap) {
   const int queue_count = std::min(local_peers, kMaxDmaQueues);
   for (int q = 0; q < queue_count; ++q) {
     try {
-      queues_.push_back(std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) +
-                                                   "." + std::to_string(q)));
+      queues_.push_back(std::make_unique<DmaQueue>("xccl-q" + std::to_string(topology_.rank) + "." +
+                                                   std::to_string(q)));
     } catch (const std::system_error& e) {
       return Fail(xcclSystemError,
-                  "host platform: cannot start DMA queue thread %d of rank %d (%d per rank): %s",
-                  q, topology_.rank, queue_count, e.what());
+                  "host platform: cannot start DMA queue thread %d of rank %d (%d per rank): %s", q,
+                  topology_.rank, queue_count, e.what());
     }
   }
   int next_queue = 0;

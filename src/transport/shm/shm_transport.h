@@ -37,8 +37,7 @@ class ShmTransport;
 // rank, docs/ARCHITECTURE.md "Host platform"); PutToRegion and Signal run on the caller.
 class ShmConnection final : public Connection {
  public:
-  ShmConnection(ShmTransport* transport, int peer, TransportKind kind,
-                DmaQueue* queue)
+  ShmConnection(ShmTransport* transport, int peer, TransportKind kind, DmaQueue* queue)
       : Connection(peer, kind), transport_(transport), queue_(queue) {}
 
   // Queued: waits until the peer published its receive buffer for `epoch`, copies `bytes` from
@@ -170,7 +169,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   WaitPolicy wait_policy_;
   ShmWindows windows_;
   RemotePeers* remote_ = nullptr;                         // where ranks of other nodes take part
-  std::vector<std::unique_ptr<DmaQueue>> queues_;  // before connections_, which use them
+  std::vector<std::unique_ptr<DmaQueue>> queues_;         // before connections_, which use them
   std::vector<std::unique_ptr<Connection>> connections_;  // null for this rank and other nodes
   std::atomic<bool> aborted_{false};
 };

@@ -117,8 +117,7 @@ xcclResult_t Proxy::ListenAll(Bootstrap* bootstrap, NetBackend* net,
   return listened;
 }
 
-bool Proxy::Open(Link& link, Outbound& out, NetBackend* net, const NetHandle& handle,
-                 bool* moved) {
+bool Proxy::Open(Link& link, Outbound& out, NetBackend* net, const NetHandle& handle, bool* moved) {
   if (out.ready) return true;
   // A refused connection is a peer whose listener is gone: dead, or closed in order while this
   // rank answered its link. Like a broken send it is reported after 200 ms, unless the peer's
@@ -323,7 +322,6 @@ void Proxy::NoteNewsLocked(const PlatformFailure& failure) {
   news_op_.slot = failure.peer >= 0 ? failure.peer : topology_.rank;
   news_.store(true);
 }
-
 
 void Proxy::Abort(int failed_peer) {
   std::vector<bool> healthy(links_.size());
@@ -675,9 +673,10 @@ void Proxy::Run() {
     // an accepted comm still introducing itself.
     bool in_flight = !unidentified_.empty();
     for (Link* link : active_)
-      in_flight |= link->sending || link->in == Link::In::kData ||
-                   (!link->failed && (!link->send.ready || (link->watched && !link->beat_send.ready)) &&
-                    (link->send.comm || link->beat_send.comm));
+      in_flight |=
+          link->sending || link->in == Link::In::kData ||
+          (!link->failed && (!link->send.ready || (link->watched && !link->beat_send.ready)) &&
+           (link->send.comm || link->beat_send.comm));
     if (feed_ != nullptr) in_flight |= feed_->Expecting();
     if (moved || in_flight || kicked_.exchange(false)) {
       last_moved = now;

@@ -10,10 +10,10 @@
 // signal), lands them and lets the transport raise the flag, so that a receiver waits on its own
 // slots whatever carried the data. A connection that fails, or a watched peer silent for
 // kSilenceMs (heartbeats every kHeartbeatMs) whose host stopped acknowledging them (a host that
-// acknowledges runs a slow process, not a dead one), fails that peer, and the first such failure is news: every waiter
-// on any peer hears it, and the proxy passes it on once over each of its other links, so a death
-// floods the job over the overlay. Idle, the thread sleeps in steps up to 50 ms; a call of this
-// rank kicks it awake.
+// acknowledges runs a slow process, not a dead one), fails that peer, and the first such failure is
+// news: every waiter on any peer hears it, and the proxy passes it on once over each of its other
+// links, so a death floods the job over the overlay. Idle, the thread sleeps in steps up to 50 ms;
+// a call of this rank kicks it awake.
 #pragma once
 
 #include <atomic>
@@ -236,7 +236,7 @@ class Proxy {
     NetRequest* request = nullptr;
     Identity heard{};
   };
-  Identity identity_{};  // this rank's
+  Identity identity_{};                                      // this rank's
   std::vector<std::unique_ptr<Unidentified>> unidentified_;  // proxy thread only
   std::atomic<bool> news_{false};
   PlatformFailure news_failure_;  // under mutex_

@@ -13,8 +13,8 @@ std::vector<int> WatchTargets(const Topology& topology) {
   for (int r = 0; r < topology.nranks; ++r) ranks_of_node[topology.node_of_rank[r]].push_back(r);
   const int node = topology.node_of_rank[topology.rank];
   const std::vector<int>& mine = ranks_of_node[node];
-  const int index = static_cast<int>(std::find(mine.begin(), mine.end(), topology.rank) -
-                                     mine.begin());
+  const int index =
+      static_cast<int>(std::find(mine.begin(), mine.end(), topology.rank) - mine.begin());
   for (int step = 1; step < nodes; step *= 2) {
     const std::vector<int>& there = ranks_of_node[(node + step) % nodes];
     const int target = there[index % there.size()];
