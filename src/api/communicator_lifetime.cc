@@ -40,8 +40,8 @@ xcclResult_t Communicator::Create(const xcclUniqueId& id, int nranks, int rank, 
   };
   XCCL_TRY(Bootstrap::Init(id, rank, nranks, config.timeout_ms, &comm->bootstrap_,
                            params.socket_ifname));
-  // The shared settings first: the grouping into nodes depends on one of them.
   phase("bootstrap");
+  // The shared settings first: the grouping into nodes depends on one of them.
   XCCL_TRY(RequireSharedSettings(comm->bootstrap_.get(), params));
   XCCL_TRY(ExchangeTopology(comm->bootstrap_.get(), device, params, &comm->topology_));
   phase("topology");

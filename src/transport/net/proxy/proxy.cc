@@ -22,18 +22,6 @@ constexpr uint32_t kTagData = 2;
 constexpr uint32_t kTagBeat = 4;
 const uint64_t kIdentityMagic = 0x5949544e45444958ull;  // also the heartbeat's word
 
-// Polls `step` until it reports done, fails, or the deadline passes.
-template <typename Step>
-xcclResult_t PollUntil(const Deadline& deadline, const char* what, Step step) {
-  for (;;) {
-    bool done = false;
-    XCCL_TRY(step(&done));
-    if (done) return xcclSuccess;
-    if (deadline.Expired()) return Fail(xcclTimeout, "net: %s timed out", what);
-    std::this_thread::yield();
-  }
-}
-
 }  // namespace
 
 xcclResult_t CheckWireOp(int peer, const NetOp& op, int signalled_slots, PlatformFailure* failure) {
@@ -305,13 +293,6 @@ bool Proxy::PeerFailed(int peer, PlatformFailure* failure) const {
   if (link == nullptr || !link->failed) return false;
   *failure = link->failure;  // an orderly close
   return true;
-}
-
-int Proxy::linked_peers() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  int count = 0;
-  for (const auto& link : links_) count += link && (link->send.ready || link->recv);
-  return count;
 }
 
 void Proxy::NoteNewsLocked(const PlatformFailure& failure) {
@@ -672,11 +653,11 @@ void Proxy::Run() {
     // the wire, and a nap here would stall every large op (a nap per piece). So is a link or
     // an accepted comm still introducing itself.
     bool in_flight = !unidentified_.empty();
-    for (Link* link : active_)
-      in_flight |=
-          link->sending || link->in == Link::In::kData ||
-          (!link->failed && (!link->send.ready || (link->watched && !link->beat_send.ready)) &&
-           (link->send.comm || link->beat_send.comm));
+    for (Link* link : active_) {
+      const bool connecting = (link->send.comm && !link->send.ready) ||
+                              (link->beat_send.comm && !link->beat_send.ready);
+      in_flight |= link->sending || link->in == Link::In::kData || (!link->failed && connecting);
+    }
     if (feed_ != nullptr) in_flight |= feed_->Expecting();
     if (moved || in_flight || kicked_.exchange(false)) {
       last_moved = now;

@@ -116,8 +116,6 @@ class Proxy {
   // For waiters: the first failure this proxy heard of (news, whichever link), else `peer`'s
   // orderly close; false while healthy.
   bool PeerFailed(int peer, PlatformFailure* failure) const;
-  // How many peers are linked (for tests and the scale measurements).
-  int linked_peers() const;
   // For a diagnosis after a device-side timeout: per link, ops queued and sent, ops landed and
   // the last one's slot and epoch.
   std::string Describe() const;
