@@ -88,10 +88,20 @@ struct Topology {
   }
 };
 
+// Every node's ranks, ascending; a rank's index among its node's (-1 if it is not there).
+std::vector<std::vector<int>> RanksByNode(const Topology& topology);
+int LocalIndex(const std::vector<int>& node_ranks, int rank);
+
+// A node's rank on the rail of local index `local_index` (the index modulo the node's size, so
+// uneven nodes wrap onto the smaller node's ranks): where a hierarchical collective's block of
+// that index lands, and whom the liveness overlay watches.
+int RailTarget(const std::vector<int>& node_ranks, int local_index);
+
 // `hostid` (XCCL_HOSTID) replaces the hostname and boot id as the node's identity, as NCCL_HOSTID
 // does, so that processes of one machine can play several nodes.
 RankInfo DescribeThisRank(int device, const std::string& hostid = "");
-// Groups ranks into nodes by host_hash; pure, for tests.
+// Groups ranks into nodes: one host (host_hash) and the same /dev/shm, IPC and pid namespaces;
+// pure, for tests.
 void GroupNodes(Topology* topology);
 // XCCL_FAKE_NODES (testing): "2,1,3" puts ranks 0-1 on a node, rank 2 on the next and 3-5 on a
 // third, whatever their hosts, also the ranks of one process (threads, xcclCommInitAll). The

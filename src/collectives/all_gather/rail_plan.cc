@@ -2,22 +2,6 @@
 
 namespace xccl {
 
-std::vector<std::vector<int>> RanksByNode(const Topology& topology) {
-  std::vector<std::vector<int>> nodes(topology.node_count);
-  for (int r = 0; r < topology.nranks; ++r) nodes[topology.node_of_rank[r]].push_back(r);
-  return nodes;
-}
-
-int LocalIndex(const std::vector<int>& node_ranks, int rank) {
-  for (size_t i = 0; i < node_ranks.size(); ++i)
-    if (node_ranks[i] == rank) return static_cast<int>(i);
-  return -1;
-}
-
-int RailTarget(const std::vector<int>& node_ranks, int local_index) {
-  return node_ranks[local_index % static_cast<int>(node_ranks.size())];
-}
-
 RailPlan PlanRails(const Topology& topology) {
   const std::vector<std::vector<int>> nodes = RanksByNode(topology);
   const int me = topology.rank, my_node = topology.node_of_rank[me];

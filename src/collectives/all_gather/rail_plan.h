@@ -21,14 +21,6 @@ struct RailPlan {
   std::vector<int> deliverer;
 };
 
-// Every node's ranks, ascending; a rank's index among its node's (-1 if it is not there).
-std::vector<std::vector<int>> RanksByNode(const Topology& topology);
-int LocalIndex(const std::vector<int>& node_ranks, int rank);
-
-// The rank of a node (its ranks: `node_ranks`) that receives the blocks of local index
-// `local_index` of other nodes.
-int RailTarget(const std::vector<int>& node_ranks, int local_index);
-
 RailPlan PlanRails(const Topology& topology);
 
 }  // namespace xccl

@@ -1,7 +1,7 @@
 #include "collectives/barrier/barrier.h"
 
 #include "base/error.h"
-#include "collectives/all_gather/rail_plan.h"
+#include "base/topology.h"
 #include "collectives/barrier/barrier_slots.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"

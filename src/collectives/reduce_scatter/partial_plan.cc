@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "collectives/all_gather/rail_plan.h"
-
 namespace xccl {
 
 PartialPlan PlanPartials(const Topology& topology) {

@@ -1,6 +1,6 @@
 // Who makes which node's partial in a reduction across nodes (docs/ARCHITECTURE.md, "Reductions
 // across nodes"): the partial of node A for destination rank d (every rank of A's block d,
-// reduced) is made by the rank of A on d's rail (all_gather/rail_plan.h: local index j of d's
+// reduced) is made by the rank of A on d's rail (base/topology.h RailTarget: local index j of d's
 // node maps to local index j mod L_A), which sends it to d over the network; for a destination
 // of A itself, by d. Pure: from the topology alone, the same on every rank.
 #pragma once
