@@ -157,7 +157,10 @@ bool Proxy::AcceptIncoming() {
     std::unique_ptr<NetRecvComm> comm;
     if ((beats ? beats_ : net_)->Accept((beats ? beat_listener_ : net_listener_).get(), &comm) !=
         xcclSuccess) {
-      XCCL_WARN(kLogInit, "net: accepting a connection failed: %s", ThreadLastError().c_str());
+      // Once: the thread asks again every pass, and a broken listener would fill the log.
+      if (!accept_warned_)
+        XCCL_WARN(kLogInit, "net: accepting a connection failed: %s", ThreadLastError().c_str());
+      accept_warned_ = true;
       continue;
     }
     if (!comm) continue;

@@ -236,6 +236,7 @@ class Proxy {
   };
   Identity identity_{};                                      // this rank's
   std::vector<std::unique_ptr<Unidentified>> unidentified_;  // proxy thread only
+  bool accept_warned_ = false;                               // proxy thread only
   std::atomic<bool> news_{false};
   PlatformFailure news_failure_;  // under mutex_
   NetOp news_op_;                 // the kAbort that passes the news on (set with news_)
