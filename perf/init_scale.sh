@@ -13,8 +13,7 @@ set -uo pipefail
 source "$(dirname "$0")/fake_layout.sh"
 build=${1:?usage: init_scale.sh BUILD_DIR [LAYOUT ...]}
 shift
-layouts=("$@")
-[ ${#layouts[@]} -eq 0 ] && layouts=(32x4 64x4 32x8 128x2)
+scale_layouts "$@"
 rounds=${ROUNDS:-3}
 limit=${LIMIT_S:-300}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -14,8 +14,7 @@ set -uo pipefail
 source "$(dirname "$0")/fake_layout.sh"
 build=${1:?usage: scale_probe.sh BUILD_DIR [LAYOUT ...]}
 shift
-layouts=("$@")
-[ ${#layouts[@]} -eq 0 ] && layouts=(32x4 64x4 32x8 128x2)
+scale_layouts "$@"
 bin=$build/test/xccl_netns_rank
 hold_s=${HOLD_S:-4}
 ticks=$(getconf CLK_TCK)
