@@ -20,8 +20,8 @@ struct RankInfo {
   uint64_t process_token;  // random per process: tells threads of one process apart from
                            // processes that reuse a pid in another namespace
   // What decides whether two ranks of one machine can share memory (docs/ARCHITECTURE.md,
-  // "Nodes"): the /dev/shm device and the IPC namespace; and whether one can ask about or copy
-  // into the other's process: the pid namespace.
+  // "Communicator creation"): the /dev/shm device and the IPC namespace; and whether one can ask
+  // about or copy into the other's process: the pid namespace.
   uint64_t shm_device;
   uint64_t ipc_namespace;
   uint64_t pid_namespace;

@@ -26,7 +26,7 @@ xcclResult_t SignalsThenWaits(Communicator* comm, const SlotRange& from, uint32_
   return transport->Flush(deadline, failure);
 }
 
-// Across nodes (docs/ARCHITECTURE.md, "Barrier"): the ranks of each node check in with its first
+// Across nodes (docs/ARCHITECTURE.md, "barrier"): the ranks of each node check in with its first
 // rank; the first ranks run a dissemination barrier (round k: a signal to the node 2^k ahead, a
 // wait for the one 2^k behind; their senders differ, so each keeps its own slot), then each
 // releases its node. log2(nodes) rounds over the links the liveness overlay already holds.

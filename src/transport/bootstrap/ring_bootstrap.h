@@ -178,7 +178,7 @@ class RingBootstrap final : public Bootstrap {
   // ---- Group calls (ring_bootstrap_groups.cc) ---------------------------------------------
   enum GroupOp : uint32_t { kGroupAllGather = 1, kGroupBarrier = 2, kGroupWorldAllGather = 3 };
   // From this many ranks, AllGather and Barrier run in log2(n) rounds of point-to-point
-  // messages instead of the ring's n - 1 hops (docs/ARCHITECTURE.md, "Bootstrap").
+  // messages instead of the ring's n - 1 hops (docs/ARCHITECTURE.md, "Communicator creation").
   static constexpr int kLogRoundsFromRanks = 32;
   xcclResult_t WorldAllGather(void* data, size_t block_bytes);
 

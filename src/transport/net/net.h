@@ -56,7 +56,7 @@ class NetSendComm {
   virtual xcclResult_t Test(NetRequest* request, bool* done, size_t* bytes) = 0;
   // Bytes handed to the network that the peer's host has not acknowledged yet, -1 where the
   // backend cannot tell. 0 on a silent peer means its host and the path to it are alive: the
-  // process is slow, not gone (docs/ARCHITECTURE.md, "Liveness across nodes").
+  // process is slow, not gone (docs/ARCHITECTURE.md, "Across nodes (host platform)").
   virtual int64_t unacknowledged_bytes() const { return -1; }
 };
 

@@ -34,7 +34,7 @@ class ShmTransport;
 
 // One peer of this node, through shared memory. Queued puts run in order on a DMA queue's worker
 // thread, as a copy engine would (a queue serves a fixed set of peers: at most kMaxDmaQueues per
-// rank, docs/ARCHITECTURE.md "Host platform"); PutToRegion and Signal run on the caller.
+// rank, docs/ARCHITECTURE.md "Communicator creation"); PutToRegion and Signal run on the caller.
 class ShmConnection final : public Connection {
  public:
   ShmConnection(ShmTransport* transport, int peer, TransportKind kind, DmaQueue* queue)
