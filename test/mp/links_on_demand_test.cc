@@ -61,8 +61,10 @@ TEST(LinksOnDemandTest, BarriersLinkTheOverlayOnlyAndAnAllGatherItsRails) {
         RANK_EXPECT(ctx, CheckGathered(recv.data(), send.size(), ctx.nranks, ctx.seed, 0, 1) == "",
                     "gathered data");
         const size_t after_gather = SocketDescriptors();
-        // 8 more peers, a send comm each way of 2 sockets (control and data).
-        RANK_EXPECT(ctx, after_gather >= after_barriers + 8 * 4,
+        // 8 more peers, each with at least this rank's send comm of 2 sockets (control and
+        // data) by now; the peers' answering comms may still be in flight. A rank that linked
+        // every peer at init grows by none.
+        RANK_EXPECT(ctx, after_gather >= after_barriers + 8 * 2,
                     "sockets: " << after_barriers << " after the barriers, " << after_gather
                                 << " after the all_gather (8 new links expected)");
       },
