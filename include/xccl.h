@@ -232,7 +232,10 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
  * and for all_reduce recvbuff, lies in xcclMemAlloc memory or a window registered on the
  * communicator), else the data goes through inboxes. Between processes, as with NCCL's
  * symmetric windows, every rank's buffers of one call are such memory or none's are: a call that
- * mixes them fails at the deadline (xcclTimeout), some ranks having taken each engine. */
+ * mixes them fails at the deadline (xcclTimeout), some ranks having taken each engine. A peer
+ * process that cannot map such memory (out of resources) fails the call at once on the buffer's
+ * rank (xcclUnhandledDeviceError, naming the peer) and its peers through the failed
+ * communicator. */
 
 /* NCCL semantics: sendbuff holds nranks blocks of recvcount elements; rank r gets the reduction
  * of block r of every rank. In place when recvbuff == sendbuff + rank * recvcount * size; any
@@ -261,8 +264,8 @@ xcclResult_t xcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
 /* ---- Memory and registration (zero-copy all_gather) ----
  * xcclMemAlloc: `size` bytes (> 0) that peers of this node can map: device memory of the
  * calling thread's current device on GPU platforms (IPC-exportable), page-aligned heap memory on
- * the host platform. Not zero-filled. A peer process maps it when a zero-copy all_gather first
- * writes into it. xcclMemFree takes only pointers xcclMemAlloc returned (NULL: nothing to do),
+ * the host platform. Not zero-filled. A peer process maps it when a zero-copy call first uses
+ * it (a GPU size is rounded up to 2 MiB so that no other allocation shares its mapping). xcclMemFree takes only pointers xcclMemAlloc returned (NULL: nothing to do),
  * refuses one that still lies in a registered window (xcclInvalidUsage: deregister it first),
  * and has every peer process drop its map before the memory goes (free it only once no call
  * uses it; on GPUs it waits for the device as cudaFree does). */

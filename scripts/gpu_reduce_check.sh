@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The reductions on one GPU from a build made beforehand (carried), in two device calls of at most
-# 10 minutes: REDUCE_CHECK=tests runs the gpu tests of the reductions; REDUCE_CHECK=perf runs
-# reduce_scatter_perf and all_reduce_perf with 2, 4 and 8 thread ranks sharing GPU 0 beside a
-# same-run copy roofline, small all_reduce beside the small all_gather, and world 1 against NCCL.
+# 10 minutes: REDUCE_CHECK=tests runs the gpu tests of the reductions (REDUCE_TEST_JOBS of them at
+# once, REDUCE_CHECK_REGEX picks them); REDUCE_CHECK=perf runs reduce_scatter_perf and
+# all_reduce_perf with 2, 4 and 8 thread ranks sharing GPU 0 beside a same-run copy roofline, small all_reduce beside the small all_gather, and world 1 against NCCL.
 # Two logs in $OUT/reduce/ (the device tool brings back few files); a short table last.
 # Usage: REDUCE_CHECK=tests|perf scripts/gpu_reduce_check.sh [build-dir]   (build-dir: build-cuda)
 set -uo pipefail
@@ -17,12 +17,15 @@ ar=$build/perf/all_reduce_perf
 ag=$build/perf/all_gather_perf
 
 if [ "$what" = tests ]; then
-  timeout "${REDUCE_TEST_SECONDS:-540}" ctest --test-dir "$build" -L gpu \
+  timeout "${REDUCE_TEST_SECONDS:-540}" ctest --test-dir "$build" -L gpu -j "${REDUCE_TEST_JOBS:-1}" \
     -R "${REDUCE_CHECK_REGEX:-Reduce|Broadcast}" --timeout 120 --output-on-failure >"$logs/tests.txt" 2>&1
   [ $? -eq 124 ] && echo "gpu_reduce_check: the tests ran out of time; the rest did not run"
   echo "ran: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#' "$logs/tests.txt")"
   grep -E "tests passed|tests failed" "$logs/tests.txt"
   sed -n '/The following tests FAILED/,$p' "$logs/tests.txt"
+  # The distinct warnings and failed expectations, most frequent first: the log may not come back.
+  grep -hE "WARN|Failure|rank [0-9]+:" "$logs/tests.txt" | sed -E 's/^.*(XCCL WARN)/\1/' |
+    cut -c1-300 | sort | uniq -c | sort -rn | head -40
   exit 0
 fi
 

@@ -7,11 +7,11 @@
 
 namespace xccl {
 
-void ZeroCopyTargets(Communicator* comm, void* recv, size_t total_bytes, std::vector<char*>* at) {
+bool ZeroCopyTargets(Communicator* comm, void* recv, size_t total_bytes, std::vector<char*>* at) {
   const Topology& topology = comm->topology();
   const int rank = topology.rank;
   at->assign(topology.nranks, nullptr);
-  if (comm->params().zero_copy == 0) return;
+  if (comm->params().zero_copy == 0) return false;
   // Ranks of this process reach recv itself: only a peer of another process needs the window or
   // allocation holding it, whose lookups take locks on every call.
   const bool other_process = topology.AnyPeerInOtherProcess();
@@ -34,6 +34,7 @@ void ZeroCopyTargets(Communicator* comm, void* recv, size_t total_bytes, std::ve
       if (base != nullptr) (*at)[s] = base + (static_cast<char*>(recv) - allocation.base);
     }
   }
+  return window != nullptr || allocated;
 }
 
 }  // namespace xccl

@@ -14,8 +14,10 @@
 namespace xccl {
 
 // *at gets nranks entries: `recv` as peer s addresses it, or nullptr (s cannot reach it: another
-// node, or plain memory of this process; also this rank's own entry). All nullptr with
-// XCCL_ZERO_COPY=0.
-void ZeroCopyTargets(Communicator* comm, void* recv, size_t total_bytes, std::vector<char*>* at);
+// node, plain memory of this process, or a peer process that could not map it; also this rank's
+// own entry). All nullptr with XCCL_ZERO_COPY=0. Returns whether `recv` lies in a window or an
+// xcclMemAlloc allocation that this node's peer processes are meant to map, so that a nullptr
+// there is a failed map, not plain memory.
+bool ZeroCopyTargets(Communicator* comm, void* recv, size_t total_bytes, std::vector<char*>* at);
 
 }  // namespace xccl

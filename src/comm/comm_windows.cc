@@ -80,6 +80,7 @@ void CommWindows::Release(xcclWindow* w) {
       ReleaseImported(w->imported_token[r], w->imported_serial[r], w->device);
     w->imported_serial[r] = 0;
   }
+  CloseReleasedImports();
   if (w->serial != 0) UnpinUserAllocation(w->serial);
   w->serial = 0;
 }

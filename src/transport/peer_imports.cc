@@ -78,13 +78,18 @@ void ServiceLoop(Socket listener) {
   }
 }
 
-// One round trip to the service of process `token`.
-bool Ask(uint64_t token, const ImportRequest& request, const Deadline& deadline,
-         ImportReply* reply) {
+enum class Answer { kMapped, kRefused, kSilent };
+
+// One round trip to the service of process `token`: kRefused where it answered no (it says why
+// in its own log), kSilent where it could not be reached or did not answer in time.
+Answer Ask(uint64_t token, const ImportRequest& request, const Deadline& deadline,
+           ImportReply* reply) {
   Socket s;
-  if (!Socket::Connect(ServiceAddress(token), deadline, &s).ok()) return false;
-  return s.SendAll(&request, sizeof(request), deadline).ok() &&
-         s.RecvAll(reply, sizeof(*reply), deadline).ok() && reply->ok == 1;
+  if (!Socket::Connect(ServiceAddress(token), deadline, &s).ok() ||
+      !s.SendAll(&request, sizeof(request), deadline).ok() ||
+      !s.RecvAll(reply, sizeof(*reply), deadline).ok())
+    return Answer::kSilent;
+  return reply->ok == 1 ? Answer::kMapped : Answer::kRefused;
 }
 
 using PeerKey = std::tuple<uint64_t, uint64_t, int>;  // serial, peer token, peer device
@@ -135,18 +140,21 @@ char* PeerAddressOf(const UserAllocation& allocation, uint64_t peer_token, int p
   request.device = peer_device;
   ImportReply reply{0, 0, 0};
   char* base = nullptr;
-  if (ExportShareable(allocation.base, &request.exported) == xcclSuccess &&
-      Ask(peer_token, request, Deadline(timeout_ms), &reply)) {
+  const Answer answer = ExportShareable(allocation.base, &request.exported) == xcclSuccess
+                            ? Ask(peer_token, request, Deadline(timeout_ms), &reply)
+                            : Answer::kRefused;
+  if (answer == Answer::kMapped) {
     base = reinterpret_cast<char*>(static_cast<uintptr_t>(reply.base));
   } else {
     static RepeatLimiter refusals;
     uint64_t dropped = 0;
     if (refusals.Admit(&dropped))
       XCCL_WARN(kLogAll,
-                "zero-copy: a peer process (token %016llx) did not map allocation %llu: its "
-                "blocks go through the inboxes (%llu more such since the last line)",
+                "zero-copy: a peer process (token %016llx) did not map allocation %llu: %s (%llu "
+                "more such since the last line)",
                 static_cast<unsigned long long>(peer_token),
                 static_cast<unsigned long long>(allocation.serial),
+                answer == Answer::kSilent ? "no answer in time" : "it refused, its log says why",
                 static_cast<unsigned long long>(dropped));
   }
   std::lock_guard<std::mutex> lock(c.mutex);

@@ -3,7 +3,8 @@
 // where that peer addresses it. Every process serves such requests on a thread of its own (an
 // abstract unix socket named by its process token), so the peer's host thread, which may be
 // anywhere, takes no part and no call waits for a peer's call. The maps are dropped when the
-// allocation is freed: xcclMemFree tells every peer that mapped it before the memory goes.
+// allocation is freed: xcclMemFree tells every peer that mapped it before the memory goes, and
+// the peer closes its map at its own next safe point (allocation_imports.h).
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "platform/shareable_memory.h"
+#include "transport/allocation_imports.h"
 #include "transport/peer_imports.h"
 
 namespace xccl {
@@ -42,6 +43,7 @@ Entry* Holder(Registry& r, const void* ptr, size_t bytes) {
 }  // namespace
 
 xcclResult_t AllocateUserMemory(size_t bytes, void** ptr) {
+  CloseReleasedImports();  // this thread may wait for the device, as allocating does anyway
   UserAllocation a;
   void* memory = nullptr;
   XCCL_TRY(AllocateShareable(bytes, &memory, &a.device));
@@ -71,7 +73,8 @@ xcclResult_t FreeUserMemory(void* ptr) {
     a = it->second.allocation;
     r.by_base.erase(it);
   }
-  ReleasePeerImports(a.serial);  // before the memory goes: no peer keeps a map of it
+  ReleasePeerImports(a.serial);  // before the memory goes: no peer uses a map of it
+  CloseReleasedImports();        // this thread may wait for the device, as freeing does anyway
   FreeShareable(a.device, a.base);
   return xcclSuccess;
 }

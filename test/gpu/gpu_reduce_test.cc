@@ -118,10 +118,13 @@ bool CheckedGpuReduce(RankContext& ctx, const Stream& stream, Reduction which, c
   if (memory != Memory::kPlain && count > 0) {
     // Every rank maps these buffers: the call must read them in place, not go through the region.
     xccl::BuffersAsSeen seen;
-    RANK_EXPECT(ctx,
-                xccl::ReductionsReadPeers(ctx.comm->impl.get(), send, send_bytes, recv,
-                                          which == Reduction::kAllReduce ? recv_bytes : 0, &seen),
-                what << ": every rank maps the buffers, yet the read engine would not read them");
+    bool reads = false;
+    const xcclResult_t decided =
+        xccl::ReductionsReadPeers(ctx.comm->impl.get(), "test", send, send_bytes, recv,
+                                  which == Reduction::kAllReduce ? recv_bytes : 0, &seen, &reads);
+    RANK_EXPECT(ctx, decided == xcclSuccess && reads,
+                what << ": every rank maps the buffers, yet the read engine would not read them: "
+                     << xcclGetLastError(ctx.comm));
   }
   const xcclResult_t result =
       Call(which, send, recv, count, c.dtype, c.op, ctx.comm, stream.xccl());
@@ -460,11 +463,13 @@ class GpuReduceTest : public GpuWorldTest {
         Area plain(ctx, Memory::kPlain);
         xccl::BuffersAsSeen seen;
         if (!plain.Allocate(4096)) return;
+        bool reads = true;
         RANK_EXPECT(ctx,
-                    !xccl::ReductionsReadPeers(ctx.comm->impl.get(), plain.get(), 4096, plain.get(),
-                                               4096, &seen),
+                    xccl::ReductionsReadPeers(ctx.comm->impl.get(), "test", plain.get(), 4096,
+                                              plain.get(), 4096, &seen, &reads) == xcclSuccess &&
+                        !reads,
                     "plain memory of another process is not mapped, yet the read engine would "
-                    "read it");
+                    "read it (or the decision failed)");
       }
       uint64_t call = 7000;
       for (const Memory memory : {Memory::kWindow, Memory::kMemAlloc}) {

@@ -64,8 +64,9 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
   BuffersAsSeen buffers;
-  const bool reads_peers =
-      ReductionsReadPeers(comm, send, count * size, recv, count * size, &buffers);
+  bool reads_peers = false;
+  XCCL_TRY(ReductionsReadPeers(comm, kOpName, send, count * size, recv, count * size, &buffers,
+                               &reads_peers));
   const AllReducePlan plan =
       ChooseAllReducePlan(count, count * size, nranks, step_count * size, reads_peers);
   if (plan == AllReducePlan::kReadOnce)

@@ -27,8 +27,10 @@ xcclResult_t Broadcast(Communicator* comm, const void* send, void* recv, size_t 
   BuffersAsSeen buffers;
   // Only where every call reads: between processes a rank could not tell whether root's buffer
   // is mapped (a non-root rank has no send buffer of its own to look up).
-  if (ReadEngineReach(comm) == ReadReach::kEveryCall &&
-      ReductionsReadPeers(comm, send, bytes, recv, 0, &buffers)) {
+  bool reads = false;
+  if (ReadEngineReach(comm) == ReadReach::kEveryCall)
+    XCCL_TRY(ReductionsReadPeers(comm, kOpName, send, bytes, recv, 0, &buffers, &reads));
+  if (reads) {
     ReducedPart part;
     part.single_source = root;
     part.count = rank == root && send == recv ? 0 : bytes;  // in place, root has it already

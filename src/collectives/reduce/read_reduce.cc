@@ -12,16 +12,31 @@ namespace xccl {
 
 namespace {
 
-// *seen[s]: `buffer` as rank s addresses it; false if some rank of the node cannot reach it.
+// *seen[s]: `buffer` as rank s addresses it, *reaches: whether every rank of the node does. A
+// buffer meant to be mapped (a window, xcclMemAlloc memory) that some peer process could not map
+// fails the call: that peer's kernel would read it while this rank took the region, a stall until
+// the deadline; plain memory is simply not read (every rank passes such or none does: xccl.h).
 template <typename T>
-bool EveryRankReaches(Communicator* comm, T* buffer, size_t bytes, T** seen) {
+xcclResult_t EveryRankReaches(Communicator* comm, const char* op_name, T* buffer, size_t bytes,
+                              T** seen, bool* reaches) {
   std::vector<char*> at;
-  ZeroCopyTargets(comm, const_cast<char*>(reinterpret_cast<const char*>(buffer)), bytes, &at);
-  for (int s = 0; s < comm->nranks(); ++s) {
-    if (s != comm->rank() && at[s] == nullptr) return false;
+  const bool shared =
+      ZeroCopyTargets(comm, const_cast<char*>(reinterpret_cast<const char*>(buffer)), bytes, &at);
+  *reaches = true;
+  for (int s = 0; s < comm->nranks() && *reaches; ++s) {
+    *reaches = s == comm->rank() || at[s] != nullptr;
     seen[s] = s == comm->rank() ? buffer : at[s];
+    if (!*reaches && shared) {
+      PlatformFailure failure;
+      SetFailure(&failure, xcclUnhandledDeviceError, kNoPeer,
+                 "the process of rank %d could not map this rank's buffer %p (a window or "
+                 "xcclMemAlloc memory), which the peers read in place: the call cannot go on "
+                 "(see the warning above for why)",
+                 s, static_cast<const void*>(buffer));
+      return comm->RecordFailure(op_name, failure);
+    }
   }
-  return true;
+  return xcclSuccess;
 }
 
 }  // namespace
@@ -32,26 +47,29 @@ ReadReach ReadEngineReach(Communicator* comm) {
                                                              : ReadReach::kNone;
 }
 
-bool ReductionsReadPeers(Communicator* comm, const void* send, size_t send_bytes, void* recv,
-                         size_t recv_bytes, BuffersAsSeen* buffers) {
+xcclResult_t ReductionsReadPeers(Communicator* comm, const char* op_name, const void* send,
+                                 size_t send_bytes, void* recv, size_t recv_bytes,
+                                 BuffersAsSeen* buffers, bool* reads) {
   const ReadReach reach = ReadEngineReach(comm);
   const char* const send_bytes_at = static_cast<const char*>(send);
   char* const recv_bytes_at = static_cast<char*>(recv);
-  if (reach == ReadReach::kEveryCall) {
+  *reads = reach == ReadReach::kEveryCall;
+  if (*reads) {
     for (int s = 0; s < comm->nranks(); ++s) {
       buffers->send[s] = send_bytes_at;
       buffers->recv[s] = recv_bytes_at;
     }
-    return true;
+    return xcclSuccess;
   }
-  if (reach != ReadReach::kMappedBuffers ||
-      !EveryRankReaches(comm, send_bytes_at, send_bytes, buffers->send))
-    return false;
-  if (recv_bytes > 0) return EveryRankReaches(comm, recv_bytes_at, recv_bytes, buffers->recv);
+  if (reach != ReadReach::kMappedBuffers) return xcclSuccess;
+  XCCL_TRY(EveryRankReaches(comm, op_name, send_bytes_at, send_bytes, buffers->send, reads));
+  if (!*reads) return xcclSuccess;
+  if (recv_bytes > 0)
+    return EveryRankReaches(comm, op_name, recv_bytes_at, recv_bytes, buffers->recv, reads);
   // Only this rank writes its receive buffer: the peers get no address of it.
   for (int s = 0; s < comm->nranks(); ++s)
     buffers->recv[s] = s == comm->rank() ? recv_bytes_at : nullptr;
-  return true;
+  return xcclSuccess;
 }
 
 xcclResult_t ReduceByReading(Communicator* comm, const char* op_name, const BuffersAsSeen& buffers,

@@ -28,7 +28,10 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
   if (comm->nranks() == 1) return CopyAlone(comm, kOpName, send, recv, block, stream);
   XCCL_TRY(CheckReducible(kOpName, comm->nranks()));
   BuffersAsSeen buffers;
-  if (ReductionsReadPeers(comm, send, block * comm->nranks(), recv, 0, &buffers)) {
+  bool reads = false;
+  XCCL_TRY(
+      ReductionsReadPeers(comm, kOpName, send, block * comm->nranks(), recv, 0, &buffers, &reads));
+  if (reads) {
     ReducedPart part;
     part.first_byte = comm->rank() * block;
     part.count = count;

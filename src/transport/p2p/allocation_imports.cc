@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "platform/gpu.h"
@@ -27,6 +29,12 @@ std::mutex& ImportMutex() {
 std::map<ImportKey, Imported>& Imports() {
   static std::map<ImportKey, Imported>* imports = new std::map<ImportKey, Imported>();
   return *imports;
+}
+
+// Maps released but not yet closed, (device, base), under ImportMutex.
+std::vector<std::pair<int, void*>>& Closable() {
+  static auto* closable = new std::vector<std::pair<int, void*>>();
+  return *closable;
 }
 
 }  // namespace
@@ -56,8 +64,20 @@ void ReleaseImported(uint64_t process_token, uint64_t serial, int device) {
   std::lock_guard<std::mutex> lock(ImportMutex());
   auto it = Imports().find(ImportKey(process_token, serial, device));
   if (it == Imports().end() || --it->second.references > 0) return;
-  if (gpuSetDevice(device) == gpuSuccess) (void)gpuIpcCloseMemHandle(it->second.base);
+  Closable().emplace_back(device, it->second.base);
   Imports().erase(it);
+}
+
+void CloseReleasedImports() {
+  std::vector<std::pair<int, void*>> closing;
+  {
+    std::lock_guard<std::mutex> lock(ImportMutex());
+    closing.swap(Closable());
+  }
+  // Outside the lock: a close waits for this process's kernels, and the import service must
+  // stay free to map for the peers those kernels wait on.
+  for (const auto& [device, base] : closing)
+    if (gpuSetDevice(device) == gpuSuccess) (void)gpuIpcCloseMemHandle(base);
 }
 
 }  // namespace xccl

@@ -13,6 +13,8 @@ xcclResult_t ImportShareable(uint64_t, uint64_t, const ShareableExport&, int, vo
 
 void ReleaseImported(uint64_t, uint64_t, int) {}
 
+void CloseReleasedImports() {}
+
 }  // namespace xccl
 
 #endif
