@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "base/error.h"
 #include "collectives/reduce/data_type_switch.h"
@@ -24,19 +25,22 @@ void StoreAt(void* base, size_t i, T value) {
   std::memcpy(static_cast<char*>(base) + i * sizeof(T), &value, sizeof(T));
 }
 
+constexpr size_t kChunk = 512;
+
 // Rank by rank over a chunk of accumulators, so that the compiler vectorises each pass; the
 // order of the combines per element is ReduceInRankOrder's, so the bits are too. Every input of a
 // chunk is read before the chunk is stored: `out` may be one of them (in place). The stages of a
 // reduction across nodes (ReduceStage) read or write the accumulator type instead of the stored
-// one: a node's partial stays unrounded until the last stage.
-template <int kType, RedOp kOp, ReduceStage kStage>
-void ReduceElements(const void* const* inputs, int nranks, void* out, size_t count, int avg_ranks) {
+// one: a node's partial stays unrounded until the last stage. `n` is a compile-time kChunk for
+// every whole chunk: -O2's cost model vectorises only loops that need no scalar remainder.
+template <int kType, RedOp kOp, ReduceStage kStage, typename Count>
+void ReduceChunk(const void* const* inputs, int nranks, void* out, size_t base, Count n,
+                 int avg_ranks) {
   using E = Element<kType>;
   using Storage = typename E::Storage;
   using Acc = typename E::Acc;
   constexpr bool kAccIn = kStage == ReduceStage::kPartials;
   constexpr bool kAccOut = kStage == ReduceStage::kPartial;
-  constexpr size_t kChunk = 512;
   const auto load = [inputs](int r, size_t i) {
     if constexpr (kAccIn)
       return LoadAt<Acc>(inputs[r], i);
@@ -44,22 +48,30 @@ void ReduceElements(const void* const* inputs, int nranks, void* out, size_t cou
       return E::Load(LoadAt<Storage>(inputs[r], i));
   };
   Acc acc[kChunk];
-  for (size_t base = 0; base < count; base += kChunk) {
-    const size_t n = std::min(kChunk, count - base);
-    for (size_t i = 0; i < n; ++i) acc[i] = load(0, base + i);
-    for (int r = 1; r < nranks; ++r) {
-      for (size_t i = 0; i < n; ++i) acc[i] = Combine(kOp, acc[i], load(r, base + i));
-    }
-    if (kOp == RedOp::kAvg && !kAccOut) {
-      for (size_t i = 0; i < n; ++i) acc[i] = FinishAvg(acc[i], avg_ranks);
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if constexpr (kAccOut)
-        StoreAt<Acc>(out, base + i, acc[i]);
-      else
-        StoreAt<Storage>(out, base + i, E::Store(acc[i]));
-    }
+  for (size_t i = 0; i < n; ++i) acc[i] = load(0, base + i);
+  for (int r = 1; r < nranks; ++r) {
+    for (size_t i = 0; i < n; ++i) acc[i] = Combine(kOp, acc[i], load(r, base + i));
   }
+  if (kOp == RedOp::kAvg && !kAccOut) {
+    for (size_t i = 0; i < n; ++i) acc[i] = FinishAvg(acc[i], avg_ranks);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (kAccOut)
+      StoreAt<Acc>(out, base + i, acc[i]);
+    else
+      StoreAt<Storage>(out, base + i, E::Store(acc[i]));
+  }
+}
+
+template <int kType, RedOp kOp, ReduceStage kStage>
+void ReduceElements(const void* const* inputs, int nranks, void* out, size_t count, int avg_ranks) {
+  size_t base = 0;
+  for (; count - base >= kChunk; base += kChunk) {
+    ReduceChunk<kType, kOp, kStage>(inputs, nranks, out, base,
+                                    std::integral_constant<size_t, kChunk>(), avg_ranks);
+  }
+  if (base < count)
+    ReduceChunk<kType, kOp, kStage>(inputs, nranks, out, base, count - base, avg_ranks);
 }
 
 template <int kType, ReduceStage kStage>
