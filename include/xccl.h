@@ -395,6 +395,48 @@ xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream)
  * on the op is refused (xcclInvalidArgument), and destroy frees what the op holds. */
 xcclResult_t xcclAgGemmDestroy(xcclAgGemm_t op);
 
+/* ---- gemm_rs: GEMM fused with reduce-scatter (the row-parallel half) ----
+ * Each rank holds A_r [m][k] (its shard of the inner dimension: k = K / nranks) and B_r [n][k]
+ * (its weight shard, row-major, one row per output column); the result is C = sum over ranks of
+ * A_r @ B_r^T, [m][n], of which rank r receives rows [r * m / nranks, (r + 1) * m / nranks):
+ * m must be a multiple of nranks (refused otherwise, xcclInvalidArgument), no padding. Types and
+ * scales as ag_gemm's (bf16/fp16 without scales, fp8 e4m3 with ptpc or block scales; A scales
+ * ptpc [m], block [KB][m] with m contiguous). Each rank's partial product is rounded to out_type
+ * and the partials are reduced as xcclReduceScatter reduces them (fp32 accumulation in rank
+ * order, rounded once), so split and fused give the same bytes wherever the plugin computes a
+ * band as it computes the whole. The GEMM is a plugin (xccl_gemm.h). Every call is collective,
+ * with the same m on every rank. */
+typedef struct xcclGemmRs* xcclGemmRs_t;
+
+typedef enum {
+  xcclGemmRsFused = 0, /* chunk by chunk: the GEMM of the next chunk beside the reduce-scatter of
+                          this one (default) */
+  xcclGemmRsSplit = 1, /* one GEMM over all m rows, then xcclReduceScatter */
+  xcclGemmRsModeMaxEnum = 0x7fffffff /* not a mode: as xcclDataTypeMaxEnum */
+} xcclGemmRsMode_t;
+
+/* plugin_name, plugin and scales as xcclAgGemmCreateScaled's. chunks: fused mode's chunks per
+ * owner's block, 0 to 8 (0: the default, 4, or fewer where a block has fewer rows). Refused
+ * (nothing allocated): n not a positive multiple of 16, k or m_max < 1, m_max not a multiple of
+ * nranks, unsupported types or scales, a mode other than the two, chunks outside 0..8, a plugin
+ * that does not support the shape, both plugin_name and plugin. Collective as
+ * xcclAgGemmCreate: every rank fails where one does, and ranks asking for different ops fail
+ * (xcclInvalidUsage naming one). */
+xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_max,
+                              xcclDataType_t in_type, xcclDataType_t out_type,
+                              xcclAgGemmScales_t scales, xcclGemmRsMode_t mode, int chunks,
+                              const char* plugin_name, const struct xcclGemmPlugin_v1* plugin,
+                              xcclGemmRs_t* op);
+/* This rank's rows of C, [m / nranks][n] of out_type, into `out`, which must not overlap the
+ * operands. a_scale/b_scale: fp8 only (ptpc: [m] and [n]; block: [KB][m] and
+ * [ceil(n / 128)][KB]). Dense operands (row strides k and n), each aligned to its element
+ * size. m: a multiple of nranks, 1 <= m <= m_max, the same on every rank (a mismatch is
+ * detected on the host platform only, as for xcclReduceScatter). */
+xcclResult_t xcclGemmRsRun(xcclGemmRs_t op, const void* a, const float* a_scale, const void* b,
+                           const float* b_scale, int64_t m, void* out, xcclStream_t stream);
+/* Frees the op (as xcclAgGemmDestroy: before or after its communicator's end). */
+xcclResult_t xcclGemmRsDestroy(xcclGemmRs_t op);
+
 #ifdef __cplusplus
 }
 #endif

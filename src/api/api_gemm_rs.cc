@@ -1,0 +1,124 @@
+// The gemm_rs entry points of the C API. As ag_gemm's (api_ag_gemm.cc): an op handle is a small
+// shell that is never freed, so a destroyed handle is refused by name instead of dereferenced.
+#include <atomic>
+#include <memory>
+#include <optional>
+
+#include "api/api_guard.h"
+#include "base/error.h"
+#include "fused/gemm_rs/gemm_rs_op.h"
+#include "platform/runtime.h"
+#include "xccl_gemm.h"
+
+using namespace xccl;
+
+struct xcclGemmRs {
+  static constexpr uint64_t kMagic = 0x78636c67656d7273ull;  // "xclgemrs"
+  uint64_t magic = kMagic;
+  xcclComm_t comm = nullptr;
+  std::unique_ptr<GemmRsOp> op;       // null once destroyed
+  std::atomic<bool> released{false};  // claimed by the one destroy that frees `op`
+};
+
+namespace {
+
+xcclResult_t CheckHandle(xcclGemmRs_t handle, const char* function) {
+  if (handle == nullptr) return Fail(xcclInvalidArgument, "%s: op is NULL", function);
+  if (handle->magic != xcclGemmRs::kMagic)
+    return Fail(xcclInvalidArgument, "%s: %p is not a gemm_rs op", function,
+                static_cast<void*>(handle));
+  return xcclSuccess;
+}
+
+xcclComm_t CommOf(xcclGemmRs_t handle) {
+  return handle != nullptr && handle->magic == xcclGemmRs::kMagic ? handle->comm : nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_max,
+                              xcclDataType_t in_type, xcclDataType_t out_type,
+                              xcclAgGemmScales_t scales, xcclGemmRsMode_t mode, int chunks,
+                              const char* plugin_name, const struct xcclGemmPlugin_v1* plugin,
+                              xcclGemmRs_t* op) {
+  return GuardedCall("xcclGemmRsCreate", comm, [&]() -> xcclResult_t {
+    if (op != nullptr) *op = nullptr;
+    Communicator* impl = nullptr;
+    XCCL_TRY(ResolveComm(comm, "xcclGemmRsCreate", &impl));
+    // Collective: a local failure is carried into the agreement every rank reaches.
+    std::unique_ptr<GemmPlugin> gemm;
+    Communicator::OperationGuard exclusive(impl);
+    auto local_steps = [&]() -> xcclResult_t {
+      XCCL_TRY(exclusive.Acquire("xcclGemmRsCreate"));
+      impl->ReleaseDeferred();  // no peer can be past this create's agreement
+      XCCL_TRY(impl->CheckHealthy("xcclGemmRsCreate"));
+      if (op == nullptr) return Fail(xcclInvalidArgument, "xcclGemmRsCreate: op is NULL");
+      if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0')
+        return Fail(xcclInvalidArgument,
+                    "xcclGemmRsCreate: pass a plugin name or a plugin struct, not both");
+      return plugin != nullptr ? GemmPlugin::FromStruct(plugin, &gemm)
+                               : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "",
+                                                  impl->params().gemm_plugin, &gemm);
+    };
+    const xcclResult_t local = local_steps();
+    GemmRsOp::Shape shape;
+    shape.n = n;
+    shape.k = k;
+    shape.m_max = m_max;
+    shape.in_type = in_type;
+    shape.out_type = out_type;
+    shape.mode = mode;
+    shape.pinned_chunks = chunks;
+    shape.scales = scales == xcclAgGemmScalesDefault
+                       ? (in_type == xcclFloat8e4m3 ? xcclGemmScalePtpc : xcclGemmScaleNone)
+                       : static_cast<xcclGemmScaleMode_t>(scales);
+    auto handle = std::make_unique<xcclGemmRs>();
+    handle->comm = comm;
+    XCCL_TRY(GemmRsOp::Create(impl, shape, local, std::move(gemm), &handle->op));
+    *op = handle.release();
+    return xcclSuccess;
+  });
+}
+
+xcclResult_t xcclGemmRsRun(xcclGemmRs_t op, const void* a, const float* a_scale, const void* b,
+                           const float* b_scale, int64_t m, void* out, xcclStream_t stream) {
+  return GuardedCall("xcclGemmRsRun", CommOf(op), [&]() -> xcclResult_t {
+    XCCL_TRY(CheckHandle(op, "xcclGemmRsRun"));
+    Communicator* comm = nullptr;
+    XCCL_TRY(ResolveComm(op->comm, "xcclGemmRsRun", &comm));
+    // Under the call guard, so that a destroy on another thread cannot free the op meanwhile.
+    Communicator::OperationGuard exclusive(comm);
+    XCCL_TRY(exclusive.Acquire("xcclGemmRsRun"));
+    if (op->released.load() || !op->op)
+      return Fail(xcclInvalidArgument, "xcclGemmRsRun: the op was destroyed");
+    XCCL_TRY(comm->CheckHealthy("xcclGemmRsRun"));
+    return op->op->Run(a, a_scale, b, b_scale, m, out, stream);
+  });
+}
+
+xcclResult_t xcclGemmRsDestroy(xcclGemmRs_t op) {
+  return GuardedCall("xcclGemmRsDestroy", CommOf(op), [&]() -> xcclResult_t {
+    XCCL_TRY(CheckHandle(op, "xcclGemmRsDestroy"));
+    std::optional<Communicator::OperationGuard> exclusive;
+    Communicator* comm = nullptr;
+    if (op->comm->magic.load() != xcclComm::kDead) {
+      XCCL_TRY(ResolveComm(op->comm, "xcclGemmRsDestroy", &comm));
+      exclusive.emplace(comm);
+      XCCL_TRY(exclusive->Acquire("xcclGemmRsDestroy"));
+    }
+    if (op->released.exchange(true))
+      return Fail(xcclInvalidArgument, "xcclGemmRsDestroy: the op was destroyed");
+    // Not collective: where a peer of this process shares the GPU, freeing could wait for its
+    // next call, which waits for this rank (Communicator::DeferRelease).
+    if (comm != nullptr && FreeingWaitsForDevice() && comm->topology().SharesDeviceInProcess()) {
+      comm->DeferRelease(std::shared_ptr<GemmRsOp>(std::move(op->op)));
+    } else {
+      op->op.reset();
+    }
+    return xcclSuccess;
+  });
+}
+
+}  // extern "C"

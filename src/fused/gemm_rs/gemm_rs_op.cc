@@ -1,0 +1,275 @@
+#include "fused/gemm_rs/gemm_rs_op.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "base/byte_range.h"
+#include "base/datatype.h"
+#include "base/error.h"
+#include "collectives/reduce/reduction.h"
+#include "collectives/reduce_scatter/reduce_scatter.h"
+#include "platform/runtime.h"
+
+namespace xccl {
+
+namespace {
+
+constexpr const char* kOp = "gemm_rs";
+
+bool IsInputType(xcclDataType_t t) {
+  return t == xcclBfloat16 || t == xcclFloat16 || t == xcclFloat8e4m3;
+}
+bool IsOutputType(xcclDataType_t t) { return t == xcclBfloat16 || t == xcclFloat16; }
+
+bool Aligned(const void* p, size_t alignment) {
+  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
+}
+
+// Fused mode's GEMMs go on a side stream where they are stream-ordered device work, so that the
+// next chunk's GEMMs run beside this chunk's reduce-scatter; the host's calls are synchronous.
+bool SideStreamHelps(const Communicator& comm) {
+  return comm.transport()->device_view() != nullptr && comm.nranks() > 1;
+}
+
+}  // namespace
+
+GemmRsOp::~GemmRsOp() {
+  gemm_.Close();
+  FreeOpBuffer(device_, scale_tiles_);
+  FreeOpBuffer(device_, partials_);
+}
+
+size_t GemmRsOp::in_size() const { return DataTypeSize(shape_.in_type); }
+size_t GemmRsOp::out_size() const { return DataTypeSize(shape_.out_type); }
+
+xcclResult_t GemmRsOp::CheckShape(const Communicator* comm, const Shape& shape) {
+  if (shape.n <= 0 || shape.n % 16 != 0)
+    return Fail(xcclInvalidArgument, "gemm_rs: n = %lld must be a positive multiple of 16",
+                static_cast<long long>(shape.n));
+  if (shape.k < 1 || shape.m_max < 1)
+    return Fail(xcclInvalidArgument, "gemm_rs: k = %lld and m_max = %lld must be at least 1",
+                static_cast<long long>(shape.k), static_cast<long long>(shape.m_max));
+  if (shape.m_max % comm->nranks() != 0)
+    return Fail(xcclInvalidArgument,
+                "gemm_rs: m_max = %lld is not a multiple of the %d ranks (each rank receives m / "
+                "nranks rows; m is never padded)",
+                static_cast<long long>(shape.m_max), comm->nranks());
+  if (!IsInputType(shape.in_type) || !IsOutputType(shape.out_type))
+    return Fail(xcclInvalidArgument,
+                "gemm_rs: inputs must be bf16, fp16 or fp8 e4m3 and the output bf16 or fp16, "
+                "not %s -> %s",
+                DataTypeName(shape.in_type), DataTypeName(shape.out_type));
+  if (shape.scales != xcclGemmScaleNone && shape.scales != xcclGemmScalePtpc &&
+      shape.scales != xcclGemmScaleBlock128)
+    return Fail(xcclInvalidArgument,
+                "gemm_rs: scales %d are none of default (0), ptpc (1) and block128 (2)",
+                static_cast<int>(shape.scales));
+  if ((shape.scales != xcclGemmScaleNone) != (shape.in_type == xcclFloat8e4m3))
+    return Fail(xcclInvalidArgument,
+                "gemm_rs: %s scales with %s inputs; fp8 e4m3 takes ptpc or block scales, bf16 "
+                "and fp16 none",
+                shape.scales == xcclGemmScaleBlock128 ? "block"
+                : shape.scales == xcclGemmScalePtpc   ? "per-token/channel"
+                                                      : "no",
+                DataTypeName(shape.in_type));
+  if (shape.mode != xcclGemmRsFused && shape.mode != xcclGemmRsSplit)
+    return Fail(xcclInvalidArgument, "gemm_rs: mode %d is neither fused (0) nor split (1)",
+                static_cast<int>(shape.mode));
+  if (shape.pinned_chunks < 0 || shape.pinned_chunks > kMaxGemmRsChunks)
+    return Fail(xcclInvalidArgument, "gemm_rs: chunks = %d must be 0 (automatic) to %d",
+                shape.pinned_chunks, kMaxGemmRsChunks);
+  return xcclSuccess;
+}
+
+xcclResult_t GemmRsOp::Create(Communicator* comm, const Shape& shape, xcclResult_t local,
+                              std::unique_ptr<GemmPlugin> plugin, std::unique_ptr<GemmRsOp>* out) {
+  // No check returns before the agreement: a rank that gave up alone would leave its peers
+  // waiting there until the deadline, so every local failure becomes this rank's verdict.
+  xcclResult_t mine = local != xcclSuccess ? local : CheckShape(comm, shape);
+  std::unique_ptr<GemmRsOp> op(new GemmRsOp);
+  op->comm_ = comm;
+  op->shape_ = shape;
+  op->device_ = comm->device();
+  if (mine == xcclSuccess) mine = op->PrepareLocally(std::move(plugin));
+  // Allocation and the plugin's init come before the agreement: both may wait for the whole
+  // device, which no peer past the agreement can then be waiting on (docs/ARCHITECTURE.md,
+  // "Device-synchronising calls").
+  const xcclResult_t agreed =
+      comm->nranks() > 1 ? AgreeAcrossRanks(comm, shape, mine) : xcclSuccess;
+  if (mine != xcclSuccess) return mine;  // this rank's own cause first
+  XCCL_TRY(agreed);
+  *out = std::move(op);
+  return xcclSuccess;
+}
+
+xcclResult_t GemmRsOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin) {
+  XCCL_TRY(plugin->CheckScaleMode(shape_.scales));
+  const xcclGemmProblem problem = ProblemOf(shape_.m_max, nullptr, nullptr);
+  char text[160];
+  snprintf(text, sizeof(text), "m=%lld n=%lld k=%lld %s -> %s%s", static_cast<long long>(problem.m),
+           static_cast<long long>(problem.n), static_cast<long long>(problem.k),
+           DataTypeName(shape_.in_type), DataTypeName(shape_.out_type),
+           block_scales() ? " with block scales" : "");
+  XCCL_TRY(gemm_.Open(std::move(plugin), device_, problem, kOp, text));
+  if (shape_.mode == xcclGemmRsFused && SideStreamHelps(*comm_))
+    XCCL_TRY(gemm_.OpenSideStream(problem, kOp));
+  size_t partial_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(shape_.m_max), static_cast<size_t>(shape_.n),
+                             &partial_bytes) ||
+      __builtin_mul_overflow(partial_bytes, out_size(), &partial_bytes))
+    return Fail(xcclInvalidArgument,
+                "gemm_rs: C of %lld x %lld elements does not fit in memory's address range",
+                static_cast<long long>(shape_.m_max), static_cast<long long>(shape_.n));
+  XCCL_TRY(AllocateOpBuffer(device_, partial_bytes, &partials_));
+  if (block_scales())
+    XCCL_TRY(AllocateOpBuffer(
+        device_, static_cast<size_t>(shape_.m_max * k_blocks()) * sizeof(float), &scale_tiles_));
+  return xcclSuccess;
+}
+
+xcclGemmProblem GemmRsOp::ProblemOf(int64_t m, const void* b, const float* b_scale) const {
+  xcclGemmProblem p{};
+  p.m = m;
+  p.n = shape_.n;
+  p.k = shape_.k;
+  p.a_type = p.b_type = shape_.in_type;
+  p.c_type = shape_.out_type;
+  p.scale_mode = shape_.scales;
+  p.lda = p.ldb = shape_.k;
+  p.ldc = shape_.n;
+  p.b = b;
+  p.b_scale = b_scale;
+  p.a_scale_ld = block_scales() ? m : 0;
+  return p;
+}
+
+xcclResult_t GemmRsOp::CheckRun(const void* a, const float* a_scale, const void* b,
+                                const float* b_scale, int64_t m, const void* out) const {
+  const int nranks = comm_->nranks();
+  if (m < 0 || m > shape_.m_max || m % nranks != 0)
+    return Fail(xcclInvalidArgument,
+                "gemm_rs: m = %lld must be a multiple of the %d ranks from 0 to m_max = %lld",
+                static_cast<long long>(m), nranks, static_cast<long long>(shape_.m_max));
+  if (m == 0) return xcclSuccess;  // nothing is read or written
+  if (a == nullptr || b == nullptr || out == nullptr)
+    return Fail(xcclInvalidArgument, "gemm_rs: a (%p), b (%p) and out (%p) must not be NULL", a, b,
+                out);
+  if (!Aligned(a, in_size()) || !Aligned(b, in_size()) || !Aligned(out, out_size()))
+    return Fail(xcclInvalidArgument,
+                "gemm_rs: a (%p) and b (%p) must be aligned to %zu bytes, out (%p) to %zu", a, b,
+                in_size(), out, out_size());
+  if (has_scales()) {
+    if (a_scale == nullptr || b_scale == nullptr)
+      return Fail(xcclInvalidArgument,
+                  block_scales()
+                      ? "gemm_rs: block-scaled fp8 inputs need a_scale [ceil(k/128)][m] and "
+                        "b_scale [ceil(n/128)][ceil(k/128)]"
+                      : "gemm_rs: fp8 inputs need a_scale [m] and b_scale [n] (per token, per "
+                        "channel)");
+    if (!Aligned(a_scale, sizeof(float)) || !Aligned(b_scale, sizeof(float)))
+      return Fail(xcclInvalidArgument, "gemm_rs: scales must be 4-byte aligned");
+  } else if (a_scale != nullptr || b_scale != nullptr) {
+    return Fail(xcclInvalidArgument, "gemm_rs: scales are for fp8 inputs only, not %s",
+                DataTypeName(shape_.in_type));
+  }
+  // out is written while the GEMMs and the reductions still read the operands.
+  const size_t n = static_cast<size_t>(shape_.n), k = static_cast<size_t>(shape_.k);
+  const size_t kb = static_cast<size_t>(k_blocks());
+  const ByteRange out_range{out, static_cast<size_t>(m / nranks) * n * out_size()};
+  const ByteRange operands[] = {
+      {a, static_cast<size_t>(m) * k * in_size()},
+      {b, n * k * in_size()},
+      {a_scale, has_scales() ? static_cast<size_t>(m) * (block_scales() ? kb : 1) * 4 : 0},
+      {b_scale, has_scales() ? (block_scales() ? (n + 127) / 128 * kb : n) * 4 : 0}};
+  for (const ByteRange& operand : operands)
+    if (out_range.Overlaps(operand))
+      return Fail(xcclInvalidArgument,
+                  "gemm_rs: out (%p, %zu bytes) overlaps an operand at %p: the GEMM still reads "
+                  "it while out is written",
+                  out, out_range.bytes, operand.begin);
+  return xcclSuccess;
+}
+
+xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, const float* a_scale,
+                                int64_t first_row, int64_t rows, void* c, int compute_stream,
+                                xcclStream_t stream) {
+  if (rows == 0) return xcclSuccess;
+  xcclGemmProblem call = whole;
+  call.m = rows;
+  call.a = static_cast<const char*>(a) +
+           static_cast<size_t>(first_row) * static_cast<size_t>(shape_.k) * in_size();
+  call.c = c;
+  const xcclStream_t on = gemm_.stream(compute_stream, stream);
+  if (block_scales()) {
+    // The rows' tile, packed [KB][rows]: cuBLASLt takes no scale leading dimension (cuBLAS
+    // docs, cublasLtMatmulMatrixScale_t). Each call of a run has its own place in the buffer.
+    float* tile = static_cast<float*>(scale_tiles_) + first_row * k_blocks();
+    if (rows == whole.m) {
+      call.a_scale = a_scale;
+    } else {
+      XCCL_TRY(Copy2DAsync(tile, static_cast<size_t>(rows) * sizeof(float), a_scale + first_row,
+                           static_cast<size_t>(whole.m) * sizeof(float),
+                           static_cast<size_t>(rows) * sizeof(float),
+                           static_cast<size_t>(k_blocks()), on));
+      call.a_scale = tile;
+    }
+    call.a_scale_ld = rows;
+  } else if (has_scales()) {
+    call.a_scale = a_scale + first_row;
+  }
+  const xcclGemmBand band{0, rows};
+  const xcclResult_t result =
+      gemm_.plugin().api().run(gemm_.context(compute_stream), &call, &band, on);
+  if (result != xcclSuccess)
+    return Fail(result, "gemm_rs: GEMM plugin '%s' failed on rows [%lld, %lld)",
+                gemm_.plugin().name(), static_cast<long long>(first_row),
+                static_cast<long long>(first_row + rows));
+  return xcclSuccess;
+}
+
+xcclResult_t GemmRsOp::RunSplit(const xcclGemmProblem& whole, const void* a, const float* a_scale,
+                                int64_t m, void* out, xcclStream_t stream) {
+  XCCL_TRY(GemmRows(whole, a, a_scale, 0, m, partials_, 0, stream));
+  const size_t block = static_cast<size_t>(m / comm_->nranks()) * static_cast<size_t>(shape_.n);
+  return ReduceScatter(comm_, partials_, out, block, shape_.out_type, static_cast<int>(RedOp::kSum),
+                       stream, block);
+}
+
+xcclResult_t GemmRsOp::RunFused(const xcclGemmProblem& whole, const void* a, const float* a_scale,
+                                int64_t m, void* out, xcclStream_t stream) {
+  const int nranks = comm_->nranks(), rank = comm_->rank();
+  const int64_t block_rows = m / nranks;
+  const size_t n = static_cast<size_t>(shape_.n);
+  const int compute = gemm_.two_streams() ? 1 : 0;
+  // The side stream starts after the caller's work so far: the last call's reduce-scatters have
+  // read the partials it overwrites (and every peer has, ReduceScatter closes so).
+  if (compute == 1) XCCL_TRY(gemm_.Fork(stream));
+  char* region = static_cast<char*>(partials_);
+  for (const GemmRsChunk& chunk : GemmRsChunks(block_rows, shape_.pinned_chunks)) {
+    const size_t piece = static_cast<size_t>(chunk.rows) * n;
+    for (int position = 0; position < nranks; ++position) {
+      const int owner = GemmRsOwnerAt(rank, nranks, position);
+      XCCL_TRY(GemmRows(whole, a, a_scale, owner * block_rows + chunk.first_row, chunk.rows,
+                        region + owner * piece * out_size(), compute, stream));
+    }
+    // The caller's stream waits for this chunk's GEMMs only; the next chunk's follow on the side.
+    if (compute == 1) XCCL_TRY(gemm_.Join(stream));
+    XCCL_TRY(ReduceScatter(comm_, region,
+                           static_cast<char*>(out) + chunk.first_row * n * out_size(), piece,
+                           shape_.out_type, static_cast<int>(RedOp::kSum), stream, piece));
+    region += nranks * piece * out_size();
+  }
+  return xcclSuccess;
+}
+
+xcclResult_t GemmRsOp::Run(const void* a, const float* a_scale, const void* b, const float* b_scale,
+                           int64_t m, void* out, xcclStream_t stream) {
+  XCCL_TRY(CheckRun(a, a_scale, b, b_scale, m, out));
+  if (m == 0) return xcclSuccess;  // no rank takes part
+  const xcclGemmProblem whole = ProblemOf(m, b, b_scale);
+  return shape_.mode == xcclGemmRsSplit || comm_->nranks() == 1
+             ? RunSplit(whole, a, a_scale, m, out, stream)
+             : RunFused(whole, a, a_scale, m, out, stream);
+}
+
+}  // namespace xccl
