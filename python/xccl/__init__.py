@@ -21,6 +21,7 @@ from ._ops import RedOp
 from ._library import path as library_path
 from ._library import platform
 from .ag_gemm import AgGemmOp, LocalRows
+from .gemm_rs import GemmRsOp
 from .communicator import Communicator, UniqueId, init_all
 
 
@@ -34,5 +35,5 @@ def version():
     return (code.value // 10000, code.value // 100 % 100, code.value % 100)
 
 
-__all__ = ["AgGemmOp", "Communicator", "DataType", "LocalRows", "RedOp", "Result", "UniqueId",
-           "XcclError", "init_all", "library_path", "platform", "version"]
+__all__ = ["AgGemmOp", "Communicator", "DataType", "GemmRsOp", "LocalRows", "RedOp", "Result",
+           "UniqueId", "XcclError", "init_all", "library_path", "platform", "version"]

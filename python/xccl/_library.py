@@ -96,6 +96,11 @@ _SIGNATURES = [
      [_vp, _vp, _vp, _vp, _vp, ctypes.c_int64, _vp, _vpp, _vp]),
     ("xcclAgGemmSelfTest", ctypes.c_int, [_vp, ctypes.c_int64, _vp]),
     ("xcclAgGemmDestroy", ctypes.c_int, [_vp]),
+    ("xcclGemmRsCreate", ctypes.c_int,
+     [_vp, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+      ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, _vp, _vpp]),
+    ("xcclGemmRsRun", ctypes.c_int, [_vp, _vp, _vp, _vp, _vp, ctypes.c_int64, _vp, _vp]),
+    ("xcclGemmRsDestroy", ctypes.c_int, [_vp]),
 ]
 
 for _name, _restype, _argtypes in _SIGNATURES:

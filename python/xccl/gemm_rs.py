@@ -1,0 +1,145 @@
+"""GemmRsOp: GEMM + reduce-scatter (xcclGemmRs*) on tensors, the row-parallel half.
+
+Every rank holds A_r [m][k] (its shard of the inner dimension) and B_r [n][k] and receives rows
+[rank * m / size, (rank + 1) * m / size) of C = sum_r A_r @ B_r^T, [m][n]; m a multiple of size."""
+
+import ctypes
+
+from . import _dtypes, _streams
+from ._dtypes import DataType
+from ._errors import check
+from ._library import lib, platform
+
+_SCALES = {None: 0, "default": 0, "ptpc": 1, "block128": 2, "blockscale": 2}
+_MODES = {"fused": 0, "split": 1}
+_INPUTS = (DataType.bfloat16, DataType.float16, DataType.float8_e4m3)
+_FP8 = (DataType.float8_e4m3,)
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def _int_arg(name, value):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"xccl: {name} must be an int, not {type(value).__name__}")
+
+
+class GemmRsOp:
+    """xcclGemmRsCreate on `comm`: this rank's rows of sum_r A_r @ B_r^T for any m up to m_max
+    (a multiple of comm.size).
+
+    dtype: the inputs' type (bfloat16, float16 or float8_e4m3); out_dtype: C's (default bf16 for
+    fp8, else dtype); scale: None (bf16/fp16; fp8 means "ptpc"), "ptpc" or "block128"; mode:
+    "fused" or "split"; chunks: fused mode's chunks per owner's block (0: the default); plugin: a
+    GEMM plugin's name ("reference", "cublaslt") or path, None for XCCL_GEMM_PLUGIN. A context
+    manager; every call is collective over comm's ranks with the same m."""
+
+    def __init__(self, comm, n, k, m_max, dtype, *, out_dtype=None, scale=None, mode="fused",
+                 chunks=0, plugin=None):
+        for name, value in (("n", n), ("k", k), ("m_max", m_max), ("chunks", chunks)):
+            _int_arg(name, value)
+        self.dtype = _dtypes.resolve(dtype)
+        if self.dtype not in _INPUTS:
+            raise ValueError(f"xccl: gemm_rs takes bfloat16, float16 or float8_e4m3 inputs, "
+                             f"not {self.dtype.name}")
+        default_out = DataType.bfloat16 if self.dtype in _FP8 else self.dtype
+        self.out_dtype = _dtypes.resolve(out_dtype) if out_dtype is not None else default_out
+        if scale not in _SCALES:
+            raise ValueError(f"xccl: scale must be one of None, 'ptpc', 'block128', not {scale!r}")
+        if mode not in _MODES:
+            raise ValueError(f"xccl: mode must be 'fused' or 'split', not {mode!r}")
+        if plugin is not None and not isinstance(plugin, str):
+            raise TypeError("xccl: plugin must be a name or a path (str)")
+        if self.dtype not in _FP8 and _SCALES[scale] != 0:
+            raise ValueError(f"xccl: scale {scale!r} needs float8_e4m3 inputs, not "
+                             f"{self.dtype.name}")
+        self.scale = "block128" if _SCALES[scale] == 2 else (
+            "ptpc" if self.dtype in _FP8 else None)
+        self.comm, self.n, self.k, self.m_max, self.mode = comm, n, k, m_max, mode
+        self._kb = _ceil_div(k, 128)
+        handle = ctypes.c_void_p()
+        comm_handle = comm._live_handle("GemmRsOp")
+        check("xcclGemmRsCreate",
+              lib.xcclGemmRsCreate(comm_handle, n, k, m_max, int(self.dtype), int(self.out_dtype),
+                                   _SCALES[scale], _MODES[mode], chunks,
+                                   plugin.encode() if plugin else None, None,
+                                   ctypes.byref(handle)), comm_handle)
+        self._handle = handle.value
+        self._closed = False
+
+    def destroy(self):
+        if not self._closed:
+            self._closed = True
+            check("xcclGemmRsDestroy", lib.xcclGemmRsDestroy(self._handle))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        self.destroy()
+        return False
+
+    def _operand(self, x, what, shape, dtype, writable=False):
+        info = self.comm.check_tensor(x, what, writable=writable)
+        if info.shape != tuple(shape):
+            raise ValueError(f"xccl: {what} has shape {list(info.shape)}, the op needs "
+                             f"{list(shape)}")
+        raw_bits = info.dtype in (None, DataType.uint8) and dtype in (
+            DataType.bfloat16, DataType.float8_e4m3, DataType.float8_e5m2)
+        if info.itemsize != _dtypes.size_of(dtype) or (info.dtype != dtype and not raw_bits):
+            got = info.dtype.name if info.dtype is not None else f"{info.itemsize}-byte elements"
+            raise ValueError(f"xccl: {what} holds {got}, the op needs {dtype.name}")
+        return info
+
+    def _new_out(self, like, rows):
+        """An output like `like`'s kind: a numpy array (bf16 as its uint16 bits) or a torch
+        tensor on like's device."""
+        if type(like).__module__.split(".")[0] == "torch":
+            import torch
+            dtype = torch.bfloat16 if self.out_dtype == DataType.bfloat16 else torch.float16
+            return torch.empty((rows, self.n), dtype=dtype, device=like.device)
+        import numpy as np
+        return np.empty((rows, self.n), np.float16 if self.out_dtype == DataType.float16
+                        else np.uint16)
+
+    def __call__(self, a, b, a_scale=None, b_scale=None, out=None, stream=None):
+        """This rank's rows of C, [m / size][n], into `out` when given, else into a new array
+        or tensor like `a`. a [m][k], b [n][k]; fp8: a_scale and b_scale (ptpc [m] and [n];
+        block128 [ceil(k/128)][m] and [ceil(n/128)][ceil(k/128)])."""
+        if self._closed:
+            raise ValueError("xccl: GemmRsOp call on an op already destroyed")
+        first = self.comm.check_tensor(a, "a")
+        if len(first.shape) != 2:
+            raise ValueError(f"xccl: a must be 2-D [m][k], not of shape {list(first.shape)}")
+        m = first.shape[0]
+        size = self.comm.size
+        if not 1 <= m <= self.m_max or m % size != 0:
+            raise ValueError(f"xccl: a has {m} rows; the op takes a multiple of {size} up to "
+                             f"m_max ({self.m_max})")
+        infos = [self._operand(a, "a", (m, self.k), self.dtype),
+                 self._operand(b, "b", (self.n, self.k), self.dtype)]
+        scale_ptrs = [None, None]
+        if self.scale is None:
+            for what, s in (("a_scale", a_scale), ("b_scale", b_scale)):
+                if s is not None:
+                    raise ValueError(f"xccl: {what} given, but {self.dtype.name} inputs have no "
+                                     "scales")
+        else:
+            shapes = (((m,), (self.n,)) if self.scale == "ptpc" else
+                      ((self._kb, m), (_ceil_div(self.n, 128), self._kb)))
+            for i, (what, s) in enumerate((("a_scale", a_scale), ("b_scale", b_scale))):
+                if s is None:
+                    raise ValueError(f"xccl: {what} is required for {self.scale} fp8 inputs")
+                info = self._operand(s, what, shapes[i], DataType.float32)
+                scale_ptrs[i] = info.ptr
+                infos.append(info)
+        if out is None:
+            out = self._new_out(a, m // size)
+        infos.append(self._operand(out, "out", (m // size, self.n), self.out_dtype,
+                                   writable=True))
+        handle_stream = _streams.resolve(stream, platform, infos, self.comm.device)
+        check("xcclGemmRsRun",
+              lib.xcclGemmRsRun(self._handle, infos[0].ptr, scale_ptrs[0], infos[1].ptr,
+                                scale_ptrs[1], m, infos[-1].ptr, handle_stream))
+        return out
