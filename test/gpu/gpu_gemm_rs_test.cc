@@ -1,0 +1,112 @@
+// gemm_rs on a GPU platform with the reference plugin's kernel: bf16 and fp8 ptpc, split and
+// fused (the fused GEMMs on the side stream beside each chunk's reduce-scatter), on fresh
+// operands against a double-precision sum of the decoded inputs, fused equal to split byte for
+// byte, twice per op with m alternating, on every world of the gpu suite.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/float_formats.h"
+#include "gpu/gpu_ag_gemm_helpers.h"
+#include "gpu/gpu_harness.h"
+
+namespace xccl_test {
+namespace {
+
+#if defined(XCCL_GEMM_REFERENCE_PATH)
+
+class GpuGemmRsTest : public GpuWorldTest {};
+
+// Relative L2 of this rank's rows [m / world][n] (bf16) of call `call` against the double sum
+// over ranks of A_r @ B_r^T (with ptpc scales).
+double RowsError(const RankContext& ctx, const std::vector<unsigned char>& rows, int64_t m,
+                 int64_t n, int64_t k, xcclDataType_t in, uint64_t call) {
+  const int64_t mine = m / ctx.nranks, first = ctx.rank * mine;
+  std::vector<double> want(static_cast<size_t>(mine * n), 0.0);
+  for (int s = 0; s < ctx.nranks; ++s) {
+    const GemmOperands o = MakeAgGemmOperands(ctx.seed, s, call, m, n, k, in);
+    for (int64_t i = 0; i < mine; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t q = 0; q < k; ++q)
+          sum += Value(in, o.a.data(), (first + i) * k + q) * Value(in, o.b.data(), j * k + q);
+        if (in == xcclFloat8e4m3) sum *= static_cast<double>(o.a_scale[first + i]) * o.b_scale[j];
+        want[i * n + j] += sum;
+      }
+  }
+  double err2 = 0, ref2 = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double got = Value(xcclBfloat16, rows.data(), static_cast<int64_t>(i));
+    err2 += (got - want[i]) * (got - want[i]);
+    ref2 += want[i] * want[i];
+  }
+  return std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
+}
+
+void BothModesBody(RankContext& ctx) {
+  Stream stream;
+  if (!stream.Create(ctx) || !WarmUpDelay(ctx, stream)) return;
+  const int64_t n = 64, k = 96, per_rank = 96;
+  const int64_t m_max = per_rank * ctx.nranks;
+  const xcclDataType_t types[] = {xcclBfloat16, xcclFloat8e4m3};
+  // Every op made before the first call and destroyed after the last: allocating and freeing
+  // device memory waits for the whole device (docs/ARCHITECTURE.md, "Device-synchronising calls").
+  xcclGemmRs_t ops[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};  // [type][fused, split]
+  for (int t = 0; t < 2; ++t)
+    for (int mode = 0; mode < 2; ++mode)
+      if (!XCCL_OK(ctx, xcclGemmRsCreate(ctx.comm, n, k, m_max, types[t], xcclBfloat16,
+                                         xcclAgGemmScalesDefault,
+                                         static_cast<xcclGemmRsMode_t>(mode), mode == 0 ? 3 : 0,
+                                         XCCL_GEMM_REFERENCE_PATH, nullptr, &ops[t][mode])))
+        return;
+  uint64_t call = 0;
+  for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
+    for (const int64_t m : {m_max, m_max / 2}) {
+      const GemmOperands o = MakeAgGemmOperands(ctx.seed, ctx.rank, call, m, n, k, types[t]);
+      const bool fp8 = types[t] == xcclFloat8e4m3;
+      DeviceBuffer a, b, as, bs, out;
+      const size_t out_bytes = static_cast<size_t>(m / ctx.nranks * n) * 2;
+      if (!ToDevice(ctx, stream, o.a.data(), o.a.size(), &a) ||
+          !ToDevice(ctx, stream, o.b.data(), o.b.size(), &b) || !out.Allocate(ctx, out_bytes))
+        return;
+      if (fp8 && (!ToDevice(ctx, stream, o.a_scale.data(), m * 4, &as) ||
+                  !ToDevice(ctx, stream, o.b_scale.data(), n * 4, &bs)))
+        return;
+      std::vector<unsigned char> rows[2];
+      for (int mode = 0; mode < 2; ++mode) {
+        HostBytes host(out_bytes);
+        if (!GPU_OK(ctx, gpu::MemsetAsync(out.get(), 0xFF, out_bytes, stream.get())) ||
+            !XCCL_OK(ctx, xcclGemmRsRun(ops[t][mode], a.get(),
+                                        fp8 ? reinterpret_cast<float*>(as.get()) : nullptr, b.get(),
+                                        fp8 ? reinterpret_cast<float*>(bs.get()) : nullptr, m,
+                                        out.get(), stream.xccl())) ||
+            !GPU_OK(ctx, gpu::MemcpyAsync(host.data(), out.get(), out_bytes, stream.get())) ||
+            !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
+          return;
+        rows[mode].assign(host.begin(), host.end());
+        const double rel = RowsError(ctx, rows[mode], m, n, k, types[t], call);
+        RANK_EXPECT(ctx, std::isfinite(rel) && rel <= 8e-3,
+                    (mode == 0 ? "fused" : "split")
+                        << (fp8 ? " fp8" : " bf16") << " m " << m << ": relative L2 " << rel);
+      }
+      RANK_EXPECT(ctx, rows[0] == rows[1],
+                  (fp8 ? "fp8" : "bf16") << " m " << m << ": fused and split differ");
+      ++call;
+    }
+  }
+  for (auto& pair : ops)
+    for (xcclGemmRs_t op : pair)
+      if (op != nullptr) RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclSuccess, "destroy");
+}
+
+TEST_P(GpuGemmRsTest, SplitAndFusedMatchTheReference) { Run(BothModesBody); }
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuGemmRsTest, ::testing::ValuesIn(StandardGpuWorlds()),
+                         GpuWorldName);
+
+#endif  // XCCL_GEMM_REFERENCE_PATH
+
+}  // namespace
+}  // namespace xccl_test
