@@ -4,9 +4,12 @@
 // with an emulation (the reference plugin's partial product of every rank, reduced in rank order
 // in fp32 and rounded once, as xccl.h promises) byte for byte, and the result with a
 // double-precision sum of the decoded inputs within the rounding of the partials; fused and
-// split agree byte for byte. Also back-to-back calls with a held rank and alternating m, every
-// argument check with the communicator usable afterwards, and ranks that disagree at create.
+// split agree byte for byte. Also back-to-back calls with a held rank and alternating m, the
+// epoch wrap, two fake nodes, every argument check with the communicator usable afterwards, ranks
+// that disagree at create, and a rank killed mid-call named by every survivor.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <time.h>
 
 #include <chrono>
 #include <cmath>
@@ -22,6 +25,7 @@
 #include "common/float_formats.h"
 #include "fused/gemm_plugin_loader.h"
 #include "mp/rank_runner.h"
+#include "mp/test_params.h"
 #include "xccl_gemm.h"
 
 #ifndef XCCL_GEMM_REFERENCE_PATH
@@ -80,6 +84,9 @@ std::vector<uint8_t> Partial(const xccl::GemmPlugin& plugin, const Case& c, cons
   return partial;
 }
 
+void CheckRowsWithinRounding(RankContext& ctx, const Case& c, int64_t m, uint64_t call,
+                             const std::vector<uint8_t>& got);
+
 // Checks this rank's rows of one call: byte for byte against the emulation, and within the
 // partials' rounding of a double-precision sum of the decoded inputs.
 void CheckRows(RankContext& ctx, const xccl::GemmPlugin& plugin, const Case& c, int64_t m,
@@ -113,8 +120,17 @@ void CheckRows(RankContext& ctx, const xccl::GemmPlugin& plugin, const Case& c, 
                    << "the first at row " << first + first_wrong / c.n << " column "
                    << first_wrong % c.n << ": " << Value(c.out, got.data(), first_wrong) << " for "
                    << Value(c.out, expected.data(), first_wrong));
-  // Against the decoded inputs in double: every partial is rounded once to the output type, and
-  // the sum once more, so each element is within a few units of its last place.
+  CheckRowsWithinRounding(ctx, c, m, call, got);
+}
+
+// Against the decoded inputs in double: every partial is rounded once to the output type, and
+// the sum once more, so the rows are within a few units of their last place.
+void CheckRowsWithinRounding(RankContext& ctx, const Case& c, int64_t m, uint64_t call,
+                             const std::vector<uint8_t>& got) {
+  const std::string what = Describe(c, m, call);
+  const int64_t rows = m / ctx.nranks, first = ctx.rank * rows;
+  std::vector<GemmOperands> operands;
+  for (int s = 0; s < ctx.nranks; ++s) operands.push_back(MakeOperands(ctx.seed, s, call, c, m));
   double err2 = 0, ref2 = 0;
   const int64_t kb = (c.k + 127) / 128;
   for (int64_t i = 0; i < rows; ++i) {
@@ -315,6 +331,128 @@ TEST_P(GemmRsTest, BadArgumentsAreRefusedAndTheCommStaysUsable) {
     RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclSuccess, xcclGetLastError(ctx.comm));
     RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclInvalidArgument, "a second destroy was taken");
   });
+}
+
+// Every signal starts at 0xFFFFFFFE, so the first calls' reduce-scatters cross 2^32 (on a fresh
+// communicator: on a shared one an earlier test's calls would take the wrap).
+TEST_P(GemmRsTest, AcrossTheEpochWrap) {
+  RunOptions options;
+  options.before_init = WithEpochBase(0xFFFFFFFEu);
+  for (const auto& f : RunRanks(
+           std::get<0>(GetParam()), std::get<1>(GetParam()),
+           [](RankContext& ctx) {
+             std::unique_ptr<xccl::GemmPlugin> plugin = LoadReference(ctx);
+             if (!plugin) return;
+             for (const xcclGemmRsMode_t mode : {xcclGemmRsFused, xcclGemmRsSplit}) {
+               Case c;
+               c.mode = mode;
+               c.chunks = 3;
+               xcclGemmRs_t op = nullptr;
+               if (!Create(ctx, c, &op)) return;
+               for (uint64_t call = 0; call < 3; ++call) {
+                 std::vector<uint8_t> rows;
+                 if (!RunCall(ctx, op, c, 24 * ctx.nranks, 200 + call, &rows)) break;
+                 CheckRows(ctx, *plugin, c, 24 * ctx.nranks, 200 + call, rows);
+               }
+               RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclSuccess, xcclGetLastError(ctx.comm));
+             }
+           },
+           options))
+    ADD_FAILURE() << f;
+  RestoreParams();
+}
+
+// Across fake nodes the reduce-scatters take the host's path between nodes (node partials
+// first): the bytes are those of xccl.h's order across nodes, which the emulation (rank order
+// within the whole) need not give, so the check is the double sum alone plus fused == split.
+TEST(GemmRsAcrossNodes, TwoFakeNodesBothModesAgree) {
+  RunOptions options;
+  options.before_init = WithFakeNodes("2,2");
+  for (const auto& f : RunRanks(
+           RankMode::kProcesses, 4,
+           [](RankContext& ctx) {
+             Case c;
+             c.n = 64;
+             c.k = 48;
+             std::vector<uint8_t> by_mode[2];
+             for (const xcclGemmRsMode_t mode : {xcclGemmRsFused, xcclGemmRsSplit}) {
+               c.mode = mode;
+               xcclGemmRs_t op = nullptr;
+               if (!Create(ctx, c, &op)) return;
+               RunCall(ctx, op, c, 24 * ctx.nranks, 300, &by_mode[mode]);
+               RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclSuccess, xcclGetLastError(ctx.comm));
+             }
+             RANK_EXPECT(ctx, by_mode[0] == by_mode[1], "fused and split differ across nodes");
+             CheckRowsWithinRounding(ctx, c, 24 * ctx.nranks, 300, by_mode[1]);
+           },
+           options))
+    ADD_FAILURE() << f;
+  RestoreParams();
+}
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Three processes loop on fused calls; one SIGKILLs itself 30-90 ms in, inside a call. Every
+// survivor's call then fails naming it, within 5 s of the death (the deadline is 60 s: liveness
+// must find it).
+TEST(GemmRsKilledRank, EverySurvivorNamesTheVictim) {
+  constexpr int kWorld = 3;
+  const int victim = static_cast<int>(getpid()) % kWorld;
+  constexpr int kStampSlot = 2048;  // ctx.shared[kStampSlot]: when the victim died
+  const auto failures = RunRanks(
+      RankMode::kProcesses, kWorld,
+      [victim](RankContext& ctx) {
+        Case c;
+        c.n = 256;
+        c.k = 64;
+        c.m_max = 96 * ctx.nranks;
+        c.chunks = 4;
+        xcclGemmRs_t op = nullptr;
+        if (!Create(ctx, c, &op)) return;
+        const int64_t m = c.m_max;
+        const GemmOperands o = MakeOperands(ctx.seed, ctx.rank, 0, c, m);
+        std::vector<uint8_t> out(static_cast<size_t>(m / ctx.nranks * c.n) * 2);
+        if (ctx.rank == victim) {
+          const int delay_ms = 30 + static_cast<int>(ctx.seed % 60);
+          std::thread([&ctx, delay_ms] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+            __atomic_store_n(const_cast<uint64_t*>(ctx.shared + kStampSlot), MonotonicNs(),
+                             __ATOMIC_SEQ_CST);
+            raise(SIGKILL);
+          }).detach();
+        }
+        xcclResult_t result = xcclSuccess;
+        int calls = 0;
+        for (; calls < 100000 && result == xcclSuccess; ++calls)
+          result =
+              xcclGemmRsRun(op, o.a.data(), nullptr, o.b.data(), nullptr, m, out.data(), nullptr);
+        if (ctx.rank == victim) {
+          ctx.Fail("the victim outlived its kill (" + std::to_string(calls) + " calls)");
+          return;
+        }
+        const uint64_t returned = MonotonicNs();
+        const uint64_t died =
+            __atomic_load_n(const_cast<uint64_t*>(ctx.shared + kStampSlot), __ATOMIC_SEQ_CST);
+        const std::string message = xcclGetLastError(ctx.comm);
+        RANK_EXPECT(
+            ctx, result == xcclRemoteError || result == xcclTimeout,
+            "after " << calls << " calls: " << xcclGetErrorString(result) << ": " << message);
+        RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
+                    "the error does not name rank " << victim << ": " << message);
+        RANK_EXPECT(ctx, died != 0, "failed before the victim died: " << message);
+        if (died != 0)
+          RANK_EXPECT(ctx, (returned - died) * 1e-9 < 5.0,
+                      "took " << (returned - died) * 1e-9 << " s after the death to fail");
+        xcclGemmRsDestroy(op);
+        xcclCommAbort(ctx.comm);
+      },
+      KilledRankOptions(victim));
+  for (const auto& f : failures) ADD_FAILURE() << f;
+  RestoreParams();
 }
 
 std::string WorldName(const ::testing::TestParamInfo<std::tuple<RankMode, int>>& info) {
