@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/api_guard.h"
+#include "api/fused_create.h"
 #include "base/error.h"
 #include "fused/ag_gemm/ag_gemm_op.h"
 #include "fused/ag_gemm/ag_gemm_testing.h"
@@ -114,21 +115,8 @@ xcclResult_t xcclAgGemmCreateScaled(xcclComm_t comm, int64_t n, int64_t k, int64
     // that the other ranks fail at once too instead of waiting for this one.
     std::unique_ptr<GemmPlugin> gemm;
     Communicator::OperationGuard exclusive(impl);
-    auto local_steps = [&]() -> xcclResult_t {
-      XCCL_TRY(exclusive.Acquire("xcclAgGemmCreate"));
-      // Ops destroyed since the last create go now: no peer can pass this create's agreement,
-      // so none can be waiting for a later call of this rank while their memory is freed.
-      impl->ReleaseDeferred();
-      XCCL_TRY(impl->CheckHealthy("xcclAgGemmCreate"));
-      if (op == nullptr) return Fail(xcclInvalidArgument, "xcclAgGemmCreate: op is NULL");
-      if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0')
-        return Fail(xcclInvalidArgument,
-                    "xcclAgGemmCreate: pass a plugin name or a plugin struct, not both");
-      return plugin != nullptr ? GemmPlugin::FromStruct(plugin, &gemm)
-                               : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "",
-                                                  impl->params().gemm_plugin, &gemm);
-    };
-    const xcclResult_t local = local_steps();
+    const xcclResult_t local =
+        FusedCreateLocalSteps(impl, &exclusive, "xcclAgGemmCreate", op, plugin_name, plugin, &gemm);
     AgGemmOp::Shape shape;
     shape.n = n;
     shape.k = k;
@@ -137,10 +125,7 @@ xcclResult_t xcclAgGemmCreateScaled(xcclComm_t comm, int64_t n, int64_t k, int64
     shape.out_type = out_type;
     shape.mode = mode;
     shape.pinned_chunks = chunks;
-    // Default: what the inputs imply. Other values pass as given, for the shape check to judge.
-    shape.scales = scales == xcclAgGemmScalesDefault
-                       ? (in_type == xcclFloat8e4m3 ? xcclGemmScalePtpc : xcclGemmScaleNone)
-                       : static_cast<xcclGemmScaleMode_t>(scales);
+    shape.scales = ResolveScales(scales, in_type);
     auto handle = std::make_unique<xcclAgGemm>();
     handle->comm = comm;
     XCCL_TRY(AgGemmOp::Create(impl, shape, local, std::move(gemm), &handle->op));

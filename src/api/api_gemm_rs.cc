@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "api/api_guard.h"
+#include "api/fused_create.h"
 #include "base/error.h"
 #include "fused/gemm_rs/gemm_rs_op.h"
 #include "platform/runtime.h"
@@ -50,19 +51,8 @@ xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
     // Collective: a local failure is carried into the agreement every rank reaches.
     std::unique_ptr<GemmPlugin> gemm;
     Communicator::OperationGuard exclusive(impl);
-    auto local_steps = [&]() -> xcclResult_t {
-      XCCL_TRY(exclusive.Acquire("xcclGemmRsCreate"));
-      impl->ReleaseDeferred();  // no peer can be past this create's agreement
-      XCCL_TRY(impl->CheckHealthy("xcclGemmRsCreate"));
-      if (op == nullptr) return Fail(xcclInvalidArgument, "xcclGemmRsCreate: op is NULL");
-      if (plugin != nullptr && plugin_name != nullptr && *plugin_name != '\0')
-        return Fail(xcclInvalidArgument,
-                    "xcclGemmRsCreate: pass a plugin name or a plugin struct, not both");
-      return plugin != nullptr ? GemmPlugin::FromStruct(plugin, &gemm)
-                               : GemmPlugin::Load(plugin_name != nullptr ? plugin_name : "",
-                                                  impl->params().gemm_plugin, &gemm);
-    };
-    const xcclResult_t local = local_steps();
+    const xcclResult_t local =
+        FusedCreateLocalSteps(impl, &exclusive, "xcclGemmRsCreate", op, plugin_name, plugin, &gemm);
     GemmRsOp::Shape shape;
     shape.n = n;
     shape.k = k;
@@ -71,9 +61,7 @@ xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
     shape.out_type = out_type;
     shape.mode = mode;
     shape.pinned_chunks = chunks;
-    shape.scales = scales == xcclAgGemmScalesDefault
-                       ? (in_type == xcclFloat8e4m3 ? xcclGemmScalePtpc : xcclGemmScaleNone)
-                       : static_cast<xcclGemmScaleMode_t>(scales);
+    shape.scales = ResolveScales(scales, in_type);
     auto handle = std::make_unique<xcclGemmRs>();
     handle->comm = comm;
     XCCL_TRY(GemmRsOp::Create(impl, shape, local, std::move(gemm), &handle->op));

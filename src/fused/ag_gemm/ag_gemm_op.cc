@@ -21,16 +21,12 @@
 #include "fused/ag_gemm/chunk_rule.h"
 #include "fused/ag_gemm/gemm_schedule.h"
 #include "fused/ag_gemm/self_test_pattern.h"
+#include "fused/gemm_op_request.h"
 #include "platform/runtime.h"
 
 namespace xccl {
 
 namespace {
-
-bool IsInputType(xcclDataType_t t) {
-  return t == xcclBfloat16 || t == xcclFloat16 || t == xcclFloat8e4m3;
-}
-bool IsOutputType(xcclDataType_t t) { return t == xcclBfloat16 || t == xcclFloat16; }
 
 bool Aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
@@ -62,31 +58,8 @@ size_t AgGemmOp::in_size() const { return DataTypeSize(shape_.in_type); }
 size_t AgGemmOp::out_size() const { return DataTypeSize(shape_.out_type); }
 
 xcclResult_t AgGemmOp::CheckShape(const Communicator* comm, const Shape& shape) {
-  if (shape.n <= 0 || shape.n % 16 != 0)
-    return Fail(xcclInvalidArgument, "ag_gemm: n = %lld must be a positive multiple of 16",
-                static_cast<long long>(shape.n));
-  if (shape.k < 1 || shape.m_max < 1)
-    return Fail(xcclInvalidArgument, "ag_gemm: k = %lld and m_max = %lld must be at least 1",
-                static_cast<long long>(shape.k), static_cast<long long>(shape.m_max));
-  if (!IsInputType(shape.in_type) || !IsOutputType(shape.out_type))
-    return Fail(xcclInvalidArgument,
-                "ag_gemm: inputs must be bf16, fp16 or fp8 e4m3 and the output bf16 or fp16, "
-                "not %s -> %s",
-                DataTypeName(shape.in_type), DataTypeName(shape.out_type));
-  if (shape.scales != xcclGemmScaleNone && shape.scales != xcclGemmScalePtpc &&
-      shape.scales != xcclGemmScaleBlock128)
-    return Fail(xcclInvalidArgument,
-                "ag_gemm: scales %d are none of default (0), ptpc (1) and "
-                "block128 (2)",
-                static_cast<int>(shape.scales));
-  if ((shape.scales != xcclGemmScaleNone) != (shape.in_type == xcclFloat8e4m3))
-    return Fail(xcclInvalidArgument,
-                "ag_gemm: %s scales with %s inputs; fp8 e4m3 takes ptpc or block scales, bf16 "
-                "and fp16 none",
-                shape.scales == xcclGemmScaleBlock128 ? "block"
-                : shape.scales == xcclGemmScalePtpc   ? "per-token/channel"
-                                                      : "no",
-                DataTypeName(shape.in_type));
+  XCCL_TRY(CheckGemmShape("ag_gemm", shape.n, shape.k, shape.m_max, shape.in_type, shape.out_type,
+                          shape.scales));
   if (shape.mode != xcclAgGemmFused && shape.mode != xcclAgGemmSplit)
     return Fail(xcclInvalidArgument, "ag_gemm: mode %d is neither fused (0) nor split (1)",
                 static_cast<int>(shape.mode));

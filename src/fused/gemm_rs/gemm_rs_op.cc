@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "collectives/reduce/reduction.h"
 #include "collectives/reduce_scatter/reduce_scatter.h"
+#include "fused/gemm_op_request.h"
 #include "platform/runtime.h"
 
 namespace xccl {
@@ -15,11 +16,6 @@ namespace xccl {
 namespace {
 
 constexpr const char* kOp = "gemm_rs";
-
-bool IsInputType(xcclDataType_t t) {
-  return t == xcclBfloat16 || t == xcclFloat16 || t == xcclFloat8e4m3;
-}
-bool IsOutputType(xcclDataType_t t) { return t == xcclBfloat16 || t == xcclFloat16; }
 
 bool Aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
@@ -43,35 +39,13 @@ size_t GemmRsOp::in_size() const { return DataTypeSize(shape_.in_type); }
 size_t GemmRsOp::out_size() const { return DataTypeSize(shape_.out_type); }
 
 xcclResult_t GemmRsOp::CheckShape(const Communicator* comm, const Shape& shape) {
-  if (shape.n <= 0 || shape.n % 16 != 0)
-    return Fail(xcclInvalidArgument, "gemm_rs: n = %lld must be a positive multiple of 16",
-                static_cast<long long>(shape.n));
-  if (shape.k < 1 || shape.m_max < 1)
-    return Fail(xcclInvalidArgument, "gemm_rs: k = %lld and m_max = %lld must be at least 1",
-                static_cast<long long>(shape.k), static_cast<long long>(shape.m_max));
+  XCCL_TRY(CheckGemmShape(kOp, shape.n, shape.k, shape.m_max, shape.in_type, shape.out_type,
+                          shape.scales));
   if (shape.m_max % comm->nranks() != 0)
     return Fail(xcclInvalidArgument,
                 "gemm_rs: m_max = %lld is not a multiple of the %d ranks (each rank receives m / "
                 "nranks rows; m is never padded)",
                 static_cast<long long>(shape.m_max), comm->nranks());
-  if (!IsInputType(shape.in_type) || !IsOutputType(shape.out_type))
-    return Fail(xcclInvalidArgument,
-                "gemm_rs: inputs must be bf16, fp16 or fp8 e4m3 and the output bf16 or fp16, "
-                "not %s -> %s",
-                DataTypeName(shape.in_type), DataTypeName(shape.out_type));
-  if (shape.scales != xcclGemmScaleNone && shape.scales != xcclGemmScalePtpc &&
-      shape.scales != xcclGemmScaleBlock128)
-    return Fail(xcclInvalidArgument,
-                "gemm_rs: scales %d are none of default (0), ptpc (1) and block128 (2)",
-                static_cast<int>(shape.scales));
-  if ((shape.scales != xcclGemmScaleNone) != (shape.in_type == xcclFloat8e4m3))
-    return Fail(xcclInvalidArgument,
-                "gemm_rs: %s scales with %s inputs; fp8 e4m3 takes ptpc or block scales, bf16 "
-                "and fp16 none",
-                shape.scales == xcclGemmScaleBlock128 ? "block"
-                : shape.scales == xcclGemmScalePtpc   ? "per-token/channel"
-                                                      : "no",
-                DataTypeName(shape.in_type));
   if (shape.mode != xcclGemmRsFused && shape.mode != xcclGemmRsSplit)
     return Fail(xcclInvalidArgument, "gemm_rs: mode %d is neither fused (0) nor split (1)",
                 static_cast<int>(shape.mode));
