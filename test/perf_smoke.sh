@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The perf binaries on the host platform, small and quick, as the README's main job would run
 # them: each must exit 0, all_gather_perf must report 0 wrong values, barrier_perf a latency,
-# and ag_gemm_perf (bf16, and fp8 with block scales) a row whose largest relative error is within
-# bf16's rounding (5e-3).
+# and ag_gemm_perf and gemm_rs_perf (bf16, and fp8 with block scales) a row whose largest relative
+# error is within bf16's rounding (5e-3).
 # Usage: perf_smoke.sh <build>/perf
 set -uo pipefail
 perf=$1
@@ -36,6 +36,26 @@ out=$("$perf/ag_gemm_perf" -np 2 --m 512 --shapes 144x160 --dtype fp8-block --ro
 grep -q "fp8 e4m3 (blockscale 1x128 / 128x128)" <<<"$out" || fail "ag_gemm_perf fp8-block header: $out"
 ag_gemm_row "512 144 160"
 
+# gemm_rs_row "M N K": as ag_gemm_row, for gemm_rs_perf, whose every column but split-vendor
+# (fields 5 to 11: split-xccl, the four fused, gemm-only, rs-only) must have run.
+gemm_rs_row() {
+  local row l2
+  row=$(grep -E "^ +${1// / +} " <<<"$out")
+  [ -n "$row" ] || { fail "gemm_rs_perf printed no row $1: $out"; return; }
+  awk '{ for (i = 5; i <= 11; ++i) if ($i !~ /^[0-9.]+$/) exit 1 }' <<<"$row" ||
+    fail "gemm_rs_perf: a column did not run: $row"
+  l2=$(awk '{print $NF}' <<<"$row")
+  [[ $l2 =~ ^[0-9]+(\.[0-9]+)?e[-+][0-9]+$ ]] || fail "gemm_rs_perf relative error '$l2' is not a number: $row"
+  awk -v e="${l2:-1}" 'BEGIN { exit !(e + 0 <= 5e-3) }' || fail "gemm_rs_perf relative error $l2: $row"
+}
+out=$("$perf/gemm_rs_perf" -np 2 --m 256 --shapes 32x16 --rounds 1 2>&1) || fail "gemm_rs_perf exited $?"
+gemm_rs_row "256 32 16"
+# Block scales over two K blocks and two column blocks, as for ag_gemm_perf above.
+out=$("$perf/gemm_rs_perf" -np 2 --m 128 --shapes 144x160 --dtype fp8-block --rounds 1 -n 1 -w 0 \
+  2>&1) || fail "gemm_rs_perf --dtype fp8-block exited $?: $(tail -3 <<<"$out")"
+grep -q "fp8 e4m3 (blockscale 1x128 / 128x128)" <<<"$out" || fail "gemm_rs_perf fp8-block header: $out"
+gemm_rs_row "128 144 160"
+
 # Bad input ends the run at once with a non-zero status and a message naming it: a receive
 # buffer no machine can give (the run used to go on allocating and filling the send buffers
 # until a timeout), and ag_gemm_perf values with trailing junk or out of range.
@@ -65,6 +85,9 @@ refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --rounds 3abc
 refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --rounds 99999999999
 refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --shapes 16x16,32x32
 refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --shapes 15x16
+# gemm_rs_perf: an M not a multiple of the world size (3 ranks) is refused before any rank starts.
+refused 2 "$perf/gemm_rs_perf" -t 3 --m "64 96" --shapes 32x16
+refused 2 "$perf/gemm_rs_perf" -t 2 --m 256 --shapes 15x16
 
 [ $status -eq 0 ] && echo "perf smoke: OK"
 exit $status
