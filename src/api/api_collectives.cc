@@ -44,7 +44,8 @@ xcclResult_t xcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
     XCCL_TRY(impl->CheckHealthy("xcclReduceScatter"));
     XCCL_TRACE(kLogColl, "xcclReduceScatter rank %d send %p recv %p count %zu type %s op %d",
                impl->rank(), sendbuff, recvbuff, recvcount, DataTypeName(datatype), op);
-    return ReduceScatter(impl, sendbuff, recvbuff, recvcount, datatype, op, stream, recvcount);
+    return ReduceScatter(impl, "xcclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op,
+                         stream, recvcount);
   });
 }
 

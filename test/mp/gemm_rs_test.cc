@@ -443,6 +443,8 @@ TEST(GemmRsKilledRank, EverySurvivorNamesTheVictim) {
             "after " << calls << " calls: " << xcclGetErrorString(result) << ": " << message);
         RANK_EXPECT(ctx, message.find("rank " + std::to_string(victim)) != std::string::npos,
                     "the error does not name rank " << victim << ": " << message);
+        RANK_EXPECT(ctx, message.find("xcclGemmRsRun") != std::string::npos,
+                    "the error does not name the call the user made: " << message);
         RANK_EXPECT(ctx, died != 0, "failed before the victim died: " << message);
         if (died != 0)
           RANK_EXPECT(ctx, (returned - died) * 1e-9 < 5.0,

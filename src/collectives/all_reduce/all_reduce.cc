@@ -77,7 +77,7 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   // `recv` (its in-place layout when send == recv), and the all_gather in place spreads them.
   const size_t part = count / nranks;
   char* own = static_cast<char*>(recv) + comm->rank() * part * size;
-  XCCL_TRY(ReduceScatter(comm, send, own, part, datatype, op, stream, count));
+  XCCL_TRY(ReduceScatter(comm, kOpName, send, own, part, datatype, op, stream, count));
   XCCL_TRY(AllGather(comm, own, recv, part * size, stream));
   const size_t done = part * nranks;
   if (done == count) return xcclSuccess;

@@ -13,36 +13,31 @@
 
 namespace xccl {
 
-namespace {
-
-constexpr const char* kOpName = "xcclReduceScatter";
-
-}  // namespace
-
-xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, size_t count,
-                           int datatype, int op, xcclStream_t stream, uint64_t call_count) {
+xcclResult_t ReduceScatter(Communicator* comm, const char* op_name, const void* send, void* recv,
+                           size_t count, int datatype, int op, xcclStream_t stream,
+                           uint64_t call_count) {
   // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
   if (count == 0) return xcclSuccess;
   const size_t size = DataTypeSize(datatype);
   const size_t block = count * size;
-  if (comm->nranks() == 1) return CopyAlone(comm, kOpName, send, recv, block, stream);
-  XCCL_TRY(CheckReducible(kOpName, comm->nranks()));
+  if (comm->nranks() == 1) return CopyAlone(comm, op_name, send, recv, block, stream);
+  XCCL_TRY(CheckReducible(op_name, comm->nranks()));
   BuffersAsSeen buffers;
   bool reads = false;
   XCCL_TRY(
-      ReductionsReadPeers(comm, kOpName, send, block * comm->nranks(), recv, 0, &buffers, &reads));
+      ReductionsReadPeers(comm, op_name, send, block * comm->nranks(), recv, 0, &buffers, &reads));
   if (reads) {
     ReducedPart part;
     part.first_byte = comm->rank() * block;
     part.count = count;
-    return ReduceByReading(comm, kOpName, buffers, part, datatype, op, stream);
+    return ReduceByReading(comm, op_name, buffers, part, datatype, op, stream);
   }
   // The host across nodes: each node's partials first, each crossing the network once.
   if (comm->device_engine() == nullptr && comm->topology().node_count > 1)
-    return ReduceScatterAcrossNodes(comm, send, recv, count, datatype, op, call_count);
+    return ReduceScatterAcrossNodes(comm, op_name, send, recv, count, datatype, op, call_count);
   size_t step_count = 0;
-  XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
-  LaunchGate gate(comm, kOpName);
+  XCCL_TRY(RegionStepCount(comm, op_name, datatype, &step_count));
+  LaunchGate gate(comm, op_name);
   XCCL_TRY(gate.Enter(stream));
   const char* blocks = static_cast<const char*>(send);
   for (size_t first = 0; first < count; first += step_count) {
@@ -51,7 +46,7 @@ xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, siz
     step.piece_for = [&](int dst) { return blocks + dst * block + first * size; };
     step.out = static_cast<char*>(recv) + first * size;
     step.call_count = call_count;
-    XCCL_TRY(ReduceThroughRegion(comm, kOpName, datatype, op, step, stream));
+    XCCL_TRY(ReduceThroughRegion(comm, op_name, datatype, op, step, stream));
   }
   return gate.Leave();
 }

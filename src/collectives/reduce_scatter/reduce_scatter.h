@@ -13,8 +13,10 @@ namespace xccl {
 // steps of at most a piece per block (region_reduce.h): every rank puts its block dst's piece into
 // rank dst's region, and each rank reduces the pieces of its own block. Arguments were checked
 // (api/arg_check.h). `call_count`: the count the ranks' calls must agree on (the user's
-// recvcount, or the count of the all_reduce this is part of; region_reduce.h).
-xcclResult_t ReduceScatter(Communicator* comm, const void* send, void* recv, size_t count,
-                           int datatype, int op, xcclStream_t stream, uint64_t call_count);
+// recvcount, or the count of the all_reduce this is part of; region_reduce.h). `op_name`: the
+// call the user made (xcclReduceScatter, xcclAllReduce, xcclGemmRsRun), which failures name.
+xcclResult_t ReduceScatter(Communicator* comm, const char* op_name, const void* send, void* recv,
+                           size_t count, int datatype, int op, xcclStream_t stream,
+                           uint64_t call_count);
 
 }  // namespace xccl

@@ -18,7 +18,6 @@ namespace xccl {
 
 namespace {
 
-constexpr const char* kOpName = "xcclReduceScatter";
 // Each put opens with the call's count, as region_reduce.cc's do, so that ranks that passed
 // different counts fail at the first step; 64 bytes keep the data aligned.
 constexpr size_t kHeaderBytes = 64;
@@ -163,8 +162,9 @@ class Step {
 
 }  // namespace
 
-xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const void* send, void* recv,
-                                      size_t count, int datatype, int op, uint64_t call_count) {
+xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const char* op_name, const void* send,
+                                      void* recv, size_t count, int datatype, int op,
+                                      uint64_t call_count) {
   const PartialPlan plan = PlanPartials(comm->topology());
   const Inboxes inboxes = PlanInboxes(comm);
   SlotRange arrivals;
@@ -179,7 +179,7 @@ xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const void* send, void
     return Fail(xcclInvalidUsage,
                 "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES), too few for "
                 "one element of each of %zu blocks",
-                kOpName, inboxes.piece_limit, plan.most_owned);
+                op_name, inboxes.piece_limit, plan.most_owned);
   const Call call{static_cast<const char*>(send),
                   static_cast<char*>(recv),
                   count * DataTypeSize(datatype),
@@ -198,7 +198,7 @@ xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const void* send, void
   for (size_t first = 0; first < count; first += step_count) {
     PlatformFailure failure;
     if (step.Run(first, std::min(step_count, count - first), &failure) != xcclSuccess)
-      return comm->RecordFailure(kOpName, failure);
+      return comm->RecordFailure(op_name, failure);
   }
   return Barrier(comm, nullptr);
 }

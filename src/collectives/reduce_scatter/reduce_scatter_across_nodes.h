@@ -15,7 +15,8 @@
 namespace xccl {
 
 // Arguments were checked; `call_count` as RegionReduceStep's (the count every rank passed).
-xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const void* send, void* recv,
-                                      size_t count, int datatype, int op, uint64_t call_count);
+xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const char* op_name, const void* send,
+                                      void* recv, size_t count, int datatype, int op,
+                                      uint64_t call_count);
 
 }  // namespace xccl

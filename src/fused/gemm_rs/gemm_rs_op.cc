@@ -16,6 +16,7 @@ namespace xccl {
 namespace {
 
 constexpr const char* kOp = "gemm_rs";
+constexpr const char* kRunName = "xcclGemmRsRun";  // what a failed call's message names
 
 bool Aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
@@ -205,8 +206,8 @@ xcclResult_t GemmRsOp::RunSplit(const xcclGemmProblem& whole, const void* a, con
                                 int64_t m, void* out, xcclStream_t stream) {
   XCCL_TRY(GemmRows(whole, a, a_scale, 0, m, partials_, 0, stream));
   const size_t block = static_cast<size_t>(m / comm_->nranks()) * static_cast<size_t>(shape_.n);
-  return ReduceScatter(comm_, partials_, out, block, shape_.out_type, static_cast<int>(RedOp::kSum),
-                       stream, block);
+  return ReduceScatter(comm_, kRunName, partials_, out, block, shape_.out_type,
+                       static_cast<int>(RedOp::kSum), stream, block);
 }
 
 xcclResult_t GemmRsOp::RunFused(const xcclGemmProblem& whole, const void* a, const float* a_scale,
@@ -228,7 +229,7 @@ xcclResult_t GemmRsOp::RunFused(const xcclGemmProblem& whole, const void* a, con
     }
     // The caller's stream waits for this chunk's GEMMs only; the next chunk's follow on the side.
     if (compute == 1) XCCL_TRY(gemm_.Join(stream));
-    XCCL_TRY(ReduceScatter(comm_, region,
+    XCCL_TRY(ReduceScatter(comm_, kRunName, region,
                            static_cast<char*>(out) + chunk.first_row * n * out_size(), piece,
                            shape_.out_type, static_cast<int>(RedOp::kSum), stream, piece));
     region += nranks * piece * out_size();
