@@ -1,8 +1,10 @@
 // gemm_rs on a GPU platform with the reference plugin's kernel: bf16 and fp8 ptpc, split and
 // fused (the fused GEMMs on the side stream beside each chunk's reduce-scatter), on fresh
 // operands against a double-precision sum of the decoded inputs, fused equal to split byte for
-// byte, twice per op with m alternating, on every world of the gpu suite.
+// byte, twice per op with m alternating; and a fused call captured in a graph, replayed with fresh
+// A each time while a rank lags; on every world of the gpu suite.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -102,6 +104,83 @@ void BothModesBody(RankContext& ctx) {
 }
 
 TEST_P(GpuGemmRsTest, SplitAndFusedMatchTheReference) { Run(BothModesBody); }
+
+// One fused call captured after an ordinary one (so at another epoch), then replayed with fresh
+// A copied in before each replay; a different rank lags on the host before each. Every replay's
+// rows against the double sum of that replay's operands.
+void GraphReplayBody(RankContext& ctx) {
+  constexpr int kReplays = 6;
+  constexpr int kGraphSlot = 16;  // ctx.shared: the capture's host barrier
+  Stream stream;
+  if (!stream.Create(ctx) || !WarmUpDelay(ctx, stream)) return;
+  const int64_t n = 64, k = 96, m = 64 * ctx.nranks;
+  xcclGemmRs_t op = nullptr;
+  if (!XCCL_OK(ctx, xcclGemmRsCreate(ctx.comm, n, k, m, xcclBfloat16, xcclBfloat16,
+                                     xcclAgGemmScalesDefault, xcclGemmRsFused, 2,
+                                     XCCL_GEMM_REFERENCE_PATH, nullptr, &op)))
+    return;
+  const size_t a_bytes = static_cast<size_t>(m * k) * 2,
+               out_bytes = static_cast<size_t>(m / ctx.nranks * n) * 2;
+  // Call c's operands: B is call 0's for every call (the graph reads the same B).
+  const GemmOperands first = MakeAgGemmOperands(ctx.seed, ctx.rank, 0, m, n, k, xcclBfloat16);
+  HostBytes a_host(a_bytes * kReplays), out_host(out_bytes * kReplays);
+  for (int i = 0; i < kReplays; ++i) {
+    const GemmOperands o = MakeAgGemmOperands(ctx.seed, ctx.rank, 10 + i, m, n, k, xcclBfloat16);
+    std::memcpy(a_host.data() + i * a_bytes, o.a.data(), a_bytes);
+  }
+  DeviceBuffer a, b, out;
+  if (!ToDevice(ctx, stream, first.a.data(), a_bytes, &a) ||
+      !ToDevice(ctx, stream, first.b.data(), first.b.size(), &b) || !out.Allocate(ctx, out_bytes))
+    return;
+  auto call = [&] {
+    return XCCL_OK(
+        ctx, xcclGemmRsRun(op, a.get(), nullptr, b.get(), nullptr, m, out.get(), stream.xccl()));
+  };
+  if (!call() || !GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) return;
+  {
+    CapturedGraph graph;
+    if (!graph.Capture(ctx, stream, kGraphSlot, call)) return;
+    for (int i = 0; i < kReplays; ++i) {
+      if (i % ctx.nranks == ctx.rank) usleep(300);
+      if (!GPU_OK(ctx, gpu::MemsetAsync(out.get(), 0xFF, out_bytes, stream.get())) ||
+          !GPU_OK(ctx,
+                  gpu::MemcpyAsync(a.get(), a_host.data() + i * a_bytes, a_bytes, stream.get())) ||
+          !GPU_OK(ctx, gpu::GraphLaunch(graph.exec(), stream.get())) ||
+          !GPU_OK(ctx, gpu::MemcpyAsync(out_host.data() + i * out_bytes, out.get(), out_bytes,
+                                        stream.get())))
+        break;
+    }
+    if (!GPU_OK(ctx, gpu::StreamSynchronize(stream.get()))) return;
+  }
+  for (int i = 0; i < kReplays && ctx.failures.empty(); ++i) {
+    // The reference with each rank's replay-i A and call-0 B.
+    std::vector<unsigned char> rows(out_host.data() + i * out_bytes,
+                                    out_host.data() + (i + 1) * out_bytes);
+    const int64_t mine = m / ctx.nranks, first_row = ctx.rank * mine;
+    std::vector<double> want(static_cast<size_t>(mine * n), 0.0);
+    for (int s = 0; s < ctx.nranks; ++s) {
+      const GemmOperands o = MakeAgGemmOperands(ctx.seed, s, 10 + i, m, n, k, xcclBfloat16);
+      const GemmOperands o0 = MakeAgGemmOperands(ctx.seed, s, 0, m, n, k, xcclBfloat16);
+      for (int64_t r = 0; r < mine; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t q = 0; q < k; ++q)
+            want[r * n + j] += Value(xcclBfloat16, o.a.data(), (first_row + r) * k + q) *
+                               Value(xcclBfloat16, o0.b.data(), j * k + q);
+    }
+    double err2 = 0, ref2 = 0;
+    for (size_t e = 0; e < want.size(); ++e) {
+      const double got = Value(xcclBfloat16, rows.data(), static_cast<int64_t>(e));
+      err2 += (got - want[e]) * (got - want[e]);
+      ref2 += want[e] * want[e];
+    }
+    const double rel = std::sqrt(err2 / (ref2 > 0 ? ref2 : 1));
+    RANK_EXPECT(ctx, std::isfinite(rel) && rel <= 8e-3,
+                "replay " << i << ": relative L2 " << rel << " (a stale or unwritten replay)");
+  }
+  RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclSuccess, "destroy");
+}
+
+TEST_P(GpuGemmRsTest, FusedCapturedGraphReplayedWithFreshA) { Run(GraphReplayBody); }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuGemmRsTest, ::testing::ValuesIn(StandardGpuWorlds()),
                          GpuWorldName);
