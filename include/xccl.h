@@ -434,6 +434,12 @@ xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
  * detected on the host platform only, as for xcclReduceScatter). */
 xcclResult_t xcclGemmRsRun(xcclGemmRs_t op, const void* a, const float* a_scale, const void* b,
                            const float* b_scale, int64_t m, void* out, xcclStream_t stream);
+/* Collective check of the exchange for m rows: every rank's partial products hold a known
+ * pattern (-1, 0, 1), they are reduce-scattered as a run of m rows does, every rank checks its
+ * rows, all meet in a barrier, and only then does a rank with wrong rows fail (xcclInternalError
+ * naming the count of wrong elements, the first one's row and column, its bits and the expected
+ * ones). It synchronises the stream (not capturable). */
+xcclResult_t xcclGemmRsSelfTest(xcclGemmRs_t op, int64_t m, xcclStream_t stream);
 /* Frees the op (as xcclAgGemmDestroy: before or after its communicator's end). */
 xcclResult_t xcclGemmRsDestroy(xcclGemmRs_t op);
 

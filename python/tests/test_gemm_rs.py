@@ -58,6 +58,7 @@ def run_format(comm, fmt, seed):
     for mode in ("fused", "split"):
         with xccl.GemmRsOp(comm, N, K, 24 * comm.size, dtype, scale=scale, mode=mode,
                            plugin="reference") as op:
+            op.self_test()
             for round_, per_rank in enumerate((8, 24)):
                 m = per_rank * comm.size
                 want = np.zeros((m, N))
@@ -116,6 +117,8 @@ def check_arguments(comm):
             op(a, b, a_scale=np.ones(8 * comm.size, np.float32))
         with pytest.raises(ValueError, match="shape"):
             op(a, b, out=np.zeros((1, N), np.uint16))
+        with pytest.raises(xccl.XcclError, match="multiple of"):
+            op.self_test(8 * comm.size + 1)
         got = op(a, b)  # still usable
         assert got.shape == (8, N)
     with pytest.raises(ValueError, match="destroyed"):

@@ -100,6 +100,7 @@ _SIGNATURES = [
      [_vp, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, _vp, _vpp]),
     ("xcclGemmRsRun", ctypes.c_int, [_vp, _vp, _vp, _vp, _vp, ctypes.c_int64, _vp, _vp]),
+    ("xcclGemmRsSelfTest", ctypes.c_int, [_vp, ctypes.c_int64, _vp]),
     ("xcclGemmRsDestroy", ctypes.c_int, [_vp]),
 ]
 

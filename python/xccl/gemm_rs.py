@@ -80,6 +80,17 @@ class GemmRsOp:
         self.destroy()
         return False
 
+    def self_test(self, m=None, stream=None):
+        """The collective check of the exchange for m rows (default m_max); raises XcclError
+        naming this rank's first wrong element."""
+        m = self.m_max if m is None else m
+        if not isinstance(m, int) or isinstance(m, bool):
+            raise TypeError(f"xccl: m must be an int, not {type(m).__name__}")
+        if self._closed:
+            raise ValueError("xccl: self_test on a GemmRsOp already destroyed")
+        handle_stream = _streams.resolve(stream, platform, (), self.comm.device)
+        check("xcclGemmRsSelfTest", lib.xcclGemmRsSelfTest(self._handle, m, handle_stream))
+
     def _operand(self, x, what, shape, dtype, writable=False):
         info = self.comm.check_tensor(x, what, writable=writable)
         if info.shape != tuple(shape):

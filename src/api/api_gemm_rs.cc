@@ -8,6 +8,7 @@
 #include "api/fused_create.h"
 #include "base/error.h"
 #include "fused/gemm_rs/gemm_rs_op.h"
+#include "fused/gemm_rs/gemm_rs_testing.h"
 #include "platform/runtime.h"
 #include "xccl_gemm.h"
 
@@ -35,7 +36,33 @@ xcclComm_t CommOf(xcclGemmRs_t handle) {
   return handle != nullptr && handle->magic == xcclGemmRs::kMagic ? handle->comm : nullptr;
 }
 
+// The op of a live handle on a live, healthy communicator, under the communicator's call guard
+// (held by `exclusive` for the caller's scope), so that a destroy on another thread cannot free it
+// meanwhile.
+xcclResult_t ResolveOpExclusive(xcclGemmRs_t handle, const char* function,
+                                std::optional<Communicator::OperationGuard>* exclusive,
+                                GemmRsOp** op) {
+  XCCL_TRY(CheckHandle(handle, function));
+  Communicator* comm = nullptr;
+  XCCL_TRY(ResolveComm(handle->comm, function, &comm));
+  exclusive->emplace(comm);
+  XCCL_TRY((*exclusive)->Acquire(function));
+  if (handle->released.load() || !handle->op)
+    return Fail(xcclInvalidArgument, "%s: the op was destroyed", function);
+  XCCL_TRY(comm->CheckHealthy(function));
+  *op = handle->op.get();
+  return xcclSuccess;
+}
+
 }  // namespace
+
+xcclResult_t xccl::CorruptGemmRsPartialForTesting(xcclGemmRs_t op) {
+  std::optional<Communicator::OperationGuard> exclusive;
+  GemmRsOp* impl = nullptr;
+  XCCL_TRY(ResolveOpExclusive(op, "CorruptGemmRsPartialForTesting", &exclusive, &impl));
+  impl->CorruptPartialForTesting();
+  return xcclSuccess;
+}
 
 extern "C" {
 
@@ -73,16 +100,19 @@ xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
 xcclResult_t xcclGemmRsRun(xcclGemmRs_t op, const void* a, const float* a_scale, const void* b,
                            const float* b_scale, int64_t m, void* out, xcclStream_t stream) {
   return GuardedCall("xcclGemmRsRun", CommOf(op), [&]() -> xcclResult_t {
-    XCCL_TRY(CheckHandle(op, "xcclGemmRsRun"));
-    Communicator* comm = nullptr;
-    XCCL_TRY(ResolveComm(op->comm, "xcclGemmRsRun", &comm));
-    // Under the call guard, so that a destroy on another thread cannot free the op meanwhile.
-    Communicator::OperationGuard exclusive(comm);
-    XCCL_TRY(exclusive.Acquire("xcclGemmRsRun"));
-    if (op->released.load() || !op->op)
-      return Fail(xcclInvalidArgument, "xcclGemmRsRun: the op was destroyed");
-    XCCL_TRY(comm->CheckHealthy("xcclGemmRsRun"));
-    return op->op->Run(a, a_scale, b, b_scale, m, out, stream);
+    std::optional<Communicator::OperationGuard> exclusive;
+    GemmRsOp* impl = nullptr;
+    XCCL_TRY(ResolveOpExclusive(op, "xcclGemmRsRun", &exclusive, &impl));
+    return impl->Run(a, a_scale, b, b_scale, m, out, stream);
+  });
+}
+
+xcclResult_t xcclGemmRsSelfTest(xcclGemmRs_t op, int64_t m, xcclStream_t stream) {
+  return GuardedCall("xcclGemmRsSelfTest", CommOf(op), [&]() -> xcclResult_t {
+    std::optional<Communicator::OperationGuard> exclusive;
+    GemmRsOp* impl = nullptr;
+    XCCL_TRY(ResolveOpExclusive(op, "xcclGemmRsSelfTest", &exclusive, &impl));
+    return impl->SelfTest(m, stream);
   });
 }
 

@@ -6,7 +6,8 @@
 // double-precision sum of the decoded inputs within the rounding of the partials; fused and
 // split agree byte for byte. Also back-to-back calls with a held rank and alternating m, the
 // epoch wrap, two fake nodes, every argument check with the communicator usable afterwards, ranks
-// that disagree at create, and a rank killed mid-call named by every survivor.
+// that disagree at create, a rank killed mid-call named by every survivor, and the self test
+// (passing, and failing on the rank whose rows a peer's corrupted partial reaches).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <time.h>
@@ -24,6 +25,7 @@
 #include "collectives/reduce/reduction.h"
 #include "common/float_formats.h"
 #include "fused/gemm_plugin_loader.h"
+#include "fused/gemm_rs/gemm_rs_testing.h"
 #include "mp/rank_runner.h"
 #include "mp/test_params.h"
 #include "xccl_gemm.h"
@@ -455,6 +457,49 @@ TEST(GemmRsKilledRank, EverySurvivorNamesTheVictim) {
       KilledRankOptions(victim));
   for (const auto& f : failures) ADD_FAILURE() << f;
   RestoreParams();
+}
+
+// The self test passes in both modes and several m; then rank 0 damages its partial for rank 1:
+// rank 1's self test fails naming the element (row 1 x block rows, column 0), every other rank's
+// passes, and the op still runs checked calls afterwards.
+TEST_P(GemmRsTest, SelfTestPassesAndFindsACorruptedPartial) {
+  Run([](RankContext& ctx) {
+    std::unique_ptr<xccl::GemmPlugin> plugin = LoadReference(ctx);
+    if (!plugin) return;
+    for (const xcclGemmRsMode_t mode : {xcclGemmRsFused, xcclGemmRsSplit}) {
+      Case c;
+      c.mode = mode;
+      c.chunks = 3;
+      xcclGemmRs_t op = nullptr;
+      if (!Create(ctx, c, &op)) return;
+      for (const int64_t m : {int64_t{24} * ctx.nranks, int64_t{5} * ctx.nranks})
+        RANK_EXPECT(ctx, xcclGemmRsSelfTest(op, m, nullptr) == xcclSuccess,
+                    ModeText(mode) << " self test, m " << m << ": " << xcclGetLastError(ctx.comm));
+      RANK_EXPECT(ctx, xcclGemmRsSelfTest(op, 24 * ctx.nranks + 1, nullptr) == xcclInvalidArgument,
+                  "a self test of m not a multiple of the ranks was taken");
+      if (ctx.nranks > 1) {
+        if (ctx.rank == 0)
+          RANK_EXPECT(ctx, xccl::CorruptGemmRsPartialForTesting(op) == xcclSuccess, "corrupt");
+        const xcclResult_t r = xcclGemmRsSelfTest(op, 24 * ctx.nranks, nullptr);
+        const std::string message = xcclGetLastError(ctx.comm);
+        if (ctx.rank == 1) {
+          RANK_EXPECT(ctx, r == xcclInternalError,
+                      "the corrupted self test: " << xcclGetErrorString(r) << ": " << message);
+          RANK_EXPECT(ctx,
+                      message.find("1 of") != std::string::npos &&
+                          message.find("row 24 column 0") != std::string::npos,
+                      "the message does not name the one wrong element: " << message);
+        } else {
+          RANK_EXPECT(ctx, r == xcclSuccess,
+                      "rank " << ctx.rank << "'s rows were not damaged: " << message);
+        }
+      }
+      std::vector<uint8_t> rows;
+      if (RunCall(ctx, op, c, 24 * ctx.nranks, 500 + mode, &rows))
+        CheckRows(ctx, *plugin, c, 24 * ctx.nranks, 500 + mode, rows);
+      RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclSuccess, xcclGetLastError(ctx.comm));
+    }
+  });
 }
 
 std::string WorldName(const ::testing::TestParamInfo<std::tuple<RankMode, int>>& info) {

@@ -1,5 +1,6 @@
 #include "fused/gemm_rs/gemm_rs_op.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -16,7 +17,10 @@ namespace xccl {
 namespace {
 
 constexpr const char* kOp = "gemm_rs";
-constexpr const char* kRunName = "xcclGemmRsRun";  // what a failed call's message names
+constexpr const char* kRunName = "xcclGemmRsRun";
+// The self test's host staging: a fixed size, so that an op of any m_max holds little pinned
+// memory; the pattern goes through it a piece at a time.
+constexpr size_t kSelfTestStagingBytes = size_t{4} << 20;  // what a failed call's message names
 
 bool Aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
@@ -32,6 +36,8 @@ bool SideStreamHelps(const Communicator& comm) {
 
 GemmRsOp::~GemmRsOp() {
   gemm_.Close();
+  FreeStaging(staging_);
+  FreeOpBuffer(device_, self_test_rows_);
   FreeOpBuffer(device_, scale_tiles_);
   FreeOpBuffer(device_, partials_);
 }
@@ -96,6 +102,9 @@ xcclResult_t GemmRsOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin) {
                 "gemm_rs: C of %lld x %lld elements does not fit in memory's address range",
                 static_cast<long long>(shape_.m_max), static_cast<long long>(shape_.n));
   XCCL_TRY(AllocateOpBuffer(device_, partial_bytes, &partials_));
+  XCCL_TRY(AllocateOpBuffer(device_, partial_bytes / comm_->nranks(), &self_test_rows_));
+  staging_bytes_ = std::min(kSelfTestStagingBytes, partial_bytes);
+  XCCL_TRY(AllocateStaging(staging_bytes_, &staging_));
   if (block_scales())
     XCCL_TRY(AllocateOpBuffer(
         device_, static_cast<size_t>(shape_.m_max * k_blocks()) * sizeof(float), &scale_tiles_));
@@ -202,33 +211,20 @@ xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, con
   return xcclSuccess;
 }
 
-xcclResult_t GemmRsOp::RunSplit(const xcclGemmProblem& whole, const void* a, const float* a_scale,
-                                int64_t m, void* out, xcclStream_t stream) {
-  XCCL_TRY(GemmRows(whole, a, a_scale, 0, m, partials_, 0, stream));
-  const size_t block = static_cast<size_t>(m / comm_->nranks()) * static_cast<size_t>(shape_.n);
-  return ReduceScatter(comm_, kRunName, partials_, out, block, shape_.out_type,
-                       static_cast<int>(RedOp::kSum), stream, block);
+std::vector<GemmRsChunk> GemmRsOp::ChunksOf(int64_t m) const {
+  const int64_t block_rows = m / comm_->nranks();
+  if (shape_.mode == xcclGemmRsSplit || comm_->nranks() == 1) return {GemmRsChunk{0, block_rows}};
+  return GemmRsChunks(block_rows, shape_.pinned_chunks);
 }
 
-xcclResult_t GemmRsOp::RunFused(const xcclGemmProblem& whole, const void* a, const float* a_scale,
-                                int64_t m, void* out, xcclStream_t stream) {
-  const int nranks = comm_->nranks(), rank = comm_->rank();
-  const int64_t block_rows = m / nranks;
+xcclResult_t GemmRsOp::ReduceChunks(int64_t m, void* out, xcclStream_t stream,
+                                    const ChunkFill& compute) {
+  const int nranks = comm_->nranks();
   const size_t n = static_cast<size_t>(shape_.n);
-  const int compute = gemm_.two_streams() ? 1 : 0;
-  // The side stream starts after the caller's work so far: the last call's reduce-scatters have
-  // read the partials it overwrites (and every peer has, ReduceScatter closes so).
-  if (compute == 1) XCCL_TRY(gemm_.Fork(stream));
   char* region = static_cast<char*>(partials_);
-  for (const GemmRsChunk& chunk : GemmRsChunks(block_rows, shape_.pinned_chunks)) {
+  for (const GemmRsChunk& chunk : ChunksOf(m)) {
     const size_t piece = static_cast<size_t>(chunk.rows) * n;
-    for (int position = 0; position < nranks; ++position) {
-      const int owner = GemmRsOwnerAt(rank, nranks, position);
-      XCCL_TRY(GemmRows(whole, a, a_scale, owner * block_rows + chunk.first_row, chunk.rows,
-                        region + owner * piece * out_size(), compute, stream));
-    }
-    // The caller's stream waits for this chunk's GEMMs only; the next chunk's follow on the side.
-    if (compute == 1) XCCL_TRY(gemm_.Join(stream));
+    XCCL_TRY(compute(chunk, region));
     XCCL_TRY(ReduceScatter(comm_, kRunName, region,
                            static_cast<char*>(out) + chunk.first_row * n * out_size(), piece,
                            shape_.out_type, static_cast<int>(RedOp::kSum), stream, piece));
@@ -237,14 +233,40 @@ xcclResult_t GemmRsOp::RunFused(const xcclGemmProblem& whole, const void* a, con
   return xcclSuccess;
 }
 
+xcclResult_t GemmRsOp::RunSplit(const xcclGemmProblem& whole, const void* a, const float* a_scale,
+                                int64_t m, void* out, xcclStream_t stream) {
+  return ReduceChunks(m, out, stream, [&](const GemmRsChunk&, char* region) {
+    return GemmRows(whole, a, a_scale, 0, m, region, 0, stream);
+  });
+}
+
+xcclResult_t GemmRsOp::RunFused(const xcclGemmProblem& whole, const void* a, const float* a_scale,
+                                int64_t m, void* out, xcclStream_t stream) {
+  const int nranks = comm_->nranks(), rank = comm_->rank();
+  const int64_t block_rows = m / nranks;
+  const int compute = gemm_.two_streams() ? 1 : 0;
+  // The side stream starts after the caller's work so far: the last call's reduce-scatters have
+  // read the partials it overwrites (and every peer has, ReduceScatter closes so).
+  if (compute == 1) XCCL_TRY(gemm_.Fork(stream));
+  return ReduceChunks(m, out, stream, [&](const GemmRsChunk& chunk, char* region) {
+    const size_t piece = static_cast<size_t>(chunk.rows) * static_cast<size_t>(shape_.n);
+    for (int position = 0; position < nranks; ++position) {
+      const int owner = GemmRsOwnerAt(rank, nranks, position);
+      XCCL_TRY(GemmRows(whole, a, a_scale, owner * block_rows + chunk.first_row, chunk.rows,
+                        region + owner * piece * out_size(), compute, stream));
+    }
+    // The caller's stream waits for this chunk's GEMMs only; the next chunk's follow on the side.
+    return compute == 1 ? gemm_.Join(stream) : xcclSuccess;
+  });
+}
+
 xcclResult_t GemmRsOp::Run(const void* a, const float* a_scale, const void* b, const float* b_scale,
                            int64_t m, void* out, xcclStream_t stream) {
   XCCL_TRY(CheckRun(a, a_scale, b, b_scale, m, out));
   if (m == 0) return xcclSuccess;  // no rank takes part
   const xcclGemmProblem whole = ProblemOf(m, b, b_scale);
-  return shape_.mode == xcclGemmRsSplit || comm_->nranks() == 1
-             ? RunSplit(whole, a, a_scale, m, out, stream)
-             : RunFused(whole, a, a_scale, m, out, stream);
+  return shape_.mode == xcclGemmRsSplit ? RunSplit(whole, a, a_scale, m, out, stream)
+                                        : RunFused(whole, a, a_scale, m, out, stream);
 }
 
 }  // namespace xccl

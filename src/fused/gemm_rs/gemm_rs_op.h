@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "fused/gemm_plugin_loader.h"
@@ -42,6 +44,12 @@ class GemmRsOp {
 
   xcclResult_t Run(const void* a, const float* a_scale, const void* b, const float* b_scale,
                    int64_t m, void* out, xcclStream_t stream);
+  // Collective check of the exchange for m rows (gemm_rs_self_test.cc): every rank's partials
+  // hold a known pattern, they are reduce-scattered as a run does, every rank checks its rows,
+  // all meet in a barrier, and only then does a rank with wrong rows fail (xcclInternalError).
+  xcclResult_t SelfTest(int64_t m, xcclStream_t stream);
+  // Tests: the next self test damages one element of this rank's partial for the next rank.
+  void CorruptPartialForTesting() { corrupt_next_self_test_ = true; }
 
  private:
   GemmRsOp() = default;
@@ -63,6 +71,22 @@ class GemmRsOp {
   xcclResult_t GemmRows(const xcclGemmProblem& whole, const void* a, const float* a_scale,
                         int64_t first_row, int64_t rows, void* c, int compute_stream,
                         xcclStream_t stream);
+  // The chunks of a call of m rows: one for split mode (or world 1), GemmRsChunks for fused.
+  std::vector<GemmRsChunk> ChunksOf(int64_t m) const;
+  // For each chunk: compute(chunk, region) fills the chunk's partials (region: its [owner][rows]
+  // [n] in the partials buffer), then the chunk's ReduceScatter into its rows of `out`.
+  using ChunkFill = std::function<xcclResult_t(const GemmRsChunk&, char*)>;
+  xcclResult_t ReduceChunks(int64_t m, void* out, xcclStream_t stream, const ChunkFill& compute);
+  // The self test's pattern: rank `rank`'s partial at global row `row`, column `col` (-1, 0, 1,
+  // exact in both output types), and its bits in the output type.
+  static int PatternValue(int rank, int64_t row, int64_t col);
+  uint16_t OutputBits(float value) const;
+  // Copies host bytes into (or out of) op memory through the staging, a piece at a time.
+  xcclResult_t Upload(char* device,
+                      const std::function<void(char*, size_t offset, size_t bytes)>& fill,
+                      size_t bytes, xcclStream_t stream);
+  xcclResult_t Download(const char* device, size_t bytes, std::vector<char>* host,
+                        xcclStream_t stream);
   xcclResult_t RunSplit(const xcclGemmProblem& whole, const void* a, const float* a_scale,
                         int64_t m, void* out, xcclStream_t stream);
   xcclResult_t RunFused(const xcclGemmProblem& whole, const void* a, const float* a_scale,
@@ -74,6 +98,13 @@ class GemmRsOp {
   int device_ = 0;
   void* partials_ = nullptr;     // [m_max][n] of out_type, chunk-major (gemm_rs_plan.h)
   void* scale_tiles_ = nullptr;  // block scales: [m_max][KB] floats, one packed tile per call
+  // The self test's rows ([m_max / nranks][n]) and host staging (pinned on GPUs), made at create:
+  // allocating either inside a call could wait for the whole device while a peer sharing it
+  // waits for this rank.
+  void* self_test_rows_ = nullptr;
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+  bool corrupt_next_self_test_ = false;
 };
 
 }  // namespace xccl

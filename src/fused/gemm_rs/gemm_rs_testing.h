@@ -1,0 +1,12 @@
+// Hooks for tests only (not part of the C API): reach into a gemm_rs op behind its handle.
+#pragma once
+
+#include "xccl.h"
+
+namespace xccl {
+
+// The op's next self test damages one element of this rank's partial for the next rank, after
+// the pattern is in place and before the exchange.
+xcclResult_t CorruptGemmRsPartialForTesting(xcclGemmRs_t op);
+
+}  // namespace xccl
