@@ -63,6 +63,10 @@ void BothModesBody(RankContext& ctx) {
                                          static_cast<xcclGemmRsMode_t>(mode), mode == 0 ? 3 : 0,
                                          XCCL_GEMM_REFERENCE_PATH, nullptr, &ops[t][mode])))
         return;
+  // The exchange checked on its own first, in both modes.
+  for (int t = 0; t < 2; ++t)
+    for (int mode = 0; mode < 2; ++mode)
+      if (!XCCL_OK(ctx, xcclGemmRsSelfTest(ops[t][mode], m_max, stream.xccl()))) return;
   uint64_t call = 0;
   for (int t = 0; t < 2 && ctx.failures.empty(); ++t) {
     for (const int64_t m : {m_max, m_max / 2}) {
