@@ -5,6 +5,7 @@
 
 #include "base/datatype.h"
 #include "base/error.h"
+#include "fused/create_agreement.h"
 
 namespace xccl {
 
@@ -48,6 +49,14 @@ std::string DescribeGemmOp(const GemmOpRequest& r, const char* const mode_names[
                                              : "no",
            r.mode == 0 || r.mode == 1 ? mode_names[r.mode] : "mode ?", r.chunks);
   return text;
+}
+
+xcclResult_t AgreeOnGemmOp(Communicator* comm, const char* op, const GemmOpRequest& request,
+                           xcclResult_t mine, const char* const mode_names[2]) {
+  return AgreeOnCreate(
+      comm, op, request, mine, SameGemmOp,
+      [mode_names](const GemmOpRequest& r) { return DescribeGemmOp(r, mode_names); },
+      "shape, types, scales, mode and chunks");
 }
 
 xcclResult_t CheckGemmShape(const char* op, int64_t n, int64_t k, int64_t m_max,

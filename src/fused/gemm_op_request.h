@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/communicator.h"
 #include "xccl.h"
 #include "xccl_gemm.h"
 
@@ -23,6 +24,11 @@ GemmOpRequest MakeGemmOpRequest(int64_t n, int64_t k, int64_t m_max, xcclDataTyp
 bool SameGemmOp(const GemmOpRequest& a, const GemmOpRequest& b);
 // "n=... k=... m_max=... bf16 -> bf16, no scales, <mode_names[mode]>, chunks c".
 std::string DescribeGemmOp(const GemmOpRequest& r, const char* const mode_names[2]);
+
+// The create agreement of a GEMM fused op `op` ("ag_gemm", "gemm_rs") whose modes 0 and 1 are
+// named `mode_names` (AgreeOnCreate with this request).
+xcclResult_t AgreeOnGemmOp(Communicator* comm, const char* op, const GemmOpRequest& request,
+                           xcclResult_t mine, const char* const mode_names[2]);
 
 // `op`: the name the messages start with. n a positive multiple of 16, k and m_max at least 1;
 // bf16/fp16/fp8 e4m3 in, bf16/fp16 out; fp8 with ptpc or block scales and the others with none.
