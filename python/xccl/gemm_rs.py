@@ -5,24 +5,15 @@ Every rank holds A_r [m][k] (its shard of the inner dimension) and B_r [n][k] an
 
 import ctypes
 
-from . import _dtypes, _streams
+from . import _gemm_args, _streams
 from ._dtypes import DataType
 from ._errors import check
 from ._library import lib, platform
 
-_SCALES = {None: 0, "default": 0, "ptpc": 1, "block128": 2, "blockscale": 2}
-_MODES = {"fused": 0, "split": 1}
-_INPUTS = (DataType.bfloat16, DataType.float16, DataType.float8_e4m3)
-_FP8 = (DataType.float8_e4m3,)
 
 
 def _ceil_div(a, b):
     return -(-a // b)
-
-
-def _int_arg(name, value):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"xccl: {name} must be an int, not {type(value).__name__}")
 
 
 class GemmRsOp:
@@ -37,32 +28,15 @@ class GemmRsOp:
 
     def __init__(self, comm, n, k, m_max, dtype, *, out_dtype=None, scale=None, mode="fused",
                  chunks=0, plugin=None):
-        for name, value in (("n", n), ("k", k), ("m_max", m_max), ("chunks", chunks)):
-            _int_arg(name, value)
-        self.dtype = _dtypes.resolve(dtype)
-        if self.dtype not in _INPUTS:
-            raise ValueError(f"xccl: gemm_rs takes bfloat16, float16 or float8_e4m3 inputs, "
-                             f"not {self.dtype.name}")
-        default_out = DataType.bfloat16 if self.dtype in _FP8 else self.dtype
-        self.out_dtype = _dtypes.resolve(out_dtype) if out_dtype is not None else default_out
-        if scale not in _SCALES:
-            raise ValueError(f"xccl: scale must be one of None, 'ptpc', 'block128', not {scale!r}")
-        if mode not in _MODES:
-            raise ValueError(f"xccl: mode must be 'fused' or 'split', not {mode!r}")
-        if plugin is not None and not isinstance(plugin, str):
-            raise TypeError("xccl: plugin must be a name or a path (str)")
-        if self.dtype not in _FP8 and _SCALES[scale] != 0:
-            raise ValueError(f"xccl: scale {scale!r} needs float8_e4m3 inputs, not "
-                             f"{self.dtype.name}")
-        self.scale = "block128" if _SCALES[scale] == 2 else (
-            "ptpc" if self.dtype in _FP8 else None)
+        self.dtype, self.out_dtype, self.scale = _gemm_args.check_create(
+            "gemm_rs", n, k, m_max, chunks, dtype, out_dtype, scale, mode, plugin)
         self.comm, self.n, self.k, self.m_max, self.mode = comm, n, k, m_max, mode
         self._kb = _ceil_div(k, 128)
         handle = ctypes.c_void_p()
         comm_handle = comm._live_handle("GemmRsOp")
         check("xcclGemmRsCreate",
               lib.xcclGemmRsCreate(comm_handle, n, k, m_max, int(self.dtype), int(self.out_dtype),
-                                   _SCALES[scale], _MODES[mode], chunks,
+                                   _gemm_args.SCALES[scale], _gemm_args.MODES[mode], chunks,
                                    plugin.encode() if plugin else None, None,
                                    ctypes.byref(handle)), comm_handle)
         self._handle = handle.value
@@ -92,16 +66,7 @@ class GemmRsOp:
         check("xcclGemmRsSelfTest", lib.xcclGemmRsSelfTest(self._handle, m, handle_stream))
 
     def _operand(self, x, what, shape, dtype, writable=False):
-        info = self.comm.check_tensor(x, what, writable=writable)
-        if info.shape != tuple(shape):
-            raise ValueError(f"xccl: {what} has shape {list(info.shape)}, the op needs "
-                             f"{list(shape)}")
-        raw_bits = info.dtype in (None, DataType.uint8) and dtype in (
-            DataType.bfloat16, DataType.float8_e4m3, DataType.float8_e5m2)
-        if info.itemsize != _dtypes.size_of(dtype) or (info.dtype != dtype and not raw_bits):
-            got = info.dtype.name if info.dtype is not None else f"{info.itemsize}-byte elements"
-            raise ValueError(f"xccl: {what} holds {got}, the op needs {dtype.name}")
-        return info
+        return _gemm_args.operand(self.comm, x, what, shape, dtype, writable)
 
     def _new_out(self, like, rows):
         """An output like `like`'s kind: a numpy array (bf16 as its uint16 bits) or a torch
