@@ -4,7 +4,9 @@
 # once, REDUCE_CHECK_REGEX picks them); REDUCE_CHECK=perf runs reduce_scatter_perf and
 # all_reduce_perf with 2, 4 and 8 thread ranks sharing GPU 0 beside a same-run copy roofline, small all_reduce beside the small all_gather, and world 1 against NCCL.
 # Two logs in $OUT/reduce/ (the device tool brings back few files); a short table last.
-# Usage: REDUCE_CHECK=tests|perf scripts/gpu_reduce_check.sh [build-dir]   (build-dir: build-cuda)
+# REDUCE_CHECK=grid sweeps reduce_scatter's size at 2 and 8 thread ranks from 1 MiB, and the read
+# engine's grid (XCCL_REDUCE_BLOCKS) at 2 ranks and 64 MiB, beside the same-run copy roofline.
+# Usage: REDUCE_CHECK=tests|perf|grid scripts/gpu_reduce_check.sh [build-dir]   (build-dir: build-cuda)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cuda}
@@ -32,25 +34,34 @@ fi
 # perf: every row checked; the sizes are those whose host-side check fits the call.
 log=$logs/perf.txt
 : >"$log"
-row() { echo "## $*" >>"$log"; timeout 60 "$@" >>"$log" 2>&1; }
-row "$build/perf/copy_roofline" -b 64M -e 256M -f 4
-for n in 2 4 8; do
-  row "$rs" -t "$n" -b 64M -e 256M -f 4 -n 10 -w 3 --repeats 3 -d bf16
-  [ "$n" = 8 ] && max=64M || max=256M
-  row "$ar" -t "$n" -b 64M -e "$max" -f 4 -n 10 -w 3 --repeats 3 -d bf16
-done
-row "$ar" -t 8 -b 8 -e 1M -f 8 -n 100 -w 20 --repeats 3
-row "$ar" -t 2 -b 8 -e 1M -f 8 -n 100 -w 20 --repeats 3
-row "$ag" -t 8 -b 64 -e 64 -n 100 -w 20 --repeats 3
-# Processes read each other's windows (-R 2); they time-slice one GPU without MPS.
-if nvidia-cuda-mps-control -d >>"$logs/perf.txt" 2>&1; then
-  row "$rs" --np 2 -R 2 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
-  row "$ar" --np 2 -R 2 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
-  row "$ar" --np 2 -R 0 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
-  echo quit | nvidia-cuda-mps-control >>"$logs/perf.txt" 2>&1
+row() { echo "## $* ${XCCL_REDUCE_BLOCKS:+blocks $XCCL_REDUCE_BLOCKS}" >>"$log"; timeout 60 "$@" >>"$log" 2>&1; }
+if [ "$what" = grid ]; then
+  row "$build/perf/copy_roofline" -b 1M -e 256M -f 4
+  for n in 2 8; do row "$rs" -t "$n" -b 1M -e 256M -f 4 -n 10 -w 3 --repeats 3 -d bf16; done
+  for b in 4 16 64 132; do
+    XCCL_REDUCE_BLOCKS=$b row "$rs" -t 2 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
+  done
+  row "$ar" -t 2 -b 1M -e 256M -f 4 -n 10 -w 3 --repeats 3 -d bf16
+else
+  row "$build/perf/copy_roofline" -b 64M -e 256M -f 4
+  for n in 2 4 8; do
+    row "$rs" -t "$n" -b 64M -e 256M -f 4 -n 10 -w 3 --repeats 3 -d bf16
+    [ "$n" = 8 ] && max=64M || max=256M
+    row "$ar" -t "$n" -b 64M -e "$max" -f 4 -n 10 -w 3 --repeats 3 -d bf16
+  done
+  row "$ar" -t 8 -b 8 -e 1M -f 8 -n 100 -w 20 --repeats 3
+  row "$ar" -t 2 -b 8 -e 1M -f 8 -n 100 -w 20 --repeats 3
+  row "$ag" -t 8 -b 64 -e 64 -n 100 -w 20 --repeats 3
+  # Processes read each other's windows (-R 2); they time-slice one GPU without MPS.
+  if nvidia-cuda-mps-control -d >>"$logs/perf.txt" 2>&1; then
+    row "$rs" --np 2 -R 2 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
+    row "$ar" --np 2 -R 2 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
+    row "$ar" --np 2 -R 0 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16
+    echo quit | nvidia-cuda-mps-control >>"$logs/perf.txt" 2>&1
+  fi
+  row "$rs" -t 1 -b 8 -e 256M -f 32 -n 10 -w 3 --repeats 3 --compare vendor
+  row "$ar" -t 1 -b 8 -e 256M -f 32 -n 10 -w 3 --repeats 3 --compare vendor
 fi
-row "$rs" -t 1 -b 8 -e 256M -f 32 -n 10 -w 3 --repeats 3 --compare vendor
-row "$ar" -t 1 -b 8 -e 256M -f 32 -n 10 -w 3 --repeats 3 --compare vendor
 # The roofline: every input byte read once and every output byte written once at the copy rate
 # of the same size (a copy of X bytes moves 2X). reduce_scatter of S send bytes per rank moves
 # n * S + S; all_reduce 2 * n * S.
@@ -58,6 +69,7 @@ echo "== bf16 sum, ranks sharing GPU 0 (t: threads, p: processes under MPS, R2: 
 awk '
   /^## / { bin = $2; sub(/.*\//, "", bin); n = 1; mode = "t"; reg = ""
            for (i = 2; i <= NF; ++i) {
+             if ($i == "blocks") reg = " b" $(i + 1)
              if ($i == "-t") n = $(i + 1)
              if ($i == "--np") { n = $(i + 1); mode = "p" }
              if ($i == "-R") reg = " R" $(i + 1)

@@ -195,6 +195,12 @@ const std::vector<ParamSpec>& Specs() {
          return true;
        },
        [](const Params& p) { return std::to_string(p.allgather_chunk_bytes); }},
+      {"XCCL_REDUCE_BLOCKS",
+       "GPU platforms, reductions' read engine: the most thread blocks of 512 a rank's kernel "
+       "takes (fewer for small calls); 0 chooses two per multiprocessor shared by the ranks on "
+       "the device; at most 4096",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 4096, &p->reduce_blocks); },
+       [](const Params& p) { return std::to_string(p.reduce_blocks); }},
       {"XCCL_AGGEMM_COMPUTE_STREAMS",
        "ag_gemm fused mode: streams its bands' GEMMs take in turn (1: the caller's; 2: also a "
        "side stream forked from and joined into it, with its own plugin context; 0: the "

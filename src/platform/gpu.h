@@ -204,6 +204,26 @@ __device__ inline void GpuStoreReleaseSystem(unsigned int* address, unsigned int
 #endif
 }
 
+// Device-scope acquire load and release store: signals between the blocks of one kernel, which
+// stay in the L2 instead of reaching the system's coherence point.
+__device__ inline unsigned int GpuLoadAcquireDevice(const unsigned int* address) {
+#if defined(XCCL_PLATFORM_HIP)
+  return __hip_atomic_load(address, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  unsigned int value;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
+  return value;
+#endif
+}
+
+__device__ inline void GpuStoreReleaseDevice(unsigned int* address, unsigned int value) {
+#if defined(XCCL_PLATFORM_HIP)
+  __hip_atomic_store(address, value, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+#endif
+}
+
 // Relaxed, system-scope 64-bit load and store: single-copy atomic for an aligned word, so a
 // reader sees either the old 8 bytes or the new ones, never a mix (flag-in-line protocols rely on
 // it).

@@ -64,8 +64,10 @@ xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topolo
   SlotRange offers;
   XCCL_TRY(kReadOffers.Find(slots, &offers));
   // The window's words start at the epoch base; the kernel counts blocks and failures from 0.
-  const uint32_t zeros[2] = {0, 0};
-  static_assert(ReadReduceCounters::kFailed == ReadReduceCounters::kBlocksDone + 1, "adjacent");
+  const uint32_t zeros[3] = {0, 0, 0};
+  static_assert(ReadReduceCounters::kFailed == ReadReduceCounters::kBlocksDone + 1 &&
+                    ReadReduceCounters::kStarted == ReadReduceCounters::kBlocksDone + 2,
+                "adjacent");
   XCCL_TRY(CopyToDeviceNow(transport.device_view()->own_slots + offers.first +
                                kOfferWords * topology.nranks + ReadReduceCounters::kBlocksDone,
                            zeros, sizeof(zeros)));
@@ -77,8 +79,10 @@ xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topolo
   int sms = 0;
   XCCL_GPU_TRY(gpuMultiprocessorCount(topology.ranks[topology.rank].device, &sms));
   // Enough blocks of 512 threads to keep the memory system busy (two per SM), shared by the ranks
-  // on the device; the grid never waits, so a larger one would only queue.
-  const int max_blocks = std::max(1, 2 * sms / std::max(1, topology.MostRanksOnOneDevice()));
+  // on the device; a larger grid would only queue. XCCL_REDUCE_BLOCKS overrides it (to measure).
+  const int max_blocks = params.reduce_blocks > 0
+                             ? static_cast<int>(params.reduce_blocks)
+                             : std::max(1, 2 * sms / std::max(1, topology.MostRanksOnOneDevice()));
   XCCL_INFO(kLogInit, "rank %d: reductions %s", topology.rank,
             reach == ReadReach::kEveryCall       ? "read the peers' send buffers (one process)"
             : reach == ReadReach::kMappedBuffers ? "read the peers' send buffers where they lie in "

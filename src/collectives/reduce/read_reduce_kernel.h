@@ -15,13 +15,16 @@ namespace xccl {
 
 // Per source s, six words in every rank's window from `offers`: [0] the call number of s's
 // latest offer, [1] of the latest call in which s finished reading and writing, [2] and [3] the
-// low and high halves of s's send buffer address, [4] and [5] its receive buffer's. Then three
+// low and high halves of s's send buffer address, [4] and [5] its receive buffer's. Then five
 // words of this rank's own (ReadReduceCounters): the number of calls done (from the window's
-// epoch base, so that the wrap is tested), and the count of blocks done and whether one failed in
-// this call (both 0 between calls, set so at init).
+// epoch base, so that the wrap is tested); the count of blocks done, whether one failed and the
+// count of blocks started in this call (all three 0 between calls, set so at init); and the
+// number of the latest call the opening block published (never reset: it starts at the epoch
+// base, below the first call's number).
 constexpr int kOfferWords = 6;
 struct ReadReduceCounters {
-  static constexpr int kCalls = 0, kBlocksDone = 1, kFailed = 2, kCount = 3;
+  static constexpr int kCalls = 0, kBlocksDone = 1, kFailed = 2, kStarted = 3, kOpened = 4,
+                       kCount = 5;
 };
 constexpr int OfferSlotCount(int nranks) {
   return kOfferWords * nranks + ReadReduceCounters::kCount;
