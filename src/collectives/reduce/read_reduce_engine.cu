@@ -63,7 +63,8 @@ xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topolo
   XCCL_GPU_TRY(PreloadReduce());  // the region path's owner step
   SlotRange offers;
   XCCL_TRY(kReadOffers.Find(slots, &offers));
-  // The window's words start at the epoch base; the kernel counts blocks and failures from 0.
+  // The window's words start at the epoch base; the kernel counts blocks done and started, and
+  // failures, from 0.
   const uint32_t zeros[3] = {0, 0, 0};
   static_assert(ReadReduceCounters::kFailed == ReadReduceCounters::kBlocksDone + 1 &&
                     ReadReduceCounters::kStarted == ReadReduceCounters::kBlocksDone + 2,

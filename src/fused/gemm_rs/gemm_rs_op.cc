@@ -17,10 +17,10 @@ namespace xccl {
 namespace {
 
 constexpr const char* kOp = "gemm_rs";
-constexpr const char* kRunName = "xcclGemmRsRun";
+constexpr const char* kRunName = "xcclGemmRsRun";  // what a failed call's message names
 // The self test's host staging: a fixed size, so that an op of any m_max holds little pinned
 // memory; the pattern goes through it a piece at a time.
-constexpr size_t kSelfTestStagingBytes = size_t{4} << 20;  // what a failed call's message names
+constexpr size_t kSelfTestStagingBytes = size_t{4} << 20;
 
 bool Aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
