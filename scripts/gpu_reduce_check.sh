@@ -6,7 +6,10 @@
 # Two logs in $OUT/reduce/ (the device tool brings back few files); a short table last.
 # REDUCE_CHECK=grid sweeps reduce_scatter's size at 2 and 8 thread ranks from 1 MiB, and the read
 # engine's grid (XCCL_REDUCE_BLOCKS) at 2 ranks and 64 MiB, beside the same-run copy roofline.
-# Usage: REDUCE_CHECK=tests|perf|grid scripts/gpu_reduce_check.sh [build-dir]   (build-dir: build-cuda)
+# REDUCE_CHECK=ab takes turns, AB_ROUNDS times, between the library in REDUCE_BASE_LIB (a folder
+# holding an earlier build's libxccl.so.0, carried) and this build's, at 2 thread ranks from 64 MiB
+# (reduce_scatter and all_reduce), then this build graph-launched (-G 10), beside the roofline.
+# Usage: REDUCE_CHECK=tests|perf|grid|ab scripts/gpu_reduce_check.sh [build-dir]   (build-dir: build-cuda)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cuda}
@@ -34,8 +37,22 @@ fi
 # perf: every row checked; the sizes are those whose host-side check fits the call.
 log=$logs/perf.txt
 : >"$log"
-row() { echo "## $* ${XCCL_REDUCE_BLOCKS:+blocks $XCCL_REDUCE_BLOCKS}" >>"$log"; timeout 60 "$@" >>"$log" 2>&1; }
-if [ "$what" = grid ]; then
+row() { echo "## $* ${XCCL_REDUCE_BLOCKS:+blocks $XCCL_REDUCE_BLOCKS} ${LIB_LABEL:+lib $LIB_LABEL}" >>"$log"; timeout 60 "$@" >>"$log" 2>&1; }
+if [ "$what" = ab ]; then
+  base=${REDUCE_BASE_LIB:?set REDUCE_BASE_LIB to the folder of the earlier libxccl.so.0}
+  echo "base: $(LD_LIBRARY_PATH=$base ldd "$rs" | grep libxccl)"
+  echo "new:  $(LD_LIBRARY_PATH=$build ldd "$rs" | grep libxccl)"
+  row "$build/perf/copy_roofline" -b 64M -e 256M -f 4
+  for ((round = 1; round <= ${AB_ROUNDS:-2}; ++round)); do
+    for lib in base new; do
+      [ $lib = base ] && path=$base || path=$build
+      for bin in "$rs" "$ar"; do
+        LIB_LABEL=$lib LD_LIBRARY_PATH=$path row "$bin" -t 2 -b 64M -e 256M -f 4 -n 10 -w 3 --repeats 3 -d bf16
+      done
+    done
+  done
+  LIB_LABEL=graph row "$rs" -t 2 -b 64M -e 64M -n 10 -w 3 --repeats 3 -d bf16 -G 10
+elif [ "$what" = grid ]; then
   row "$build/perf/copy_roofline" -b 1M -e 256M -f 4
   for n in 2 8; do row "$rs" -t "$n" -b 1M -e 256M -f 4 -n 10 -w 3 --repeats 3 -d bf16; done
   for b in 4 16 64 132; do
@@ -70,6 +87,7 @@ awk '
   /^## / { bin = $2; sub(/.*\//, "", bin); n = 1; mode = "t"; reg = ""
            for (i = 2; i <= NF; ++i) {
              if ($i == "blocks") reg = " b" $(i + 1)
+             if ($i == "lib") reg = " " $(i + 1)
              if ($i == "-t") n = $(i + 1)
              if ($i == "--np") { n = $(i + 1); mode = "p" }
              if ($i == "-R") reg = " R" $(i + 1)

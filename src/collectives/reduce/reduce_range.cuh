@@ -62,6 +62,47 @@ __device__ inline void ReduceVectors(RedOp op, const ReduceTargets& t, size_t ve
   }
 }
 
+// Two inputs and one output (reduce_scatter at 2 ranks): one vector of each would leave a thread 2
+// loads in flight where 8 inputs give it 8, and a rank's grid cannot grow past its share of the
+// SMs; so a thread takes kGroup vectors `threads` apart and issues all 2 * kGroup loads before
+// combining (measured faster; with two outputs, all_reduce's, it was slower: docs/PERF.md). The
+// arithmetic is ReduceVectors' for two inputs (rank 0's value, then rank 1's): the same bits.
+template <int kType>
+__device__ inline void ReducePairs(RedOp op, const ReduceTargets& t, size_t vectors, size_t thread,
+                                   size_t threads) {
+  using E = Element<kType>;
+  using Storage = typename E::Storage;
+  constexpr int kVector = 16 / sizeof(Storage);
+  constexpr int kGroup = kVector == 8 ? 4 : 2;
+  union Vector {
+    uint4 raw;
+    Storage element[kVector];
+  };
+  const uint4* const in0 = reinterpret_cast<const uint4*>(t.inputs[0]);
+  const uint4* const in1 = reinterpret_cast<const uint4*>(t.inputs[1]);
+  for (size_t v = thread; v < vectors; v += threads * kGroup) {
+    Vector a[kGroup], b[kGroup];
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) {
+      if (v + u * threads < vectors) {
+        a[u].raw = in0[v + u * threads];
+        b[u].raw = in1[v + u * threads];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) {
+      if (v + u * threads >= vectors) break;
+#pragma unroll
+      for (int k = 0; k < kVector; ++k) {
+        typename E::Acc acc = Combine(op, E::Load(a[u].element[k]), E::Load(b[u].element[k]));
+        a[u].element[k] = E::Store(op == RedOp::kAvg ? FinishAvg(acc, 2) : acc);
+      }
+      for (int o = 0; o < t.noutputs; ++o)
+        reinterpret_cast<uint4*>(t.outputs[o])[v + u * threads] = a[u].raw;
+    }
+  }
+}
+
 template <int kType>
 __device__ inline void ReduceRange(RedOp op, const ReduceTargets& t, size_t count, size_t thread,
                                    size_t threads) {
@@ -76,7 +117,10 @@ __device__ inline void ReduceRange(RedOp op, const ReduceTargets& t, size_t coun
     return aligned;
   };
   const size_t vectors = all_aligned(16) ? count / kVector : 0;
-  ReduceVectors<kType>(op, t, vectors, thread, threads);
+  if (t.nranks == 2 && t.noutputs == 1)
+    ReducePairs<kType>(op, t, vectors, thread, threads);
+  else
+    ReduceVectors<kType>(op, t, vectors, thread, threads);
   if (all_aligned(sizeof(Storage))) {
     for (size_t i = vectors * kVector + thread; i < count; i += threads) {
       const Storage value = ReduceInRankOrder<kType>(
