@@ -16,26 +16,9 @@ Exit status 0 only if every rank passed. Every rank has a deadline (--timeout se
 """
 import argparse
 import os
-import socket
-import subprocess
 import sys
-import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def loaded_nccl_libraries():
-    """The libnccl files mapped into this process (proves which library torch is using)."""
-    paths = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "libnccl" in line:
-                paths.add(line.split()[-1])
-    return sorted(paths)
+from torch_ranks import loaded_nccl_libraries, run_ranks
 
 
 def rank_input(torch, rank, call, numel, dtype, device):
@@ -120,25 +103,12 @@ def main():
     if args.worker:
         sys.exit(worker(args))
 
-    env = dict(os.environ, WORLD_SIZE=str(args.world),
-               XCCL_CHECK_INIT=f"tcp://127.0.0.1:{free_port()}", NCCL_NVLS_ENABLE="0",
-               TORCH_SYMM_MEM_DISABLE_MULTICAST="1", PYTHONUNBUFFERED="1")
     argv = [sys.executable, os.path.abspath(__file__), "--worker", "--world", str(args.world)]
     if args.same_gpu:
         argv.append("--same-gpu")
     if args.gather_only:
         argv.append("--gather-only")
-    procs = [subprocess.Popen(argv, env=dict(env, RANK=str(r))) for r in range(args.world)]
-    deadline = time.time() + args.timeout
-    codes = []
-    for p in procs:
-        try:
-            codes.append(p.wait(timeout=max(1.0, deadline - time.time())))
-        except subprocess.TimeoutExpired:
-            codes.append("timeout")
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
+    codes = run_ranks(argv, args.world, args.timeout)
     ok = all(c == 0 for c in codes)
     print(f"torch_shim_check {args.label} world {args.world}"
           f"{' sharing GPU 0' if args.same_gpu else ''}: {'PASS' if ok else 'FAIL'} "
