@@ -201,6 +201,15 @@ const std::vector<ParamSpec>& Specs() {
        "the device; at most 4096",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 4096, &p->reduce_blocks); },
        [](const Params& p) { return std::to_string(p.reduce_blocks); }},
+      {"XCCL_ALLREDUCE_ONESHOT_BYTES",
+       "all_reduce through the receive region (the host; GPU ranks whose buffers the read engine "
+       "cannot reach): calls up to this many bytes go in one trip (every rank's input to every "
+       "peer), larger ones as reduce_scatter then all_gather; at most 64 MiB; the same on every "
+       "rank",
+       [](const char* t, Params* p) {
+         return ParseInt64(t, 0, int64_t(64) << 20, &p->allreduce_oneshot_bytes);
+       },
+       [](const Params& p) { return std::to_string(p.allreduce_oneshot_bytes); }},
       {"XCCL_AGGEMM_COMPUTE_STREAMS",
        "ag_gemm fused mode: streams its bands' GEMMs take in turn (1: the caller's; 2: also a "
        "side stream forked from and joined into it, with its own plugin context; 0: the "

@@ -11,21 +11,34 @@
 namespace xccl {
 namespace {
 
+constexpr size_t kOneShot = 64 << 10;  // XCCL_ALLREDUCE_ONESHOT_BYTES's default
+
 TEST(AllReducePlanTest, TheReadEngineAlwaysReadsOnce) {
   for (size_t count : {size_t{1}, size_t{7}, size_t{8}, size_t{1} << 30})
-    EXPECT_EQ(ChooseAllReducePlan(count, count * 2, 8, 1 << 20, /*reads_peers=*/true),
+    EXPECT_EQ(ChooseAllReducePlan(count, count * 2, 8, 1 << 20, kOneShot, /*reads_peers=*/true),
               AllReducePlan::kReadOnce)
         << count;
 }
 
 TEST(AllReducePlanTest, WithoutItSmallIsOneShotAndLargeTwoTrips) {
-  EXPECT_EQ(ChooseAllReducePlan(3, 12, 4, 1 << 20, false), AllReducePlan::kOneShot);
-  EXPECT_EQ(ChooseAllReducePlan(1024, 4096, 4, 1 << 20, false), AllReducePlan::kOneShot);
-  EXPECT_EQ(ChooseAllReducePlan(1 << 20, 4 << 20, 4, 1 << 20, false),
+  EXPECT_EQ(ChooseAllReducePlan(3, 12, 4, 1 << 20, kOneShot, false), AllReducePlan::kOneShot);
+  EXPECT_EQ(ChooseAllReducePlan(1024, 4096, 4, 1 << 20, kOneShot, false), AllReducePlan::kOneShot);
+  EXPECT_EQ(ChooseAllReducePlan(1 << 20, 4 << 20, 4, 1 << 20, kOneShot, false),
             AllReducePlan::kReduceScatterAllGather);
   // A region step smaller than the call: two trips even when small.
-  EXPECT_EQ(ChooseAllReducePlan(1024, 4096, 4, 1024, false),
+  EXPECT_EQ(ChooseAllReducePlan(1024, 4096, 4, 1024, kOneShot, false),
             AllReducePlan::kReduceScatterAllGather);
+}
+
+TEST(AllReducePlanTest, TheOneShotBoundIsTheParameters) {
+  // Up to and including the bound one trip, past it two; 0 sends every call with a part for each
+  // rank through two trips, and fewer elements than ranks stay one-shot whatever the bound.
+  EXPECT_EQ(ChooseAllReducePlan(4096, 16384, 4, 1 << 20, 16384, false), AllReducePlan::kOneShot);
+  EXPECT_EQ(ChooseAllReducePlan(4097, 16388, 4, 1 << 20, 16384, false),
+            AllReducePlan::kReduceScatterAllGather);
+  EXPECT_EQ(ChooseAllReducePlan(4, 16, 4, 1 << 20, 0, false),
+            AllReducePlan::kReduceScatterAllGather);
+  EXPECT_EQ(ChooseAllReducePlan(3, 12, 4, 1 << 20, 0, false), AllReducePlan::kOneShot);
 }
 
 TEST(AllReducePlanTest, ReadOncePartsCoverEveryElementOnceOnSixtyFourByteBoundaries) {

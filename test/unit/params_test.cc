@@ -50,6 +50,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.allgather_lanes, 0);
   EXPECT_EQ(p.allgather_chunk_bytes, 512 << 10);
   EXPECT_EQ(p.reduce_blocks, 0);
+  EXPECT_EQ(p.allreduce_oneshot_bytes, 65536);
   EXPECT_EQ(p.aggemm_compute_streams, 0);
 }
 
@@ -64,6 +65,7 @@ void ExpectSameNumbers(const Params& got, const Params& want) {
   EXPECT_EQ(got.allgather_lanes, want.allgather_lanes);
   EXPECT_EQ(got.allgather_chunk_bytes, want.allgather_chunk_bytes);
   EXPECT_EQ(got.reduce_blocks, want.reduce_blocks);
+  EXPECT_EQ(got.allreduce_oneshot_bytes, want.allreduce_oneshot_bytes);
   EXPECT_EQ(got.aggemm_compute_streams, want.aggemm_compute_streams);
 }
 
@@ -160,6 +162,8 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_ALLGATHER_CHUNK_BYTES", "0x200000", &Params::allgather_chunk_bytes, 2 << 20},
       {"XCCL_REDUCE_BLOCKS", "0", &Params::reduce_blocks, 0},
       {"XCCL_REDUCE_BLOCKS", "4096", &Params::reduce_blocks, 4096},
+      {"XCCL_ALLREDUCE_ONESHOT_BYTES", "0", &Params::allreduce_oneshot_bytes, 0},
+      {"XCCL_ALLREDUCE_ONESHOT_BYTES", "67108864", &Params::allreduce_oneshot_bytes, 64 << 20},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "0", &Params::aggemm_compute_streams, 0},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "1", &Params::aggemm_compute_streams, 1},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "2", &Params::aggemm_compute_streams, 2},
@@ -204,6 +208,8 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_ALLGATHER_ALGO", "foo"},
       {"XCCL_REDUCE_BLOCKS", "4097"},
       {"XCCL_REDUCE_BLOCKS", "-1"},
+      {"XCCL_ALLREDUCE_ONESHOT_BYTES", "67108865"},
+      {"XCCL_ALLREDUCE_ONESHOT_BYTES", "-1"},
       {"XCCL_ALLGATHER_ALGO", "dma,kernel"},
       {"XCCL_SPIN_COUNT", "-2"},
       {"XCCL_SPIN_COUNT", "2147483648"},

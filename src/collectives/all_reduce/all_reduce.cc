@@ -68,7 +68,8 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   XCCL_TRY(ReductionsReadPeers(comm, kOpName, send, count * size, recv, count * size, &buffers,
                                &reads_peers));
   const AllReducePlan plan =
-      ChooseAllReducePlan(count, count * size, nranks, step_count * size, reads_peers);
+      ChooseAllReducePlan(count, count * size, nranks, step_count * size,
+                          static_cast<size_t>(comm->params().allreduce_oneshot_bytes), reads_peers);
   if (plan == AllReducePlan::kReadOnce)
     return AllReduceReadOnce(comm, buffers, count, datatype, op, stream);
   if (plan == AllReducePlan::kOneShot)

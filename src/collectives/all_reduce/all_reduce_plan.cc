@@ -4,22 +4,15 @@
 
 namespace xccl {
 
-namespace {
-
-// Up to this, one trip beats two: a guess until the crossover is measured (docs/PERF.md).
-constexpr size_t kOneShotMaxBytes = 64 << 10;
-
-}  // namespace
-
 AllReducePlan ChooseAllReducePlan(size_t count, size_t bytes, int nranks, size_t step_bytes,
-                                  bool reads_peers) {
+                                  size_t oneshot_bytes, bool reads_peers) {
   // Each rank's part is read by that rank alone, so in place is safe; a rank without a part only
   // offers its buffers.
   if (reads_peers) return AllReducePlan::kReadOnce;
   // Fewer elements than ranks leave some rank no part to own.
   if (count < static_cast<size_t>(nranks)) return AllReducePlan::kOneShot;
-  return bytes <= std::min(kOneShotMaxBytes, step_bytes) ? AllReducePlan::kOneShot
-                                                         : AllReducePlan::kReduceScatterAllGather;
+  return bytes <= std::min(oneshot_bytes, step_bytes) ? AllReducePlan::kOneShot
+                                                      : AllReducePlan::kReduceScatterAllGather;
 }
 
 void ReadOncePart(size_t count, size_t element_size, int nranks, int rank, size_t* first,

@@ -13,11 +13,12 @@ namespace xccl {
 enum class AllReducePlan { kOneShot, kReduceScatterAllGather, kReadOnce };
 
 // `bytes`: the call's buffer; `step_bytes`: the most one region step carries (RegionStepCount);
+// `oneshot_bytes`: the largest call sent in one trip (XCCL_ALLREDUCE_ONESHOT_BYTES);
 // `reads_peers`: the read engine runs this call (ReductionsReadPeers). The same on every rank
 // for the same count, whatever each rank's buffers (a rank in place, a peer not), given that
 // between processes every rank's buffers are mapped or none's are (xccl.h).
 AllReducePlan ChooseAllReducePlan(size_t count, size_t bytes, int nranks, size_t step_bytes,
-                                  bool reads_peers);
+                                  size_t oneshot_bytes, bool reads_peers);
 
 // Read once: the elements rank `rank` reduces, [*first, *first + *count). Parts start on 64-byte
 // boundaries (vector loads where the buffers are aligned); the last rank takes the remainder.
