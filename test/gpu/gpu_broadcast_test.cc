@@ -183,10 +183,13 @@ TEST_P(GpuBroadcastTest, CapturedGraphReplayedWithFreshData) {
 std::vector<GpuWorld> BroadcastGpuWorlds() {
   using M = RankMode;
   using P = Placement;
-  return {{M::kThreads, P::kOneGpu, 2},   {M::kThreads, P::kOneGpu, 4},
-          {M::kThreads, P::kOneGpu, 8},   {M::kProcesses, P::kOneGpu, 2},
-          {M::kProcesses, P::kOneGpu, 4}, {M::kThreads, P::kAllGpus, 1},
-          {M::kProcesses, P::kAllGpus, 1}};
+  std::vector<GpuWorld> worlds = {
+      {M::kThreads, P::kOneGpu, 2},   {M::kThreads, P::kOneGpu, 4},
+      {M::kThreads, P::kOneGpu, 8},   {M::kProcesses, P::kOneGpu, 2},
+      {M::kProcesses, P::kOneGpu, 4}, {M::kThreads, P::kAllGpus, 1},
+      {M::kProcesses, P::kAllGpus, 1}};
+  for (const GpuWorld& w : FakeNodeGpuWorlds()) worlds.push_back(w);
+  return worlds;
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuBroadcastTest, ::testing::ValuesIn(BroadcastGpuWorlds()),

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -285,12 +286,20 @@ void PrintTo(const GpuWorld& world, std::ostream* os) {
   *os << ModeName(world.mode)
       << (world.placement == Placement::kOneGpu ? ", one GPU, world " : ", all GPUs, per GPU ")
       << world.n;
+  if (world.fake_nodes != nullptr) *os << ", fake nodes " << world.fake_nodes;
 }
 
 std::string GpuWorldName(const ::testing::TestParamInfo<GpuWorld>& info) {
   const GpuWorld& w = info.param;
-  return std::string(ModeName(w.mode)) +
-         (w.placement == Placement::kOneGpu ? "OneGpuWorld" : "AllGpusX") + std::to_string(w.n);
+  std::string name = std::string(ModeName(w.mode)) +
+                     (w.placement == Placement::kOneGpu ? "OneGpuWorld" : "AllGpusX") +
+                     std::to_string(w.n);
+  if (w.fake_nodes != nullptr) {
+    std::string nodes = w.fake_nodes;
+    std::replace(nodes.begin(), nodes.end(), ',', 'x');
+    name += "Nodes" + nodes;  // "2,1" -> Nodes2x1, as the multi-node suite names its layouts
+  }
+  return name;
 }
 
 std::vector<GpuWorld> StandardGpuWorlds() {
@@ -302,6 +311,16 @@ std::vector<GpuWorld> StandardGpuWorlds() {
       {M::kProcesses, P::kOneGpu, 4}, {M::kThreads, P::kAllGpus, 1},
       {M::kThreads, P::kAllGpus, 2},  {M::kProcesses, P::kAllGpus, 1},
   };
+}
+
+std::vector<GpuWorld> FakeNodeGpuWorlds() {
+  using M = RankMode;
+  using P = Placement;
+  return {{M::kThreads, P::kOneGpu, 4, "2,2"},
+          {M::kThreads, P::kOneGpu, 3, "2,1"},
+          {M::kThreads, P::kOneGpu, 6, "3,1,2"},
+          {M::kThreads, P::kOneGpu, 3, "1,1,1"},
+          {M::kProcesses, P::kOneGpu, 4, "2,2"}};
 }
 
 void GpuWorldTest::SetUp() {
@@ -319,8 +338,9 @@ void GpuWorldTest::SetUp() {
 
 void GpuWorldTest::Run(const std::function<void(RankContext&)>& body, const RunOptions& options) {
   RunOptions with_timeout = options;
-  with_timeout.before_init = [user = options.before_init] {
+  with_timeout.before_init = [user = options.before_init, nodes = GetParam().fake_nodes] {
     WithTimeoutMs(kWorldTimeoutMs)();
+    if (nodes != nullptr) WithFakeNodes(nodes)();
     if (user) user();
   };
   std::vector<std::string> failures = RunGpuRanks(mode(), devices_, body, with_timeout);

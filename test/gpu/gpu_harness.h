@@ -76,6 +76,8 @@ struct GpuWorld {
   RankMode mode;
   Placement placement;
   int n;  // kOneGpu: the world size; kAllGpus: ranks per GPU
+  // XCCL_FAKE_NODES ("2,2": ranks split into nodes, reached through the proxy), or none.
+  const char* fake_nodes = nullptr;
 };
 std::string GpuWorldName(const ::testing::TestParamInfo<GpuWorld>& info);
 // For gtest's listing ("Threads, one GPU, world 4") instead of the struct's bytes.
@@ -83,6 +85,9 @@ void PrintTo(const GpuWorld& world, std::ostream* os);
 // One GPU with 2, 4, 8 threads and 2, 4 processes; all GPUs with 1 and 2 threads per GPU and
 // one process per GPU.
 std::vector<GpuWorld> StandardGpuWorlds();
+// Ranks sharing GPU 0 split into fake nodes, the multi-node suite's layouts: threads as 2x2, 2+1,
+// 3+1+2 and 1+1+1, processes as 2x2.
+std::vector<GpuWorld> FakeNodeGpuWorlds();
 
 // Fixture of the per-world suites: probes, skips without a GPU (or without a second one for
 // kAllGpus), and lays the ranks out.

@@ -531,14 +531,17 @@ TEST_P(GpuAllReduceTest, MisalignedBuffers) { Misaligned(Reduction::kAllReduce);
 TEST_P(GpuAllReduceTest, BadArgumentsLeaveTheCommUsable) { BadArguments(Reduction::kAllReduce); }
 
 // One GPU with 2, 4 and 8 ranks, as threads and as processes; every GPU (skipped with one) with
-// a thread or a process per GPU.
+// a thread or a process per GPU; one GPU split into fake nodes.
 std::vector<GpuWorld> ReduceGpuWorlds() {
   using M = RankMode;
   using P = Placement;
-  return {{M::kThreads, P::kOneGpu, 2},   {M::kThreads, P::kOneGpu, 4},
-          {M::kThreads, P::kOneGpu, 8},   {M::kProcesses, P::kOneGpu, 2},
-          {M::kProcesses, P::kOneGpu, 4}, {M::kProcesses, P::kOneGpu, 8},
-          {M::kThreads, P::kAllGpus, 1},  {M::kProcesses, P::kAllGpus, 1}};
+  std::vector<GpuWorld> worlds = {
+      {M::kThreads, P::kOneGpu, 2},   {M::kThreads, P::kOneGpu, 4},
+      {M::kThreads, P::kOneGpu, 8},   {M::kProcesses, P::kOneGpu, 2},
+      {M::kProcesses, P::kOneGpu, 4}, {M::kProcesses, P::kOneGpu, 8},
+      {M::kThreads, P::kAllGpus, 1},  {M::kProcesses, P::kAllGpus, 1}};
+  for (const GpuWorld& w : FakeNodeGpuWorlds()) worlds.push_back(w);
+  return worlds;
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuReduceScatterTest, ::testing::ValuesIn(ReduceGpuWorlds()),

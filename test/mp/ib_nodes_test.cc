@@ -57,14 +57,6 @@ std::string GatherOnce(RankContext& ctx, size_t count, uint64_t call, xcclResult
   return CheckGathered(recv.data(), count * 4, ctx.nranks, ctx.seed, call, 4);
 }
 
-// Waits (30 s at most) until the counter at `word` reaches `n`: every rank's step is done.
-bool WaitForCount(volatile uint64_t* word, uint64_t n) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (__atomic_load_n(word, __ATOMIC_SEQ_CST) < n)
-    if (std::chrono::steady_clock::now() > end) return false;
-  return true;
-}
-
 class IbNodesTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {

@@ -211,4 +211,11 @@ size_t OpenFileDescriptors() {
 
 const std::vector<pid_t>& LastChildPids() { return g_last_children; }
 
+bool WaitForCount(volatile uint64_t* word, uint64_t n) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (__atomic_load_n(word, __ATOMIC_SEQ_CST) < n)
+    if (std::chrono::steady_clock::now() > end) return false;
+  return true;
+}
+
 }  // namespace xccl_test

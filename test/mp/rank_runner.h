@@ -61,6 +61,10 @@ void CheckedCallsOn(RankContext& ctx, xcclComm_t comm, int rank, int nranks, int
   for (const std::string& f : sub.failures) ctx.Fail("new communicator: " + f);
 }
 
+// Waits (30 s at most) until the counter at `word` (in RankContext::shared, which every rank
+// increments) reaches `n`: an out-of-band meeting of the ranks. False on the deadline.
+bool WaitForCount(volatile uint64_t* word, uint64_t n);
+
 // Returns the failures of every rank, each prefixed with "rank N: ".
 std::vector<std::string> RunRanks(RankMode mode, int nranks,
                                   const std::function<void(RankContext&)>& body,
