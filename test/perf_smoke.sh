@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The perf binaries on the host platform, small and quick, as the README's main job would run
-# them: each must exit 0, all_gather_perf must report 0 wrong values, barrier_perf a latency,
+# them: each must exit 0, all_gather_perf and broadcast_perf must report 0 wrong values,
+# barrier_perf a latency,
 # and ag_gemm_perf and gemm_rs_perf (bf16, and fp8 with block scales) a row whose largest relative
 # error is within bf16's rounding (5e-3).
 # Usage: perf_smoke.sh <build>/perf
@@ -17,6 +18,13 @@ out=$("$perf/barrier_perf" -np 4 -n 10 -w 2 --repeats 3 2>&1) || fail "barrier_p
 grep -qE "Avg barrier latency +: [0-9.]+ us" <<<"$out" || fail "barrier_perf: no latency: $out"
 # One row per sub-communicator (2, then 4 ranks): ranks outside a row must still meet its members.
 [ "$(grep -cE '^ +[24] +[0-9.]+ ' <<<"$out")" -eq 2 ] || fail "barrier_perf: no rows for 2 and 4 ranks: $out"
+
+# broadcast_perf from the last of 3 ranks, every type: each row names root 2, every value checked.
+out=$("$perf/broadcast_perf" -np 3 -r 2 -b 8 -e 8K -f 32 -n 2 -w 1 -d all 2>&1) ||
+  fail "broadcast_perf exited $?: $(tail -3 <<<"$out")"
+grep -q "Out of bounds values : 0 OK" <<<"$out" || fail "broadcast_perf: wrong values or no summary: $out"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +none +2 ' <<<"$out")" -eq 36 ] ||
+  fail "broadcast_perf: not 36 rows (12 types x 3 sizes) from root 2: $out"
 
 # ag_gemm_row "M N K": $out must hold that row, its relative error a number within 5e-3.
 ag_gemm_row() {
@@ -88,6 +96,8 @@ refused 2 "$perf/ag_gemm_perf" -t 2 --m 256 --shapes 15x16
 # gemm_rs_perf: an M not a multiple of the world size (3 ranks) is refused before any rank starts.
 refused 2 "$perf/gemm_rs_perf" -t 3 --m "64 96" --shapes 32x16
 refused 2 "$perf/gemm_rs_perf" -t 2 --m 256 --shapes 15x16
+# broadcast_perf: a root that is no rank of the run.
+refused 2 "$perf/broadcast_perf" -t 2 -r 2
 
 [ $status -eq 0 ] && echo "perf smoke: OK"
 exit $status

@@ -238,6 +238,7 @@ class CollectiveRank {
     args.count = shape.count;
     args.type = type;
     args.op = op;
+    args.root = options_.root;
     args.comm = comm_;
     args.stream = buffers_->Stream();
     args.rank = ctx_.rank;
@@ -281,8 +282,8 @@ class CollectiveRank {
     for (size_t size = options_.min_bytes; size <= options_.max_bytes;
          size = options_.NextSize(size)) {
       const RowShape shape = collective_.Shape(size, word, ctx_.nranks);
-      std::string row =
-          FormatRowStart(RowBytes(shape, word), shape.count, TypeName(type), RedopLabel(op), -1);
+      std::string row = FormatRowStart(RowBytes(shape, word), shape.count, TypeName(type),
+                                       RedopLabel(op), collective_.Rooted() ? options_.root : -1);
       Placement results[2];
       for (bool in_place : {false, true}) {
         Placement& result = results[in_place];
@@ -425,6 +426,7 @@ class CollectiveRank {
                    shape,
                    type,
                    op,
+                   options_.root,
                    ctx_.rank,
                    ctx_.nranks,
                    seed,
@@ -500,6 +502,11 @@ int CollectiveBenchMain(int argc, char** argv, const Collective& collective) {
   flags.ops = collective.Reduces();
   int code = ParseOptions(argc, argv, flags, &options);
   if (code >= 0) return code;
+  if (collective.Rooted() && options.root >= options.TotalRanks()) {
+    fprintf(stderr, "%s_perf: -r %d names no rank: the run has %d ranks\n", collective.Name(),
+            options.root, options.TotalRanks());
+    return 2;
+  }
   PrintRunHeader(options);
 
   // Before fork: the children inherit the id, and its rendezvous root stays in this process.

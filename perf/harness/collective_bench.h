@@ -34,6 +34,7 @@ struct CallArgs {
   size_t count;
   xcclDataType_t type;
   xcclRedOp_t op;  // xcclSum for collectives that do not reduce
+  int root;        // -r, for collectives with a root (broadcast)
   xcclComm_t comm;
   xcclStream_t stream;
   int rank;  // for the failure message
@@ -47,6 +48,7 @@ struct CheckArgs {
   const RowShape& shape;
   xcclDataType_t type;
   xcclRedOp_t op;
+  int root;
   int rank;
   int nranks;
   uint64_t seed;  // the same on every rank, new for every checked call
@@ -60,6 +62,8 @@ class Collective {
   virtual const char* Name() const = 0;
   // Whether -o picks ops (and the redop column names them); otherwise the column shows "none".
   virtual bool Reduces() const = 0;
+  // Whether -r names a root (broadcast): the root column shows it, else -1.
+  virtual bool Rooted() const { return false; }
   // The engine a row measured, for the JSON ("default" unless an environment variable picks).
   virtual std::string Engine() const { return "default"; }
   virtual RowShape Shape(size_t bytes, size_t word, int nranks) const = 0;

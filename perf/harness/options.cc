@@ -65,7 +65,8 @@ constexpr Flag kFlags[] = {
     // ask for something not built are refused.
     {'o', "op", Group::kNcclTests, true,
      "<sum/prod/min/max/avg/all> taken for nccl-tests scripts: nothing here reduces"},
-    {'r', "root", Group::kNcclTests, true, "<root> taken for nccl-tests scripts: no root here"},
+    {'r', "root", Group::kNcclTests, true,
+     "<root> broadcast_perf's root rank (default 0); the other binaries ignore it"},
     {'p', "parallel_init", Group::kNcclTests, true, "<0/1> ranks always initialise in parallel"},
     {'N', "run_cycles", Group::kNcclTests, true, "<1> one pass over the sizes (only 1)"},
     {'R', "local_register", Group::kNcclTests, true,
@@ -213,6 +214,7 @@ bool Apply(const Flag& flag, const char* value, Options* o) {
     if (name == "cudagraph") o->graph_launches = v;
     if (name == "repeats") o->repeats = v;
     if (name == "agg_iters") o->agg_iters = v;
+    if (name == "root") o->root = v;
     if (name == "timeout") o->timeout_s = v;
     if (name == "local_register") o->local_register = v;
     return true;

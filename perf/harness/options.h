@@ -39,6 +39,7 @@ struct Options {
   int repeats = 1;
   // nccl-tests' -m: calls per timed iteration; the reported time is per call.
   int agg_iters = 1;
+  int root = 0;  // -r: broadcast_perf's root (the others take it as nccl-tests does and ignore it)
   // nccl-tests' -T: every wait's deadline in seconds (sets XCCL_TIMEOUT_MS); 0 leaves it be.
   int timeout_s = 0;
   // nccl-tests' -R: 0 plain buffers, 1 the receive buffer from xcclMemAlloc and both registered

@@ -27,6 +27,7 @@ struct VendorLibrary::Api {
   nccl::Result (*all_gather)(const void*, void*, size_t, int, nccl::Comm, nccl::Stream);
   nccl::Result (*all_reduce)(const void*, void*, size_t, int, int, nccl::Comm, nccl::Stream);
   nccl::Result (*reduce_scatter)(const void*, void*, size_t, int, int, nccl::Comm, nccl::Stream);
+  nccl::Result (*broadcast)(const void*, void*, size_t, int, int, nccl::Comm, nccl::Stream);
   nccl::Result (*comm_destroy)(nccl::Comm);
   const char* (*get_error_string)(nccl::Result);
   nccl::Result (*get_version)(int*);
@@ -84,6 +85,7 @@ const VendorLibrary* VendorLibrary::Get(std::string* why) {
               Resolve(handle, path, "ncclAllGather", &api->all_gather, &failure) &&
               Resolve(handle, path, "ncclAllReduce", &api->all_reduce, &failure) &&
               Resolve(handle, path, "ncclReduceScatter", &api->reduce_scatter, &failure) &&
+              Resolve(handle, path, "ncclBroadcast", &api->broadcast, &failure) &&
               Resolve(handle, path, "ncclCommDestroy", &api->comm_destroy, &failure) &&
               Resolve(handle, path, "ncclGetErrorString", &api->get_error_string, &failure) &&
               Resolve(handle, path, "ncclGetVersion", &api->get_version, &failure);
@@ -188,6 +190,12 @@ bool VendorComm::AllReduce(const void* send, void* recv, size_t count, xcclDataT
   return Ok(library_.api().all_reduce(send, recv, count, static_cast<int>(type),
                                       static_cast<int>(op), comm_, stream),
             "ncclAllReduce");
+}
+
+bool VendorComm::Broadcast(const void* send, void* recv, size_t bytes, int root,
+                           xcclStream_t stream) {
+  return Ok(library_.api().broadcast(send, recv, bytes, nccl::kInt8, root, comm_, stream),
+            "ncclBroadcast");
 }
 
 }  // namespace xccl_perf

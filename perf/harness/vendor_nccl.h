@@ -66,6 +66,8 @@ class VendorComm {
   // ncclAllGather of `bytes` bytes per rank. The data travels as ncclInt8: an all-gather copies
   // bytes whatever their type, and so a vendor version without fp8 types still runs those rows.
   bool AllGather(const void* send, void* recv, size_t bytes, xcclStream_t stream);
+  // ncclBroadcast of `bytes` bytes from `root`, as ncclInt8 (a copy, as AllGather's).
+  bool Broadcast(const void* send, void* recv, size_t bytes, int root, xcclStream_t stream);
   // ncclAllReduce (sum) of `count` floats.
   bool AllReduceFloatSum(const void* send, void* recv, size_t count, xcclStream_t stream);
   // ncclReduceScatter (`count` elements received per rank) and ncclAllReduce, of any type and op
