@@ -1,65 +1,38 @@
-// The ag_gemm entry points of the C API. An op handle is a small shell that is never freed:
-// destroy releases the op and marks the shell, so a destroyed handle is refused by name
-// instead of being dereferenced after free (as communicator handles are).
-#include <atomic>
+// The ag_gemm entry points of the C API; the handle's shell and checks are every fused op's
+// (api/fused_handle.h).
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "api/api_guard.h"
 #include "api/fused_create.h"
+#include "api/fused_handle.h"
 #include "base/error.h"
 #include "fused/ag_gemm/ag_gemm_op.h"
 #include "fused/ag_gemm/ag_gemm_testing.h"
-#include "platform/runtime.h"
 #include "xccl_gemm.h"
 
 using namespace xccl;
 
-struct xcclAgGemm {
+struct xcclAgGemm : FusedHandle<AgGemmOp> {
   static constexpr uint64_t kMagic = 0x78636c6167656d6dull;  // "xclagemm"
-  uint64_t magic = kMagic;
-  xcclComm_t comm = nullptr;
-  std::unique_ptr<AgGemmOp> op;       // null once destroyed
-  std::atomic<bool> released{false};  // claimed by the one destroy that frees `op`
+  static constexpr const char* kWhat = "an ag_gemm op";
+  xcclAgGemm() { magic = kMagic; }
 };
 
 namespace {
 
-xcclResult_t CheckHandle(xcclAgGemm_t handle, const char* function) {
-  if (handle == nullptr) return Fail(xcclInvalidArgument, "%s: op is NULL", function);
-  if (handle->magic != xcclAgGemm::kMagic)
-    return Fail(xcclInvalidArgument, "%s: %p is not an ag_gemm op", function,
-                static_cast<void*>(handle));
-  return xcclSuccess;
-}
-
-// The op of a live handle whose communicator is live and healthy. The communicator first: after
-// its destroy the op must not be touched (a destroy of the op may be freeing it).
 xcclResult_t ResolveOp(xcclAgGemm_t handle, const char* function, AgGemmOp** op) {
-  XCCL_TRY(CheckHandle(handle, function));
-  Communicator* comm = nullptr;
-  XCCL_TRY(ResolveComm(handle->comm, function, &comm));
-  if (handle->released.load() || !handle->op)
-    return Fail(xcclInvalidArgument, "%s: the op was destroyed", function);
-  XCCL_TRY(comm->CheckHealthy(function));
-  *op = handle->op.get();
-  return xcclSuccess;
+  return ResolveFusedOp(handle, function, op);
 }
 
-// ResolveOp under the communicator's call guard, held by `exclusive` for the caller's scope: the
-// op is looked up once the guard is held, so a destroy on another thread (which takes the same
-// guard) can free it neither under the call nor between the lookup and its use.
 xcclResult_t ResolveOpExclusive(xcclAgGemm_t handle, const char* function,
                                 std::optional<Communicator::OperationGuard>* exclusive,
                                 AgGemmOp** op) {
-  XCCL_TRY(CheckHandle(handle, function));
-  Communicator* comm = nullptr;
-  XCCL_TRY(ResolveComm(handle->comm, function, &comm));
-  exclusive->emplace(comm);
-  XCCL_TRY((*exclusive)->Acquire(function));
-  return ResolveOp(handle, function, op);
+  return ResolveFusedOpExclusive(handle, function, exclusive, op);
 }
+
+xcclComm_t CommOf(xcclAgGemm_t handle) { return FusedHandleComm(handle); }
 
 }  // namespace
 
@@ -82,14 +55,6 @@ xcclResult_t xccl::SetAgGemmSelfTestStagingForTesting(xcclAgGemm_t op, size_t by
   XCCL_TRY(ResolveOp(op, "SetAgGemmSelfTestStagingForTesting", &impl));
   return impl->SetSelfTestStaging(bytes);
 }
-
-namespace {
-
-xcclComm_t CommOf(xcclAgGemm_t handle) {
-  return handle != nullptr && handle->magic == xcclAgGemm::kMagic ? handle->comm : nullptr;
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -196,31 +161,8 @@ xcclResult_t xcclAgGemmSelfTest(xcclAgGemm_t op, int64_t m, xcclStream_t stream)
 }
 
 xcclResult_t xcclAgGemmDestroy(xcclAgGemm_t op) {
-  return GuardedCall("xcclAgGemmDestroy", CommOf(op), [&]() -> xcclResult_t {
-    XCCL_TRY(CheckHandle(op, "xcclAgGemmDestroy"));
-    // Not under a call of this communicator on another thread (it may be using the op). After
-    // the communicator's destroy or abort there is no guard to take and none needed: that
-    // release waited for the calls in flight, later ones are refused, and the op holds only
-    // memory of its own (it may be destroyed in either order).
-    std::optional<Communicator::OperationGuard> exclusive;
-    Communicator* comm = nullptr;
-    if (op->comm->magic.load() != xcclComm::kDead) {
-      XCCL_TRY(ResolveComm(op->comm, "xcclAgGemmDestroy", &comm));
-      exclusive.emplace(comm);
-      XCCL_TRY(exclusive->Acquire("xcclAgGemmDestroy"));
-    }
-    if (op->released.exchange(true))
-      return Fail(xcclInvalidArgument, "xcclAgGemmDestroy: the op was destroyed");
-    // Destroy is not collective, so a peer sharing this GPU may already be in its next call,
-    // waiting for this rank, while freeing here waits for the whole device: the op then goes
-    // at the communicator's next create or its end (Communicator::DeferRelease).
-    if (comm != nullptr && FreeingWaitsForDevice() && comm->topology().SharesDeviceInProcess()) {
-      comm->DeferRelease(std::shared_ptr<AgGemmOp>(std::move(op->op)));
-    } else {
-      op->op.reset();
-    }
-    return xcclSuccess;
-  });
+  return GuardedCall("xcclAgGemmDestroy", CommOf(op),
+                     [&]() -> xcclResult_t { return DestroyFusedOp(op, "xcclAgGemmDestroy"); });
 }
 
 }  // extern "C"

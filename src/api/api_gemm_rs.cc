@@ -1,57 +1,32 @@
-// The gemm_rs entry points of the C API. As ag_gemm's (api_ag_gemm.cc): an op handle is a small
-// shell that is never freed, so a destroyed handle is refused by name instead of dereferenced.
-#include <atomic>
+// The gemm_rs entry points of the C API; the handle's shell and checks are every fused op's
+// (api/fused_handle.h).
 #include <memory>
 #include <optional>
 
 #include "api/api_guard.h"
 #include "api/fused_create.h"
+#include "api/fused_handle.h"
 #include "base/error.h"
 #include "fused/gemm_rs/gemm_rs_op.h"
 #include "fused/gemm_rs/gemm_rs_testing.h"
-#include "platform/runtime.h"
 #include "xccl_gemm.h"
 
 using namespace xccl;
 
-struct xcclGemmRs {
+struct xcclGemmRs : FusedHandle<GemmRsOp> {
   static constexpr uint64_t kMagic = 0x78636c67656d7273ull;  // "xclgemrs"
-  uint64_t magic = kMagic;
-  xcclComm_t comm = nullptr;
-  std::unique_ptr<GemmRsOp> op;       // null once destroyed
-  std::atomic<bool> released{false};  // claimed by the one destroy that frees `op`
+  static constexpr const char* kWhat = "a gemm_rs op";
+  xcclGemmRs() { magic = kMagic; }
 };
 
 namespace {
 
-xcclResult_t CheckHandle(xcclGemmRs_t handle, const char* function) {
-  if (handle == nullptr) return Fail(xcclInvalidArgument, "%s: op is NULL", function);
-  if (handle->magic != xcclGemmRs::kMagic)
-    return Fail(xcclInvalidArgument, "%s: %p is not a gemm_rs op", function,
-                static_cast<void*>(handle));
-  return xcclSuccess;
-}
+xcclComm_t CommOf(xcclGemmRs_t handle) { return FusedHandleComm(handle); }
 
-xcclComm_t CommOf(xcclGemmRs_t handle) {
-  return handle != nullptr && handle->magic == xcclGemmRs::kMagic ? handle->comm : nullptr;
-}
-
-// The op of a live handle on a live, healthy communicator, under the communicator's call guard
-// (held by `exclusive` for the caller's scope), so that a destroy on another thread cannot free it
-// meanwhile.
 xcclResult_t ResolveOpExclusive(xcclGemmRs_t handle, const char* function,
                                 std::optional<Communicator::OperationGuard>* exclusive,
                                 GemmRsOp** op) {
-  XCCL_TRY(CheckHandle(handle, function));
-  Communicator* comm = nullptr;
-  XCCL_TRY(ResolveComm(handle->comm, function, &comm));
-  exclusive->emplace(comm);
-  XCCL_TRY((*exclusive)->Acquire(function));
-  if (handle->released.load() || !handle->op)
-    return Fail(xcclInvalidArgument, "%s: the op was destroyed", function);
-  XCCL_TRY(comm->CheckHealthy(function));
-  *op = handle->op.get();
-  return xcclSuccess;
+  return ResolveFusedOpExclusive(handle, function, exclusive, op);
 }
 
 }  // namespace
@@ -117,26 +92,8 @@ xcclResult_t xcclGemmRsSelfTest(xcclGemmRs_t op, int64_t m, xcclStream_t stream)
 }
 
 xcclResult_t xcclGemmRsDestroy(xcclGemmRs_t op) {
-  return GuardedCall("xcclGemmRsDestroy", CommOf(op), [&]() -> xcclResult_t {
-    XCCL_TRY(CheckHandle(op, "xcclGemmRsDestroy"));
-    std::optional<Communicator::OperationGuard> exclusive;
-    Communicator* comm = nullptr;
-    if (op->comm->magic.load() != xcclComm::kDead) {
-      XCCL_TRY(ResolveComm(op->comm, "xcclGemmRsDestroy", &comm));
-      exclusive.emplace(comm);
-      XCCL_TRY(exclusive->Acquire("xcclGemmRsDestroy"));
-    }
-    if (op->released.exchange(true))
-      return Fail(xcclInvalidArgument, "xcclGemmRsDestroy: the op was destroyed");
-    // Not collective: where a peer of this process shares the GPU, freeing could wait for its
-    // next call, which waits for this rank (Communicator::DeferRelease).
-    if (comm != nullptr && FreeingWaitsForDevice() && comm->topology().SharesDeviceInProcess()) {
-      comm->DeferRelease(std::shared_ptr<GemmRsOp>(std::move(op->op)));
-    } else {
-      op->op.reset();
-    }
-    return xcclSuccess;
-  });
+  return GuardedCall("xcclGemmRsDestroy", CommOf(op),
+                     [&]() -> xcclResult_t { return DestroyFusedOp(op, "xcclGemmRsDestroy"); });
 }
 
 }  // extern "C"
