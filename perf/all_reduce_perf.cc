@@ -18,14 +18,8 @@ class AllReduce final : public Collective {
   const char* Name() const override { return "all_reduce"; }
   bool Reduces() const override { return true; }
 
-  // nccl-tests' src/all_reduce.cu: count = size / word elements in and out, in place the same
-  // pointer; the size column count * typesize.
   RowShape Shape(size_t bytes, size_t word, int) const override {
-    RowShape shape;
-    shape.count = bytes / word;
-    shape.send_count = shape.count;
-    shape.recv_count = shape.count;
-    return shape;
+    return SameCountInAndOut(bytes, word);
   }
   // AllReduceGetBw (same file): algbw = count * typesize / time, busbw = algbw * 2 (nranks - 1)
   // / nranks (its NVLS factor applies to NCCL_ALGO=NVLS runs of NCCL, which xccl has not).

@@ -19,14 +19,8 @@ class Broadcast final : public Collective {
   bool Reduces() const override { return false; }
   bool Rooted() const override { return true; }
 
-  // nccl-tests' src/broadcast.cu: count = size / word elements in and out, in place the same
-  // pointer on every rank; the size column count * typesize.
   RowShape Shape(size_t bytes, size_t word, int) const override {
-    RowShape shape;
-    shape.count = bytes / word;
-    shape.send_count = shape.count;
-    shape.recv_count = shape.count;
-    return shape;
+    return SameCountInAndOut(bytes, word);
   }
   // BroadcastGetBw (same file): busbw = algbw, every byte leaves the root once.
   double BusFactor(int) const override { return 1.0; }

@@ -27,6 +27,16 @@ struct RowShape {
   size_t recv_in_place = 0;
 };
 
+// count = bytes / word elements in and out, in place the same pointer on every rank (nccl-tests'
+// all_reduce.cu and broadcast.cu); the size column count * typesize.
+inline RowShape SameCountInAndOut(size_t bytes, size_t word) {
+  RowShape shape;
+  shape.count = bytes / word;
+  shape.send_count = shape.count;
+  shape.recv_count = shape.count;
+  return shape;
+}
+
 // One call's arguments, for xccl and the vendor alike.
 struct CallArgs {
   const void* send;
