@@ -72,30 +72,8 @@ xcclResult_t xcclAgGemmCreateScaled(xcclComm_t comm, int64_t n, int64_t k, int64
                                     const char* plugin_name, const struct xcclGemmPlugin_v1* plugin,
                                     xcclAgGemm_t* op) {
   return GuardedCall("xcclAgGemmCreate", comm, [&]() -> xcclResult_t {
-    if (op != nullptr) *op = nullptr;
-    Communicator* impl = nullptr;
-    XCCL_TRY(ResolveComm(comm, "xcclAgGemmCreate", &impl));
-    // Create is collective: a failure here (a failure this communicator recorded earlier too,
-    // which its peers may not have seen) is carried into it, which every rank must reach, so
-    // that the other ranks fail at once too instead of waiting for this one.
-    std::unique_ptr<GemmPlugin> gemm;
-    Communicator::OperationGuard exclusive(impl);
-    const xcclResult_t local =
-        FusedCreateLocalSteps(impl, &exclusive, "xcclAgGemmCreate", op, plugin_name, plugin, &gemm);
-    AgGemmOp::Shape shape;
-    shape.n = n;
-    shape.k = k;
-    shape.m_max = m_max;
-    shape.in_type = in_type;
-    shape.out_type = out_type;
-    shape.mode = mode;
-    shape.pinned_chunks = chunks;
-    shape.scales = ResolveScales(scales, in_type);
-    auto handle = std::make_unique<xcclAgGemm>();
-    handle->comm = comm;
-    XCCL_TRY(AgGemmOp::Create(impl, shape, local, std::move(gemm), &handle->op));
-    *op = handle.release();
-    return xcclSuccess;
+    return CreateFusedOp(comm, "xcclAgGemmCreate", n, k, m_max, in_type, out_type, scales, mode,
+                         chunks, plugin_name, plugin, op);
   });
 }
 

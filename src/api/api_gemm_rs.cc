@@ -47,28 +47,8 @@ xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_m
                               const char* plugin_name, const struct xcclGemmPlugin_v1* plugin,
                               xcclGemmRs_t* op) {
   return GuardedCall("xcclGemmRsCreate", comm, [&]() -> xcclResult_t {
-    if (op != nullptr) *op = nullptr;
-    Communicator* impl = nullptr;
-    XCCL_TRY(ResolveComm(comm, "xcclGemmRsCreate", &impl));
-    // Collective: a local failure is carried into the agreement every rank reaches.
-    std::unique_ptr<GemmPlugin> gemm;
-    Communicator::OperationGuard exclusive(impl);
-    const xcclResult_t local =
-        FusedCreateLocalSteps(impl, &exclusive, "xcclGemmRsCreate", op, plugin_name, plugin, &gemm);
-    GemmRsOp::Shape shape;
-    shape.n = n;
-    shape.k = k;
-    shape.m_max = m_max;
-    shape.in_type = in_type;
-    shape.out_type = out_type;
-    shape.mode = mode;
-    shape.pinned_chunks = chunks;
-    shape.scales = ResolveScales(scales, in_type);
-    auto handle = std::make_unique<xcclGemmRs>();
-    handle->comm = comm;
-    XCCL_TRY(GemmRsOp::Create(impl, shape, local, std::move(gemm), &handle->op));
-    *op = handle.release();
-    return xcclSuccess;
+    return CreateFusedOp(comm, "xcclGemmRsCreate", n, k, m_max, in_type, out_type, scales, mode,
+                         chunks, plugin_name, plugin, op);
   });
 }
 

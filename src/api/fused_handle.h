@@ -11,10 +11,12 @@
 #include <optional>
 
 #include "api/comm_handle.h"
+#include "api/fused_create.h"
 #include "base/error.h"
 #include "comm/communicator.h"
 #include "platform/runtime.h"
 #include "xccl.h"
+#include "xccl_gemm.h"
 
 namespace xccl {
 
@@ -68,6 +70,39 @@ xcclResult_t ResolveFusedOpExclusive(Handle* handle, const char* function,
   exclusive->emplace(comm);
   XCCL_TRY((*exclusive)->Acquire(function));
   return ResolveFusedOp(handle, function, op);
+}
+
+// Create (collective): the local steps, whose failure (one this communicator recorded earlier
+// too, which its peers may not have seen) is carried into the op's agreement, which every rank
+// must reach, so that the other ranks fail at once too instead of waiting for this one. `Mode`
+// is the op's mode enum; `Op::Shape` has the fields set here and `Op::Create` makes the op.
+template <typename Handle, typename Mode>
+xcclResult_t CreateFusedOp(xcclComm_t comm, const char* function, int64_t n, int64_t k,
+                           int64_t m_max, xcclDataType_t in_type, xcclDataType_t out_type,
+                           xcclAgGemmScales_t scales, Mode mode, int chunks,
+                           const char* plugin_name, const xcclGemmPlugin_v1* plugin, Handle** op) {
+  using Op = typename decltype(Handle::op)::element_type;
+  if (op != nullptr) *op = nullptr;
+  Communicator* impl = nullptr;
+  XCCL_TRY(ResolveComm(comm, function, &impl));
+  std::unique_ptr<GemmPlugin> gemm;
+  Communicator::OperationGuard exclusive(impl);
+  const xcclResult_t local =
+      FusedCreateLocalSteps(impl, &exclusive, function, op, plugin_name, plugin, &gemm);
+  typename Op::Shape shape;
+  shape.n = n;
+  shape.k = k;
+  shape.m_max = m_max;
+  shape.in_type = in_type;
+  shape.out_type = out_type;
+  shape.mode = mode;
+  shape.pinned_chunks = chunks;
+  shape.scales = ResolveScales(scales, in_type);
+  auto handle = std::make_unique<Handle>();
+  handle->comm = comm;
+  XCCL_TRY(Op::Create(impl, shape, local, std::move(gemm), &handle->op));
+  *op = handle.release();
+  return xcclSuccess;
 }
 
 // Destroy: not under a call of this communicator on another thread (it may be using the op).
