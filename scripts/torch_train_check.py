@@ -15,6 +15,7 @@ largest relative difference must stay within --rtol. The global batch is split e
 mean of the local mean losses is the global mean loss and the averaged gradient is its gradient.
 
 Usage: torch_train_check.py --world N --mode ddp|fsdp [--same-gpu] [--steps S] [--label text]
+                           [--expect-lib PATH]
 Exit status 0 only if every rank finished and the losses match.
 """
 import argparse
@@ -114,6 +115,8 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-3)
     parser.add_argument("--label", default="")
     parser.add_argument("--timeout", type=float, default=180)
+    parser.add_argument("--expect-lib", default="",
+                        help="a path that must be among the libnccl files rank 0 mapped (the shim)")
     parser.add_argument("--out", default="")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -121,6 +124,8 @@ def main():
         sys.exit(worker(args))
     if args.world < 1 or BATCH % args.world:
         parser.error(f"--world must divide the global batch of {BATCH}")
+    if args.steps < 11:
+        parser.error("--steps must be at least 11 (the first 10 are left out of the step time)")
 
     out = os.path.join(tempfile.mkdtemp(), "losses.json")
     argv = [sys.executable, os.path.abspath(__file__), "--worker", "--world", str(args.world),
@@ -141,11 +146,13 @@ def main():
     want = reference_losses(torch, args.steps, args.lr, torch.device("cuda", 0))
     got = run["losses"]
     worst = max(abs(g - w) / max(abs(w), 1e-12) for g, w in zip(got, want))
-    ok = len(got) == len(want) and worst <= args.rtol
+    loaded = not args.expect_lib or args.expect_lib in run["libraries"]
+    ok = len(got) == len(want) and worst <= args.rtol and loaded
     print(f"{what}: {'PASS' if ok else 'FAIL'}; {len(got)} steps, loss {got[0]:.5f} -> "
           f"{got[-1]:.5f} (single process {want[0]:.5f} -> {want[-1]:.5f}), largest relative "
           f"difference {worst:.2e} (bound {args.rtol:g}); median step {run['step_ms']:.2f} ms; "
-          f"libnccl: {' '.join(run['libraries'])}", flush=True)
+          f"libnccl: {' '.join(run['libraries'])}"
+          f"{'' if loaded else f' (not {args.expect_lib}: the preload did not take)'}", flush=True)
     sys.exit(0 if ok else 1)
 
 

@@ -21,10 +21,10 @@ nvidia-cuda-mps-control -d >>"$log" 2>&1 && mps=1
 for mode in ddp fsdp; do
   check python3 scripts/torch_train_check.py --world 1 --mode "$mode" --label nccl
   check env LD_PRELOAD="$shim" XCCL_DEBUG=INFO python3 scripts/torch_train_check.py --world 1 \
-    --mode "$mode" --label shim
+    --mode "$mode" --label shim --expect-lib "$shim"
   for n in ${TORCH_TRAIN_SHARED-2 4}; do
     check env LD_PRELOAD="$shim" XCCL_DEBUG=INFO python3 scripts/torch_train_check.py --world "$n" \
-      --mode "$mode" --same-gpu --label "shim$([ $mps = 1 ] && echo ', MPS')"
+      --mode "$mode" --same-gpu --expect-lib "$shim" --label "shim$([ $mps = 1 ] && echo ', MPS')"
   done
 done
 [ $mps = 1 ] && echo quit | nvidia-cuda-mps-control

@@ -385,6 +385,7 @@ class CollectiveRank {
         .Int("count", static_cast<int64_t>(shape.count))
         .String("type", TypeName(type));
     if (collective_.Reduces()) row.String("redop", OpName(op));
+    if (collective_.Rooted()) row.Int("root", options_.root);
     row.String("placement", PlacementName(in_place))
         .Number("time_us", result.seconds * 1.0e6)
         .Number("algbw", result.algbw)

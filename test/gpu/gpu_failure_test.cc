@@ -58,7 +58,7 @@ void RunKilledProcess(int queued) {
           RANK_EXPECT(ctx, wrong.empty(), "warm-up call " << call << ": " << wrong);
         }
         if (!ctx.failures.empty()) return;
-        if (ctx.rank == victim) raise(SIGKILL);
+        KillOnceEveryRankIsWarm(ctx, victim);
 
         auto start = std::chrono::steady_clock::now();
         for (int q = 0; q < queued; ++q) {

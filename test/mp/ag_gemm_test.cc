@@ -830,7 +830,7 @@ TEST(AgGemmFailureTest, KilledRankIsNamedBySurvivors) {
         xcclAgGemm_t op = nullptr;
         if (!Create(ctx, c, &op)) return;
         CheckedRun(ctx, op, c, 512, 1);
-        if (ctx.rank == victim) raise(SIGKILL);
+        KillOnceEveryRankIsWarm(ctx, victim);
         const Operands o = MakeOperands(ctx.seed, ctx.rank, 2, 512, c.n, c.k, c.in);
         const auto start = std::chrono::steady_clock::now();
         xcclResult_t r = xcclAgGemmRun(op, o.a.data(), nullptr, o.b.data(), nullptr, 512, nullptr,

@@ -64,16 +64,6 @@ xcclResult_t CallAfterTheKill(RankContext& ctx, std::vector<uint32_t>* send,
   return result;
 }
 
-// The victim dies only once every rank is past its warm-up (shared[0] counts them): a victim done
-// with its last call may still have puts of that call on their way to a slower peer, and killing
-// it then would fail that peer's warm-up instead of its next call.
-void KillVictimOnceEveryRankWarmedUp(RankContext& ctx, int victim) {
-  __atomic_add_fetch(&ctx.shared[0], 1, __ATOMIC_SEQ_CST);
-  if (ctx.rank != victim) return;
-  RANK_EXPECT(ctx, WaitForCount(&ctx.shared[0], ctx.nranks), "a rank never warmed up");
-  raise(SIGKILL);
-}
-
 class KilledRankTest : public ::testing::TestWithParam<int> {};
 
 // One rank is SIGKILLed between two calls; every survivor's next call fails naming it, fast
@@ -87,7 +77,7 @@ TEST_P(KilledRankTest, SurvivorsReportThePeerAndAbort) {
       [victim](RankContext& ctx) {
         std::vector<uint32_t> send(1000), recv(1000 * ctx.nranks);
         WarmUp(ctx, &send, &recv);
-        KillVictimOnceEveryRankWarmedUp(ctx, victim);
+        KillOnceEveryRankIsWarm(ctx, victim);
         const xcclResult_t result = CallAfterTheKill(ctx, &send, &recv, victim, 20.0);
         RANK_EXPECT(
             ctx, result == xcclRemoteError || result == xcclTimeout,
@@ -127,7 +117,7 @@ void KillAcrossNodes(int world, const std::string& nodes, int victim, size_t ele
       [victim, elements](RankContext& ctx) {
         std::vector<uint32_t> send(elements), recv(elements * ctx.nranks);
         WarmUp(ctx, &send, &recv);
-        KillVictimOnceEveryRankWarmedUp(ctx, victim);
+        KillOnceEveryRankIsWarm(ctx, victim);
         const xcclResult_t result = CallAfterTheKill(ctx, &send, &recv, victim, 2.0);
         RANK_EXPECT(
             ctx, result == xcclRemoteError,

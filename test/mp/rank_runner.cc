@@ -213,9 +213,20 @@ const std::vector<pid_t>& LastChildPids() { return g_last_children; }
 
 bool WaitForCount(volatile uint64_t* word, uint64_t n) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (__atomic_load_n(word, __ATOMIC_SEQ_CST) < n)
+  while (__atomic_load_n(word, __ATOMIC_SEQ_CST) < n) {
     if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();  // many ranks on few cores: leave the cores to those not yet here
+  }
   return true;
+}
+
+void KillOnceEveryRankIsWarm(RankContext& ctx, int victim) {
+  // A word of the 64 KiB shared area that no test uses for anything else.
+  constexpr int kWarmSlot = 8000;
+  __atomic_add_fetch(&ctx.shared[kWarmSlot], 1, __ATOMIC_SEQ_CST);
+  const bool everyone = WaitForCount(&ctx.shared[kWarmSlot], ctx.nranks);
+  if (ctx.rank == victim) raise(SIGKILL);
+  RANK_EXPECT(ctx, everyone, "a rank never got past its warm-up");
 }
 
 }  // namespace xccl_test

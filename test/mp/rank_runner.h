@@ -65,6 +65,13 @@ void CheckedCallsOn(RankContext& ctx, xcclComm_t comm, int rank, int nranks, int
 // increments) reaches `n`: an out-of-band meeting of the ranks. False on the deadline.
 bool WaitForCount(volatile uint64_t* word, uint64_t n);
 
+// A killed-rank test's meeting before the kill: every rank counts itself past its warm-up in the
+// shared area and waits for the others (WaitForCount), then `victim` is SIGKILLed. So the
+// victim's last puts have landed before it dies (a slower peer's warm-up cannot fail on its
+// death), and every survivor's next call starts once every rank is warm. A rank that never
+// arrives is a failure of those that waited; the victim dies either way.
+void KillOnceEveryRankIsWarm(RankContext& ctx, int victim);
+
 // Returns the failures of every rank, each prefixed with "rank N: ".
 std::vector<std::string> RunRanks(RankMode mode, int nranks,
                                   const std::function<void(RankContext&)>& body,

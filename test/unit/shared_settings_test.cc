@@ -63,6 +63,7 @@ TEST(SharedSettings, EachDifferenceIsRefusedOnEveryRankNamingTheParameter) {
       {"XCCL_ALLGATHER_LANES", [](Params* p) { p->allgather_lanes = 3; }},
       {"XCCL_ALLGATHER_CHUNK_BYTES", [](Params* p) { p->allgather_chunk_bytes = 1 << 20; }},
       {"XCCL_ALLGATHER_ALGO", [](Params* p) { p->allgather_algo = "dma"; }},
+      {"XCCL_ALLREDUCE_ONESHOT_BYTES", [](Params* p) { p->allreduce_oneshot_bytes = 0; }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.parameter);
