@@ -217,11 +217,11 @@ xcclResult_t xcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
  * rounded once (integers: the wrapped sum, truncated toward zero).
  * Determinism: every element is reduced in rank order, ((x0 op x1) op x2) op ... x(n-1) with xr
  * rank r's value, whatever the size, engine or timing, so on a given communicator the same
- * inputs give bitwise the same result on every rank and in every run. On the host platform with
- * ranks on several nodes the fixed order is node by node: each node's ranks in rank order into
+ * inputs give bitwise the same result on every rank and in every run. With ranks on several
+ * nodes the fixed order is node by node, on every platform: each node's ranks in rank order into
  * an accumulator, then the nodes' accumulators in node order (nodes numbered by their lowest
  * rank); the accumulators cross the network as they are (fp32 for the 16- and 8-bit floats), so
- * the result is still rounded once. GPU platforms across nodes keep plain rank order.
+ * the result is still rounded once.
  * Every rank passes the same count, type and op; on the host platform ranks that pass different
  * counts all fail at the first step: xcclInvalidUsage naming the other count, or, for a rank
  * whose wait a peer's report of the mismatch reaches first, xcclRemoteError naming the rank that

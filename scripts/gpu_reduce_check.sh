@@ -9,7 +9,13 @@
 # REDUCE_CHECK=ab takes turns, AB_ROUNDS times, between the library in REDUCE_BASE_LIB (a folder
 # holding an earlier build's libxccl.so.0, carried) and this build's, at 2 thread ranks from 64 MiB
 # (reduce_scatter and all_reduce), then this build graph-launched (-G 10), beside the roofline.
-# Usage: REDUCE_CHECK=tests|perf|grid|ab scripts/gpu_reduce_check.sh [build-dir]   (build-dir: build-cuda)
+# REDUCE_CHECK=nodes runs NODES_PARTS ("tests python perf"): the gpu tests of the reductions at
+# fake-node layouts (REDUCE_CHECK_REGEX), the Python binding's reductions on torch tensors
+# (REDUCE_PYTHON: an interpreter with torch and pytest; the package is laid out from python/
+# beside this build's library), and thread ranks split into fake nodes (2x2, 2x4) beside the same
+# ranks on one node, reduce_scatter and all_reduce, bf16 sum, time per call (perf/gpu_nodes.sh
+# TIMES=1, every row checked).
+# Usage: REDUCE_CHECK=tests|perf|grid|ab|nodes scripts/gpu_reduce_check.sh [build-dir]   (build-dir: build-cuda)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cuda}
@@ -31,6 +37,44 @@ if [ "$what" = tests ]; then
   # The distinct warnings and failed expectations, most frequent first: the log may not come back.
   grep -hE "WARN|Failure|rank [0-9]+:" "$logs/tests.txt" | sed -E 's/^.*(XCCL WARN)/\1/' |
     cut -c1-300 | sort | uniq -c | sort -rn | head -40
+  exit 0
+fi
+
+if [ "$what" = nodes ]; then
+  parts=${NODES_PARTS:-tests python perf}
+  if [[ " $parts " == *" tests "* ]]; then
+    timeout "${REDUCE_TEST_SECONDS:-300}" ctest --test-dir "$build" -L gpu -j 1 \
+      -R "${REDUCE_CHECK_REGEX:-(Reduce|Broadcast).*Nodes}" --timeout 120 --output-on-failure \
+      >"$logs/tests.txt" 2>&1
+    [ $? -eq 124 ] && echo "gpu_reduce_check: the tests ran out of time; the rest did not run"
+    echo "ran: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#' "$logs/tests.txt")"
+    grep -E "tests passed|tests failed" "$logs/tests.txt"
+    sed -n '/The following tests FAILED/,$p' "$logs/tests.txt"
+    grep -hE "WARN|Failure|rank [0-9]+:" "$logs/tests.txt" | sed -E 's/^.*(XCCL WARN)/\1/' |
+      cut -c1-300 | sort | uniq -c | sort -rn | head -20
+  fi
+  if [[ " $parts " == *" python "* ]]; then
+    py=${REDUCE_PYTHON:-python3}
+    if "$py" -c "import torch, pytest" 2>/dev/null; then
+      mkdir -p "$build/python/xccl"
+      cp python/xccl/*.py "$build/python/xccl/"
+      ln -sf "$PWD/$build/libxccl.so.0" "$build/python/xccl/libxccl.so.0"
+      PYTHONPATH=$build/python timeout 200 "$py" -m pytest -q -rs -p no:cacheprovider \
+        -k "${REDUCE_PYTHON_TESTS:-reductions}" python/tests/test_gpu_torch.py \
+        >"$logs/python.txt" 2>&1
+      echo "python: $(tail -1 "$logs/python.txt")"
+    else
+      echo "python: skipped, $py does not import torch and pytest"
+    fi
+  fi
+  if [[ " $parts " == *" perf "* ]]; then
+    for bin in reduce_scatter_perf all_reduce_perf; do
+      echo "== $bin, bf16 sum, time us per call (out of place), threads on GPU 0, ranks:nodes =="
+      BINARY=$bin EXTRA="-d bf16" TIMES=1 LAYOUTS="${NODE_LAYOUTS:-4:none 4:2,2 8:none 8:4,4}" \
+        SIZES="${NODE_SIZES:--b 64 -e 64M -f 8}" RUN_SECONDS=150 perf/gpu_nodes.sh "new=$build"
+    done >"$logs/nodes.txt" 2>&1
+    cat "$logs/nodes.txt"
+  fi
   exit 0
 fi
 

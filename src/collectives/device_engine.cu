@@ -25,6 +25,7 @@ xcclResult_t CreateDeviceEngine(const Params& params, const Topology& topology,
       CreateAllGatherEngine(params, topology, geometry, slots, transport, &engine->all_gather));
   XCCL_TRY(CreateBarrierEngine(topology, slots, &engine->barrier));
   XCCL_TRY(CreateReadReduceEngine(params, topology, slots, transport, &engine->read_reduce));
+  XCCL_TRY(CreateNodeReduceEngine(topology, transport, &engine->node_reduce));
   *out = std::move(engine);
   return xcclSuccess;
 }

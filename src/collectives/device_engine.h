@@ -10,6 +10,7 @@
 #include "base/topology.h"
 #include "collectives/all_gather/all_gather_engine.h"
 #include "collectives/barrier/barrier_engine.h"
+#include "collectives/reduce/node_reduce_engine.h"
 #include "collectives/reduce/read_reduce_engine.h"
 #include "transport/slot_map.h"
 #include "transport/transport.h"
@@ -22,6 +23,7 @@ struct DeviceEngine {
   std::unique_ptr<AllGatherEngine> all_gather;
   std::unique_ptr<BarrierEngine> barrier;
   std::unique_ptr<ReadReduceEngine> read_reduce;  // reduce_scatter's and all_reduce's
+  std::unique_ptr<NodeReduceEngine> node_reduce;  // the same across nodes; null on one node
 };
 
 // Before the slot map is laid: what the device engines carve of a window for the communicator's

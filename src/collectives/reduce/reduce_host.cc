@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "base/error.h"
 #include "collectives/reduce/data_type_switch.h"
@@ -143,6 +144,31 @@ xcclResult_t CheckReducible(const char* /*op_name*/, int /*nranks*/) {
 xcclResult_t ReduceOnStream(int datatype, int op, const void* const* inputs, int nranks, void* out,
                             size_t count, xcclStream_t /*stream: host steps are immediate*/) {
   return ReduceOnHost(datatype, op, inputs, nranks, out, count);
+}
+
+xcclResult_t ReduceStageOnStream(ReduceStage stage, int datatype, int op, const void* const* inputs,
+                                 int n, void* out, size_t count, int nranks,
+                                 xcclStream_t /*stream*/) {
+  return ReduceStageOnHost(stage, datatype, op, inputs, n, out, count, nranks);
+}
+
+xcclResult_t ReduceNodeByNodeOnStream(const Topology& topology, int datatype, int op,
+                                      const void* const* inputs, void* out, size_t count,
+                                      xcclStream_t /*stream*/) {
+  const size_t partial = count * AccumulatorSize(datatype);
+  std::vector<char> partials(topology.node_count * partial);
+  std::vector<const void*> nodes(topology.node_count);
+  for (int node = 0; node < topology.node_count; ++node) {
+    std::vector<const void*> ranks;
+    for (int r = 0; r < topology.nranks; ++r)
+      if (topology.node_of_rank[r] == node) ranks.push_back(inputs[r]);
+    nodes[node] = partials.data() + node * partial;
+    XCCL_TRY(ReduceStageOnHost(ReduceStage::kPartial, datatype, op, ranks.data(),
+                               static_cast<int>(ranks.size()), partials.data() + node * partial,
+                               count, topology.nranks));
+  }
+  return ReduceStageOnHost(ReduceStage::kPartials, datatype, op, nodes.data(), topology.node_count,
+                           out, count, topology.nranks);
 }
 
 }  // namespace xccl

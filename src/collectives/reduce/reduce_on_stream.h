@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include "base/topology.h"
+#include "collectives/reduce/reduction.h"
 #include "xccl.h"
 
 namespace xccl {
@@ -18,5 +20,16 @@ xcclResult_t CheckReducible(const char* op_name, int nranks);
 // one of the inputs. A failed launch returns xcclUnhandledDeviceError with the runtime's text.
 xcclResult_t ReduceOnStream(int datatype, int op, const void* const* inputs, int nranks, void* out,
                             size_t count, xcclStream_t stream);
+
+// Stage `stage` of a reduction across nodes (reduction.h: kPartial writes accumulators, kPartials
+// reads them; `nranks` is avg's divisor): the host's ReduceStageOnHost, or a kernel with its bits.
+xcclResult_t ReduceStageOnStream(ReduceStage stage, int datatype, int op, const void* const* inputs,
+                                 int n, void* out, size_t count, int nranks, xcclStream_t stream);
+
+// inputs[r] is rank r's: each node's ranks in rank order, then the nodes in order (the order
+// xccl.h promises across nodes), as kPartial then kPartials would give it.
+xcclResult_t ReduceNodeByNodeOnStream(const Topology& topology, int datatype, int op,
+                                      const void* const* inputs, void* out, size_t count,
+                                      xcclStream_t stream);
 
 }  // namespace xccl

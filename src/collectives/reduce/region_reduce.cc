@@ -28,11 +28,9 @@ size_t HeaderBytes(Communicator* comm) {
   return comm->device_engine() == nullptr ? kHeaderBytes : 0;
 }
 
-// Every peer's previous operation is over before a piece lands in its region: on GPUs the kernel
-// all_gather keeps its rings in the same inboxes and may end before a peer has drained them, and
-// across nodes the hierarchical all_gather forwards pieces of several epochs, so a rank may be
-// more than the one epoch ahead that the parity halves allow (docs/ARCHITECTURE.md, "Reductions").
-xcclResult_t FenceOtherOperations(Communicator* comm, const char* op_name, xcclStream_t stream) {
+}  // namespace
+
+xcclResult_t FenceRegion(Communicator* comm, const char* op_name, xcclStream_t stream) {
   DeviceEngine* engine = comm->device_engine();
   if (engine == nullptr)
     return comm->topology().node_count > 1 ? Barrier(comm, stream) : xcclSuccess;
@@ -42,28 +40,6 @@ xcclResult_t FenceOtherOperations(Communicator* comm, const char* op_name, xcclS
     return comm->RecordFailure(op_name, failure);
   return xcclSuccess;
 }
-
-// Each node's ranks in rank order into an accumulator-typed partial, then the partials in node
-// order (reduction.h's stages): the order xccl.h promises on the host across nodes.
-xcclResult_t ReduceNodeByNode(const Topology& topology, int datatype, int op,
-                              const std::vector<const void*>& inputs, void* out, size_t count) {
-  const size_t partial = count * AccumulatorSize(datatype);
-  std::vector<char> partials(topology.node_count * partial);
-  std::vector<const void*> nodes(topology.node_count);
-  for (int node = 0; node < topology.node_count; ++node) {
-    std::vector<const void*> ranks;
-    for (int r = 0; r < topology.nranks; ++r)
-      if (topology.node_of_rank[r] == node) ranks.push_back(inputs[r]);
-    nodes[node] = partials.data() + node * partial;
-    XCCL_TRY(ReduceStageOnHost(ReduceStage::kPartial, datatype, op, ranks.data(),
-                               static_cast<int>(ranks.size()), partials.data() + node * partial,
-                               count, topology.nranks));
-  }
-  return ReduceStageOnHost(ReduceStage::kPartials, datatype, op, nodes.data(), topology.node_count,
-                           out, count, topology.nranks);
-}
-
-}  // namespace
 
 xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count) {
   const size_t size = DataTypeSize(datatype);
@@ -88,7 +64,7 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   const size_t bytes = step.count * DataTypeSize(datatype);
   // The fence is an operation of its own (host across nodes: a barrier with its epoch), so the
   // step's epoch is taken after it.
-  XCCL_TRY(FenceOtherOperations(comm, op_name, stream));
+  XCCL_TRY(FenceRegion(comm, op_name, stream));
   const uint32_t epoch = comm->NextEpoch();
   const Deadline deadline(comm->timeout_ms());
   PlatformFailure failure;
@@ -159,14 +135,15 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   }
   if (result == xcclSuccess && out_is_put) result = transport->Flush(deadline, &failure);
   if (result == xcclSuccess) {
-    // One source: its piece as it is (a reduction of one input is a copy). The host across
-    // nodes reduces in the order of ReduceScatterAcrossNodes, so every path gives its bits.
+    // One source: its piece as it is (a reduction of one input is a copy). Across nodes, node
+    // by node, the order of ReduceScatterAcrossNodes, so every path gives its bits.
     const bool single = step.only_source >= 0;
     const xcclResult_t reduced =
         single ? ReduceOnStream(datatype, op, &inputs[step.only_source], 1, step.out, step.count,
                                 stream)
-        : comm->device_engine() == nullptr && comm->topology().node_count > 1
-            ? ReduceNodeByNode(comm->topology(), datatype, op, inputs, step.out, step.count)
+        : comm->topology().node_count > 1
+            ? ReduceNodeByNodeOnStream(comm->topology(), datatype, op, inputs.data(), step.out,
+                                       step.count, stream)
             : ReduceOnStream(datatype, op, inputs.data(), nranks, step.out, step.count, stream);
     if (reduced != xcclSuccess)
       result = SetFailure(&failure, reduced, rank, "%s", ThreadLastError().c_str());

@@ -29,6 +29,14 @@ struct RegionReduceStep {
   int only_source = -1;
 };
 
+// Every peer's previous operation is over before a piece lands in its region: on GPUs the kernel
+// all_gather keeps its rings in the same inboxes and may end before a peer has drained them, and
+// across nodes the hierarchical all_gather forwards pieces of several epochs, so a rank may be
+// more than the one epoch ahead that the parity halves allow (docs/ARCHITECTURE.md,
+// "Reductions"). GPU: a device barrier on `stream`; host: a barrier across nodes, else nothing.
+// A failure is recorded as `op_name`'s.
+xcclResult_t FenceRegion(Communicator* comm, const char* op_name, xcclStream_t stream);
+
 // The most elements of `datatype` one step carries (every rank the same); xcclInvalidUsage naming
 // `op_name` where the region's pieces hold not even one (a tiny XCCL_EAGER_BYTES on the host).
 xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count);

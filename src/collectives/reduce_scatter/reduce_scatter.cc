@@ -32,9 +32,10 @@ xcclResult_t ReduceScatter(Communicator* comm, const char* op_name, const void* 
     part.count = count;
     return ReduceByReading(comm, op_name, buffers, part, datatype, op, stream);
   }
-  // The host across nodes: each node's partials first, each crossing the network once.
-  if (comm->device_engine() == nullptr && comm->topology().node_count > 1)
-    return ReduceScatterAcrossNodes(comm, op_name, send, recv, count, datatype, op, call_count);
+  // Across nodes: each node's partials first, each crossing the network once.
+  if (comm->topology().node_count > 1)
+    return ReduceScatterAcrossNodes(comm, op_name, send, recv, count, datatype, op, call_count,
+                                    stream);
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, op_name, datatype, &step_count));
   LaunchGate gate(comm, op_name);

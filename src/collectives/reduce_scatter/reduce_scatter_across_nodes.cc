@@ -8,8 +8,12 @@
 #include "base/error.h"
 #include "base/failure.h"
 #include "collectives/barrier/barrier.h"
+#include "collectives/device_engine.h"
+#include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
+#include "collectives/reduce/reduce_on_stream.h"
 #include "collectives/reduce/reduction.h"
+#include "collectives/reduce/region_reduce.h"
 #include "collectives/reduce_scatter/partial_plan.h"
 #include "collectives/region/arrivals.h"
 #include "collectives/region/inboxes.h"
@@ -18,9 +22,10 @@ namespace xccl {
 
 namespace {
 
-// Each put opens with the call's count, as region_reduce.cc's do, so that ranks that passed
-// different counts fail at the first step; 64 bytes keep the data aligned.
-constexpr size_t kHeaderBytes = 64;
+// On the host each put opens with the call's count, as region_reduce.cc's do, so that ranks that
+// passed different counts fail at the first step; 64 bytes keep the data aligned. GPU puts are
+// stream-ordered and the host cannot read what landed, so they carry none.
+constexpr size_t kHostHeaderBytes = 64;
 
 struct Call {
   const char* send;
@@ -28,13 +33,15 @@ struct Call {
   size_t block_bytes;
   int datatype, op;
   uint64_t call_count;
+  xcclStream_t stream;
+  size_t header_bytes;  // kHostHeaderBytes or 0
 };
 
 // One step: `count` elements from element `first` of every block, as one operation.
 class Step {
  public:
   Step(Communicator* comm, const PartialPlan& plan, const SlotRange& arrivals,
-       const Inboxes& inboxes, const Call& call, std::vector<char>* partials)
+       const Inboxes& inboxes, const Call& call, char* partials)
       : comm_(comm),
         plan_(plan),
         arrivals_(arrivals),
@@ -51,21 +58,18 @@ class Step {
     const std::vector<int>& mine = plan_.owned[me_];
     epoch_ = comm_->NextEpoch();
     deadline_ = Deadline(comm_->timeout_ms());
-    XCCL_TRY(transport_->BeginOperation(nullptr, /*queued=*/true, failure));
+    XCCL_TRY(transport_->BeginOperation(call_.stream, /*queued=*/true, failure));
     put_at_ = inboxes_.Offset(me_, epoch_);
-    // Queued puts read it after this frame may be gone (a failed step returns at once).
-    static thread_local uint64_t header;
-    header = call_.call_count;
 
     // This rank's pieces of the blocks whose partials its node's peers make.
     for (int peer : topology_.local_ranks) {
       if (peer == me_) continue;
       const std::vector<int>& theirs = plan_.owned[peer];
       Connection& connection = transport_->connection(peer);
-      connection.PutToRegion(epoch_, put_at_, &header, sizeof(header), ControlLayout::kNoSignal);
+      PutHeader(connection);
       for (size_t k = 0; k < theirs.size(); ++k)
         connection.PutToRegion(
-            epoch_, put_at_ + kHeaderBytes + k * piece,
+            epoch_, put_at_ + call_.header_bytes + k * piece,
             call_.send + theirs[k] * call_.block_bytes + first_byte, piece,
             k + 1 == theirs.size() ? arrivals_.at(me_) : ControlLayout::kNoSignal);
     }
@@ -75,7 +79,6 @@ class Step {
       if (peer == me_) continue;
       XCCL_TRY(Land(peer, mine.size() * piece, &landed[peer], failure));
     }
-    partials_->resize(mine.size() * partial);
     std::vector<const void*> inputs(topology_.local_ranks.size());
     for (size_t k = 0; k < mine.size(); ++k) {
       for (size_t i = 0; i < inputs.size(); ++i) {
@@ -83,8 +86,7 @@ class Step {
         inputs[i] = r == me_ ? call_.send + mine[k] * call_.block_bytes + first_byte
                              : landed[r] + k * piece;
       }
-      XCCL_TRY(
-          Reduced(ReduceStage::kPartial, inputs, partials_->data() + k * partial, count, failure));
+      XCCL_TRY(Reduced(ReduceStage::kPartial, inputs, partials_ + k * partial, count, failure));
     }
     // Each partial to its destination over the network; this rank's own stays.
     size_t own = 0;
@@ -94,16 +96,16 @@ class Step {
         continue;
       }
       Connection& connection = transport_->connection(mine[k]);
-      connection.PutToRegion(epoch_, put_at_, &header, sizeof(header), ControlLayout::kNoSignal);
-      connection.PutToRegion(epoch_, put_at_ + kHeaderBytes, partials_->data() + k * partial,
-                             partial, arrivals_.at(me_));
+      PutHeader(connection);
+      connection.PutToRegion(epoch_, put_at_ + call_.header_bytes, partials_ + k * partial, partial,
+                             arrivals_.at(me_));
     }
     // Every node's partial for this rank, in node order, rounded once.
     std::vector<const void*> nodes(topology_.node_count);
     for (int node = 0; node < topology_.node_count; ++node) {
       const int maker = plan_.partial_from[node];
       if (maker == me_) {
-        nodes[node] = partials_->data() + own * partial;
+        nodes[node] = partials_ + own * partial;
         continue;
       }
       const char* at = nullptr;
@@ -111,17 +113,27 @@ class Step {
       nodes[node] = at;
     }
     XCCL_TRY(Reduced(ReduceStage::kPartials, nodes, call_.out + first_byte, count, failure));
-    return EndQueuedOperation(comm_, nullptr, deadline_, failure);
+    return EndQueuedOperation(comm_, call_.stream, deadline_, failure);
   }
 
  private:
-  // Waits for `peer`'s put of this step (`bytes` after the header) and checks that it passed
-  // this rank's count; *at: where its data landed.
+  void PutHeader(Connection& connection) {
+    // Queued puts read it after this frame may be gone (a failed step returns at once).
+    static thread_local uint64_t header;
+    header = call_.call_count;
+    if (call_.header_bytes > 0)
+      connection.PutToRegion(epoch_, put_at_, &header, sizeof(header), ControlLayout::kNoSignal);
+  }
+
+  // Waits for `peer`'s put of this step (`bytes` after the header; GPU: on the stream) and, on
+  // the host, checks that it passed this rank's count; *at: where its data landed.
   xcclResult_t Land(int peer, size_t bytes, const char** at, PlatformFailure* failure) {
-    XCCL_TRY(transport_->WaitSlot(arrivals_.at(peer), epoch_, peer, "its data", deadline_, nullptr,
-                                  failure));
+    XCCL_TRY(transport_->WaitSlot(arrivals_.at(peer), epoch_, peer, "its data", deadline_,
+                                  call_.stream, failure));
     const char* landed = transport_->Received(peer, inboxes_.Offset(peer, epoch_));
-    const size_t expected_end = put_at_ % inboxes_.slice + kHeaderBytes + bytes;
+    *at = landed + call_.header_bytes;
+    if (call_.header_bytes == 0) return xcclSuccess;
+    const size_t expected_end = put_at_ % inboxes_.slice + call_.header_bytes + bytes;
     size_t end = expected_end;
     uint64_t its_count = 0;
     std::memcpy(&its_count, landed, sizeof(its_count));
@@ -132,15 +144,14 @@ class Step {
                         "different counts",
                         peer, static_cast<unsigned long long>(its_count),
                         static_cast<unsigned long long>(call_.call_count));
-    *at = landed + kHeaderBytes;
     return xcclSuccess;
   }
 
   xcclResult_t Reduced(ReduceStage stage, const std::vector<const void*>& inputs, void* out,
                        size_t count, PlatformFailure* failure) {
-    const xcclResult_t result =
-        ReduceStageOnHost(stage, call_.datatype, call_.op, inputs.data(),
-                          static_cast<int>(inputs.size()), out, count, topology_.nranks);
+    const xcclResult_t result = ReduceStageOnStream(stage, call_.datatype, call_.op, inputs.data(),
+                                                    static_cast<int>(inputs.size()), out, count,
+                                                    topology_.nranks, call_.stream);
     return result == xcclSuccess
                ? xcclSuccess
                : SetFailure(failure, result, me_, "%s", ThreadLastError().c_str());
@@ -151,7 +162,7 @@ class Step {
   const SlotRange& arrivals_;
   const Inboxes& inboxes_;
   const Call& call_;
-  std::vector<char>* partials_;
+  char* partials_;
   Transport* transport_;
   const Topology& topology_;
   const int me_;
@@ -164,17 +175,26 @@ class Step {
 
 xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const char* op_name, const void* send,
                                       void* recv, size_t count, int datatype, int op,
-                                      uint64_t call_count) {
+                                      uint64_t call_count, xcclStream_t stream) {
   const PartialPlan plan = PlanPartials(comm->topology());
   const Inboxes inboxes = PlanInboxes(comm);
   SlotRange arrivals;
   XCCL_TRY(kArrivalSlots.Find(comm->slots(), &arrivals));
+  const DeviceEngine* engine = comm->device_engine();
+  const NodeReduceEngine* device_partials = engine != nullptr ? engine->node_reduce.get() : nullptr;
+  if (engine != nullptr && device_partials == nullptr)
+    return Fail(xcclInternalError, "%s: a communicator across nodes without its partials' memory",
+                op_name);
+  const size_t header = engine == nullptr ? kHostHeaderBytes : 0;
   // Every put of a step fits a piece: the most pieces a rank receives from one peer, or one
-  // partial (wider than an element for the 16- and 8-bit floats).
-  const size_t per_element =
-      std::max(plan.most_owned * DataTypeSize(datatype), AccumulatorSize(datatype));
-  const size_t step_count =
-      inboxes.piece_limit > kHeaderBytes ? (inboxes.piece_limit - kHeaderBytes) / per_element : 0;
+  // partial (wider than an element for the 16- and 8-bit floats). GPU: a rank's partials of a
+  // step also fit its partials' memory (a piece).
+  const size_t elem = DataTypeSize(datatype), acc = AccumulatorSize(datatype);
+  const size_t per_element = std::max(plan.most_owned * elem, acc);
+  size_t step_count =
+      inboxes.piece_limit > header ? (inboxes.piece_limit - header) / per_element : 0;
+  if (device_partials != nullptr)
+    step_count = std::min(step_count, device_partials->partial_bytes() / (plan.most_owned * acc));
   if (step_count == 0)
     return Fail(xcclInvalidUsage,
                 "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES), too few for "
@@ -182,25 +202,33 @@ xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const char* op_name, c
                 op_name, inboxes.piece_limit, plan.most_owned);
   const Call call{static_cast<const char*>(send),
                   static_cast<char*>(recv),
-                  count * DataTypeSize(datatype),
+                  count * elem,
                   datatype,
                   op,
-                  call_count};
-  // Queued puts read the partials until the step's flush; a step that fails returns before it,
-  // and the failure's abort stops the proxy (joined) before this vector goes (shm puts copy at
-  // once).
-  std::vector<char> partials;
+                  call_count,
+                  stream,
+                  header};
+  // Host: queued puts read the partials until the step's flush; a step that fails returns before
+  // it, and the failure's abort stops the proxy (joined) before this vector goes (shm puts copy
+  // at once). GPU: the engine's memory, reused only after a step's closing barrier.
+  std::vector<char> host_partials;
+  if (device_partials == nullptr) host_partials.resize(plan.most_owned * step_count * acc);
+  char* partials = device_partials != nullptr ? device_partials->partials() : host_partials.data();
+  LaunchGate gate(comm, op_name);
+  XCCL_TRY(gate.Enter(stream));
   // Fenced against the operations before and after (the hierarchical all_gather may leave a rank
   // several epochs ahead); between its own steps no rank runs more than one epoch ahead of a
   // rank it puts to, since each step waits for every rank that feeds it (docs/ARCHITECTURE.md).
-  XCCL_TRY(Barrier(comm, nullptr));
-  Step step(comm, plan, arrivals, inboxes, call, &partials);
+  // GPU steps close with a barrier of their own (EndQueuedOperation).
+  XCCL_TRY(FenceRegion(comm, op_name, stream));
+  Step step(comm, plan, arrivals, inboxes, call, partials);
   for (size_t first = 0; first < count; first += step_count) {
     PlatformFailure failure;
     if (step.Run(first, std::min(step_count, count - first), &failure) != xcclSuccess)
       return comm->RecordFailure(op_name, failure);
   }
-  return Barrier(comm, nullptr);
+  if (engine == nullptr) XCCL_TRY(Barrier(comm, nullptr));
+  return gate.Leave();
 }
 
 }  // namespace xccl
