@@ -9,8 +9,9 @@
 # REDUCE_CHECK=ab takes turns, AB_ROUNDS times, between the library in REDUCE_BASE_LIB (a folder
 # holding an earlier build's libxccl.so.0, carried) and this build's, at 2 thread ranks from 64 MiB
 # (reduce_scatter and all_reduce), then this build graph-launched (-G 10), beside the roofline.
-# REDUCE_CHECK=nodes runs NODES_PARTS ("tests python perf"): the gpu tests of the reductions at
-# fake-node layouts (REDUCE_CHECK_REGEX), the Python binding's reductions on torch tensors
+# REDUCE_CHECK=nodes runs NODES_PARTS ("tests python perf"; "mps" too: processes split into fake
+# nodes under MPS, REDUCE_MPS_REGEX): the gpu tests of the reductions at fake-node layouts
+# (REDUCE_CHECK_REGEX), the Python binding's reductions on torch tensors
 # (REDUCE_PYTHON: an interpreter with torch and pytest; the package is laid out from python/
 # beside this build's library), and thread ranks split into fake nodes (2x2, 2x4) beside the same
 # ranks on one node, reduce_scatter and all_reduce, bf16 sum, time per call (perf/gpu_nodes.sh
@@ -27,40 +28,49 @@ rs=$build/perf/reduce_scatter_perf
 ar=$build/perf/all_reduce_perf
 ag=$build/perf/all_gather_perf
 
-if [ "$what" = tests ]; then
-  timeout "${REDUCE_TEST_SECONDS:-540}" ctest --test-dir "$build" -L gpu -j "${REDUCE_TEST_JOBS:-1}" \
-    -R "${REDUCE_CHECK_REGEX:-Reduce|Broadcast}" --timeout 120 --output-on-failure >"$logs/tests.txt" 2>&1
+# gpu_tests LOG REGEX SECONDS: the gpu tests matching REGEX (REDUCE_TEST_JOBS at once) into LOG,
+# then a summary: the count, the verdict, the failed ones and the distinct warnings and failed
+# expectations, most frequent first (the log may not come back).
+gpu_tests() {
+  timeout "$3" ctest --test-dir "$build/test" -L gpu -j "${REDUCE_TEST_JOBS:-1}" -R "$2" --timeout 120 \
+    --output-on-failure >"$1" 2>&1
   [ $? -eq 124 ] && echo "gpu_reduce_check: the tests ran out of time; the rest did not run"
-  echo "ran: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#' "$logs/tests.txt")"
-  grep -E "tests passed|tests failed" "$logs/tests.txt"
-  sed -n '/The following tests FAILED/,$p' "$logs/tests.txt"
-  # The distinct warnings and failed expectations, most frequent first: the log may not come back.
-  grep -hE "WARN|Failure|rank [0-9]+:" "$logs/tests.txt" | sed -E 's/^.*(XCCL WARN)/\1/' |
-    cut -c1-300 | sort | uniq -c | sort -rn | head -40
+  echo "ran: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#' "$1")"
+  grep -E "tests passed|tests failed" "$1"
+  sed -n '/The following tests FAILED/,$p' "$1"
+  grep -hE "WARN|Failure|rank [0-9]+:" "$1" | sed -E 's/^.*(XCCL WARN)/\1/' |
+    cut -c1-300 | sort | uniq -c | sort -rn | head -30
+}
+
+if [ "$what" = tests ]; then
+  gpu_tests "$logs/tests.txt" "${REDUCE_CHECK_REGEX:-Reduce|Broadcast}" "${REDUCE_TEST_SECONDS:-540}"
   exit 0
 fi
 
 if [ "$what" = nodes ]; then
   parts=${NODES_PARTS:-tests python perf}
   if [[ " $parts " == *" tests "* ]]; then
-    timeout "${REDUCE_TEST_SECONDS:-300}" ctest --test-dir "$build" -L gpu -j 1 \
-      -R "${REDUCE_CHECK_REGEX:-(Reduce|Broadcast).*Nodes}" --timeout 120 --output-on-failure \
-      >"$logs/tests.txt" 2>&1
-    [ $? -eq 124 ] && echo "gpu_reduce_check: the tests ran out of time; the rest did not run"
-    echo "ran: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#' "$logs/tests.txt")"
-    grep -E "tests passed|tests failed" "$logs/tests.txt"
-    sed -n '/The following tests FAILED/,$p' "$logs/tests.txt"
-    grep -hE "WARN|Failure|rank [0-9]+:" "$logs/tests.txt" | sed -E 's/^.*(XCCL WARN)/\1/' |
-      cut -c1-300 | sort | uniq -c | sort -rn | head -20
+    gpu_tests "$logs/tests.txt" "${REDUCE_CHECK_REGEX:-(Reduce|Broadcast).*Nodes}" \
+      "${REDUCE_TEST_SECONDS:-300}"
+  fi
+  # Processes split into fake nodes, under MPS (they time-slice one GPU without it).
+  if [[ " $parts " == *" mps "* ]] && nvidia-cuda-mps-control -d >>"$logs/mps.txt" 2>&1; then
+    echo "== processes across fake nodes, under MPS"
+    XCCL_TEST_PROCESS_NODES=1 gpu_tests "$logs/mps.txt" \
+      "${REDUCE_MPS_REGEX:-Reduce.*Processes.*Nodes}" "${REDUCE_MPS_SECONDS:-150}"
+    echo quit | nvidia-cuda-mps-control >>"$logs/mps.txt" 2>&1
   fi
   if [[ " $parts " == *" python "* ]]; then
     py=${REDUCE_PYTHON:-python3}
     if "$py" -c "import torch, pytest" 2>/dev/null; then
       mkdir -p "$build/python/xccl"
       cp python/xccl/*.py "$build/python/xccl/"
-      ln -sf "$PWD/$build/libxccl.so.0" "$build/python/xccl/libxccl.so.0"
-      PYTHONPATH=$build/python timeout 200 "$py" -m pytest -q -rs -p no:cacheprovider \
-        -k "${REDUCE_PYTHON_TESTS:-reductions}" python/tests/test_gpu_torch.py \
+      # The library and the GEMM plugins beside it, as the xccl_python target lays them out.
+      for lib in "$build/libxccl.so.0" "$build"/ext/gemm/*/libxccl-gemm-*.so; do
+        [ -e "$lib" ] && ln -sf "$PWD/$lib" "$build/python/xccl/"
+      done
+      PYTHONPATH=$build/python timeout "${REDUCE_PYTHON_SECONDS:-200}" "$py" -m pytest -q -rs -p no:cacheprovider \
+        -k "${REDUCE_PYTHON_TESTS:-reductions or gemm_rs}" python/tests/test_gpu_torch.py \
         >"$logs/python.txt" 2>&1
       echo "python: $(tail -1 "$logs/python.txt")"
     else

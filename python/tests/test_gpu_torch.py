@@ -236,6 +236,83 @@ def test_ag_gemm_cublaslt_against_torch(fmt, mode):
         assert all(e < 1e-2 for e in errors), f"rank {rank}: relative L2 {errors}"
 
 
+def gemm_rs_operands(fmt, m, seed, rank):
+    """Rank `rank`'s A [m][K] and B [N][K] (with scales), the same on every rank that asks."""
+    g = torch.Generator(device="cuda").manual_seed(seed * 131 + rank)
+    kb = -(-K // 128)
+    x, y = torch.randn(m, K, generator=g, device="cuda"), torch.randn(N, K, generator=g,
+                                                                       device="cuda")
+    if fmt == "bf16":
+        return x.to(torch.bfloat16), y.to(torch.bfloat16), None, None
+    a, b = (x * 16).to(torch.float8_e4m3fn), (y * 16).to(torch.float8_e4m3fn)
+    if fmt == "ptpc":
+        return (a, b, torch.rand(m, generator=g, device="cuda") * 0.09 + 0.01,
+                torch.rand(N, generator=g, device="cuda") * 0.09 + 0.01)
+    return (a, b, torch.rand(kb, m, generator=g, device="cuda") * 0.09 + 0.01,
+            torch.rand(-(-N // 128), kb, generator=g, device="cuda") * 0.09 + 0.01)
+
+
+def gemm_rs_product(fmt, a, b, a_scale, b_scale):
+    """A @ B^T in fp64 with the format's scales."""
+    a64, b64 = a.to(torch.float64), b.to(torch.float64)
+    if fmt == "bf16":
+        return a64 @ b64.T
+    if fmt == "ptpc":
+        return (a64 @ b64.T) * a_scale.double()[:, None] * b_scale.double()[None, :]
+    part = torch.zeros(a.shape[0], N, dtype=torch.float64, device="cuda")
+    for kb in range(-(-K // 128)):
+        cols = slice(kb * 128, (kb + 1) * 128)
+        column_scales = b_scale.double()[:, kb].repeat_interleave(128)[:N]
+        part += (a64[:, cols] @ b64[:, cols].T) * a_scale.double()[kb][:, None] * \
+            column_scales[None, :]
+    return part
+
+
+def gemm_rs_torch(comm, stream, fmt, plugin, seed):
+    """Per mode, two calls (m 512 and 1024): this rank's rows of sum_r A_r @ B_r^T against an
+    fp64 reference (a poisoned out= for the second); returns the errors and each mode's last
+    output."""
+    dtype = "bfloat16" if fmt == "bf16" else "float8_e4m3"
+    scale = {"bf16": None, "ptpc": "ptpc", "block": "block128"}[fmt]
+    errors, last = [], {}
+    for mode in ("fused", "split"):
+        with xccl.GemmRsOp(comm, N, K, M_MAX, dtype, scale=scale, mode=mode,
+                           plugin=plugin) as op:
+            op.self_test()
+            for round_, m in enumerate((512, 1024)):
+                want = None
+                for r in range(comm.size):
+                    operands = gemm_rs_operands(fmt, m, seed + round_, r)
+                    part = gemm_rs_product(fmt, *operands)
+                    want = part if want is None else want + part
+                    if r == comm.rank:
+                        mine = operands
+                rows = m // comm.size
+                if round_ == 0:
+                    got = op(*mine)
+                else:
+                    out = torch.full((rows, N), float("nan"), dtype=torch.bfloat16,
+                                     device="cuda")
+                    got = op(*mine, out=out)
+                    assert got.data_ptr() == out.data_ptr()
+                stream.synchronize()
+                errors.append(rel_l2(got, want[comm.rank * rows:(comm.rank + 1) * rows]))
+                last[mode] = got.clone()
+    return errors, last
+
+
+@pytest.mark.parametrize("plugin", ["reference", "cublaslt"])
+@pytest.mark.parametrize("fmt", ["bf16", "ptpc", "block"])
+def test_gemm_rs_torch_tensors_against_fp64(fmt, plugin):
+    seed = int.from_bytes(os.urandom(3), "little")
+    for rank, (errors, last) in enumerate(on_threads(2, gemm_rs_torch, fmt, plugin, seed)):
+        assert len(errors) == 4
+        assert all(e < 1e-2 for e in errors), f"rank {rank}: relative L2 {errors}"
+        if plugin == "reference":  # each band as the full run computes it
+            assert torch.equal(bits(last["fused"]), bits(last["split"])), \
+                f"rank {rank}: fused and split differ"
+
+
 def captured(comm, stream, meet, seed):
     """One all_gather and one fused ag_gemm captured in a torch.cuda.graph, replayed 3 times
     with fresh data copied into the captured inputs; every replay checked."""

@@ -126,6 +126,19 @@ gpuError_t LaunchGroupedReduce(int datatype, int op, const GroupedReduceShape& s
   });
 }
 
+namespace {
+
+xcclResult_t Launched(int datatype, int op, const GroupedReduceShape& shape, void* out,
+                      size_t count, xcclStream_t stream, const char* what) {
+  const gpuError_t launched =
+      LaunchGroupedReduce(datatype, op, shape, out, count, static_cast<gpuStream_t>(stream));
+  if (launched == gpuSuccess) return xcclSuccess;
+  return Fail(xcclUnhandledDeviceError, "reduction kernel (%s): %s", what,
+              gpuGetErrorString(launched));
+}
+
+}  // namespace
+
 xcclResult_t ReduceStageOnStream(ReduceStage stage, int datatype, int op, const void* const* inputs,
                                  int n, void* out, size_t count, int nranks, xcclStream_t stream) {
   if (stage == ReduceStage::kWhole)
@@ -137,12 +150,7 @@ xcclResult_t ReduceStageOnStream(ReduceStage stage, int datatype, int op, const 
   shape.accumulators_in = stage == ReduceStage::kPartials;
   shape.accumulator_out = stage == ReduceStage::kPartial;
   shape.avg_ranks = nranks;
-  const gpuError_t launched =
-      LaunchGroupedReduce(datatype, op, shape, out, count, static_cast<gpuStream_t>(stream));
-  if (launched != gpuSuccess)
-    return Fail(xcclUnhandledDeviceError, "reduction kernel (a stage across nodes): %s",
-                gpuGetErrorString(launched));
-  return xcclSuccess;
+  return Launched(datatype, op, shape, out, count, stream, "a stage across nodes");
 }
 
 xcclResult_t ReduceNodeByNodeOnStream(const Topology& topology, int datatype, int op,
@@ -160,12 +168,7 @@ xcclResult_t ReduceNodeByNodeOnStream(const Topology& topology, int datatype, in
   shape.group_ends = ends.data();
   shape.groups = topology.node_count;
   shape.avg_ranks = topology.nranks;
-  const gpuError_t launched =
-      LaunchGroupedReduce(datatype, op, shape, out, count, static_cast<gpuStream_t>(stream));
-  if (launched != gpuSuccess)
-    return Fail(xcclUnhandledDeviceError, "reduction kernel (node by node): %s",
-                gpuGetErrorString(launched));
-  return xcclSuccess;
+  return Launched(datatype, op, shape, out, count, stream, "node by node");
 }
 
 }  // namespace xccl
