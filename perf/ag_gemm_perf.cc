@@ -108,7 +108,6 @@ class AgGemm final : public FusedGemmOp {
  public:
   const char* Program() const override { return "ag_gemm_perf"; }
   const char* OpName() const override { return "ag_gemm"; }
-  bool MRefusesOverflow() const override { return false; }
   // The Kimi-K3 TP8 table (docs/PERF.md) on GPUs; small ones for the host platform's scalar
   // reference GEMM, which needs minutes per row at K = 7168.
   void Defaults(bool gpu, std::vector<int64_t>* global_m,

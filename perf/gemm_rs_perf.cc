@@ -117,7 +117,6 @@ class GemmRs final : public FusedGemmOp {
  public:
   const char* Program() const override { return "gemm_rs_perf"; }
   const char* OpName() const override { return "gemm_rs"; }
-  bool MRefusesOverflow() const override { return true; }
   // The TP8 shards of DeepSeek-V3 and Kimi-K2 on GPUs; small ones for the host platform's scalar
   // reference GEMM.
   void Defaults(bool gpu, std::vector<int64_t>* global_m,

@@ -84,14 +84,13 @@ bool TakeOwnFlags(const FusedGemmOp& op, int* argc, char** argv, FusedGemmSettin
     }
     const std::string value = argv[++i];
     if (flag == "--m") {
-      const bool refuses_overflow = op.MRefusesOverflow();
       const bool ok = ParseList(
           program, value, "--m", "global M", "is not a positive integer",
-          [refuses_overflow](const std::string& w, int64_t* m) {
+          [](const std::string& w, int64_t* m) {
             char* end = nullptr;
             errno = 0;
             *m = strtoll(w.c_str(), &end, 10);
-            return (errno == 0 || !refuses_overflow) && *end == '\0' && *m > 0;
+            return errno == 0 && *end == '\0' && *m > 0;
           },
           &set->global_m);
       if (!ok) return false;

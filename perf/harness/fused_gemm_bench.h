@@ -186,8 +186,6 @@ class FusedGemmOp {
   virtual const char* Program() const = 0;
   // "ag_gemm": whose rule on N the --shapes refusal names.
   virtual const char* OpName() const = 0;
-  // Whether --m refuses a value past int64_t (ag_gemm_perf has always taken it as the largest).
-  virtual bool MRefusesOverflow() const = 0;
   // The lists where --m or --shapes is not given, on GPUs or on the host platform, and the GPU
   // defaults' name for the header.
   virtual void Defaults(bool gpu, std::vector<int64_t>* global_m,
