@@ -1,7 +1,8 @@
 """reduce_scatter and all_reduce of every data type and op, in and out of place, 2, 3 and 4
 ranks as threads and processes, every element against a reference computed here in rank order
 (xccl.h: narrow floats accumulate in fp32 and round once, integers wrap, avg truncates toward
-zero); the outputs' bits equal on every rank. Then broadcast from every root, bit for bit."""
+zero); the outputs' bits equal on every rank. The same as processes split into fake nodes (2+2,
+2+1), against the node-by-node order. Then broadcast from every root, bit for bit."""
 
 import numpy as np
 import pytest
@@ -48,8 +49,10 @@ def draw(name, count, seed):
     return values.astype(storage)
 
 
-def reference(name, op, inputs):
-    """Every rank's input reduced in rank order, as xccl.h promises."""
+def reference(name, op, inputs, nodes=None):
+    """Every rank's input reduced in rank order, as xccl.h promises; with `nodes` (ranks per
+    node, in rank order) node by node: each node's ranks into an unrounded accumulator, then the
+    nodes' accumulators in order, rounded once."""
     storage, floats = FORMATS[name]
     n = len(inputs)
     if floats is None:
@@ -69,16 +72,23 @@ def reference(name, op, inputs):
             acc = q.astype(storage)
         return acc
     load, store = floats
-    acc = load(inputs[0]).copy()
-    with np.errstate(over="ignore", invalid="ignore"):
-        for x in inputs[1:]:
-            v = load(x)
+
+    def combine(values):
+        acc = values[0].copy()
+        for v in values[1:]:
             if op in ("sum", "avg"):
                 acc = acc + v
             elif op == "prod":
                 acc = acc * v
             else:
                 acc = np.maximum(acc, v) if op == "max" else np.minimum(acc, v)
+        return acc
+
+    loaded = [load(x) for x in inputs]
+    ends = np.cumsum(nodes if nodes else [n])
+    with np.errstate(over="ignore", invalid="ignore"):
+        acc = combine([combine(loaded[end - size:end]) for size, end in
+                       zip(nodes if nodes else [n], ends)])
         if op == "avg":
             acc = acc / acc.dtype.type(n)
         return store(acc)
@@ -87,19 +97,20 @@ def reference(name, op, inputs):
 COUNTS = [1, 7, 1000, 20011]  # 20011 x 4 ranks x 8 bytes: past one region step, odd
 
 
-def reduce_every_type(comm, seed):
+def reduce_every_type(comm, seed, nodes=None, counts=COUNTS):
     """Every type x op x count, reduce_scatter and all_reduce, out of place then in place;
-    returns the outputs' bytes (compared across ranks by the caller) and how many were checked."""
+    returns the outputs' bytes (compared across ranks by the caller) and how many were checked.
+    `nodes`: the ranks per node the communicator was split into (XCCL_FAKE_NODES)."""
     outputs, checked = [], 0
     for t_index, name in enumerate(FORMATS):
         storage = FORMATS[name][0]
         explicit = name if name in NAMED_BY_DTYPE else None
         for o_index, op in enumerate(OPS):
-            for count in COUNTS:
+            for count in counts:
                 tag = (t_index * 10 + o_index) * 100000 + count
                 inputs = [draw(name, count * comm.size, rank_seed(seed, r, tag))
                           for r in range(comm.size)]
-                want = reference(name, op, inputs)
+                want = reference(name, op, inputs, nodes)
                 mine = inputs[comm.rank]
                 what = f"{name} {op} x {count}"
                 block = want[comm.rank * count:(comm.rank + 1) * count]
@@ -134,6 +145,19 @@ def reduce_every_type(comm, seed):
 def test_reductions_every_type_and_op_in_and_out_of_place(world, mode):
     results = run_ranks(world, mode, reduce_every_type, fresh_seed())
     assert [r[0] for r in results] == [4 * len(FORMATS) * len(OPS) * len(COUNTS)] * world
+    assert all(r[1] == results[0][1] for r in results), "the outputs' bits differ between ranks"
+
+
+@pytest.mark.parametrize("nodes", [[2, 2], [2, 1]])
+def test_reductions_across_fake_nodes(nodes, monkeypatch):
+    """Processes split into nodes (the other node's ranks over sockets): node by node, as
+    xccl.h promises, every type and op."""
+    monkeypatch.setenv("XCCL_FAKE_NODES", ",".join(map(str, nodes)))
+    monkeypatch.setenv("XCCL_SOCKET_IFNAME", "lo")
+    world = sum(nodes)
+    counts = [1, 7, 20011]
+    results = run_ranks(world, "processes", reduce_every_type, fresh_seed(), nodes, counts)
+    assert [r[0] for r in results] == [4 * len(FORMATS) * len(OPS) * len(counts)] * world
     assert all(r[1] == results[0][1] for r in results), "the outputs' bits differ between ranks"
 
 
