@@ -200,12 +200,16 @@ inline auto ReduceWorlds() {
 }
 
 // Split over fake nodes (the ranks of other nodes reached over the net socket backend only):
-// 2+2 both ways, the uneven 2+1 and 3+1+2, and 1+1+1 (every rank its own node).
+// 2+2, the uneven 2+1 and 3+1+2, and 1+1+1 (every rank its own node), as threads and processes.
 inline std::vector<ReduceParam> ReduceNodeShapes() {
-  return {ReduceParam(RankMode::kThreads, 4, "2,2"), ReduceParam(RankMode::kProcesses, 4, "2,2"),
-          ReduceParam(RankMode::kProcesses, 3, "2,1"),
-          ReduceParam(RankMode::kProcesses, 6, "3,1,2"),
-          ReduceParam(RankMode::kThreads, 3, "1,1,1")};
+  std::vector<ReduceParam> shapes;
+  for (RankMode mode : {RankMode::kThreads, RankMode::kProcesses}) {
+    shapes.push_back(ReduceParam(mode, 4, "2,2"));
+    shapes.push_back(ReduceParam(mode, 3, "2,1"));
+    shapes.push_back(ReduceParam(mode, 6, "3,1,2"));
+    shapes.push_back(ReduceParam(mode, 3, "1,1,1"));
+  }
+  return shapes;
 }
 
 }  // namespace xccl_test
