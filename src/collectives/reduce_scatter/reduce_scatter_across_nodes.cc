@@ -79,22 +79,27 @@ class Step {
       if (peer == me_) continue;
       XCCL_TRY(Land(peer, mine.size() * piece, &landed[peer], failure));
     }
-    std::vector<const void*> inputs(topology_.local_ranks.size());
+    // Each partial for another node goes out as soon as it is made, so that the network carries
+    // it while the next ones are reduced; this rank's own (every rank makes its own, in
+    // partial_plan.h) comes last and stays.
+    std::vector<size_t> order;
+    size_t own = 0;
     for (size_t k = 0; k < mine.size(); ++k) {
+      if (mine[k] == me_)
+        own = k;
+      else
+        order.push_back(k);
+    }
+    order.push_back(own);
+    std::vector<const void*> inputs(topology_.local_ranks.size());
+    for (size_t k : order) {
       for (size_t i = 0; i < inputs.size(); ++i) {
         const int r = topology_.local_ranks[i];
         inputs[i] = r == me_ ? call_.send + mine[k] * call_.block_bytes + first_byte
                              : landed[r] + k * piece;
       }
       XCCL_TRY(Reduced(ReduceStage::kPartial, inputs, partials_ + k * partial, count, failure));
-    }
-    // Each partial to its destination over the network; this rank's own stays.
-    size_t own = 0;
-    for (size_t k = 0; k < mine.size(); ++k) {
-      if (mine[k] == me_) {
-        own = k;
-        continue;
-      }
+      if (k == own) continue;
       Connection& connection = transport_->connection(mine[k]);
       PutHeader(connection);
       connection.PutToRegion(epoch_, put_at_ + call_.header_bytes, partials_ + k * partial, partial,
