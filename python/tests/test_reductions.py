@@ -80,8 +80,8 @@ def reference(name, op, inputs, nodes=None):
                 acc = acc + v
             elif op == "prod":
                 acc = acc * v
-            else:
-                acc = np.maximum(acc, v) if op == "max" else np.minimum(acc, v)
+            else:  # the earlier rank's value on a tie, as xccl: +0 and -0 keep their order
+                acc = np.where(acc < v, v, acc) if op == "max" else np.where(v < acc, v, acc)
         return acc
 
     loaded = [load(x) for x in inputs]
