@@ -101,7 +101,7 @@ const std::vector<ParamSpec>& Specs() {
        [](const Params& p) { return std::to_string(p.yield_count); }},
       {"XCCL_WINDOW_BYTES",
        "GPU platforms: device memory per rank for the inboxes of its peers (a larger block "
-       "goes in several operations)",
+       "goes in several operations; none for a communicator of one rank)",
        [](const char* t, Params* p) {
          return ParseInt64(t, 4096, int64_t(1) << 40, &p->window_bytes);
        },

@@ -47,7 +47,9 @@ xcclResult_t PlanAllGatherWindow(const Params& params, const Topology& topology,
                 PipelineSlots::kMaxRanks, nranks);
   XCCL_TRY(ReserveKernelAllGatherSlots(slots));
   geometry->staging_bytes = LlLayout::RegionBytes(nranks);
-  geometry->inbox_bytes = static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
+  // One rank has no peer to hear from (its calls are copies, collectives/alone_copy.h): no inbox.
+  geometry->inbox_bytes =
+      nranks == 1 ? 0 : static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
   KernelAllGatherTuning tuning;  // fails here, before any allocation, where the inbox is too small
   return TuneKernelAllGather(params, nranks, topology.MostRanksOnOneDevice(), geometry->inbox_bytes,
                              &tuning);

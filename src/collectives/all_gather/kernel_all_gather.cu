@@ -51,6 +51,11 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
   // flag traffic (1-2 us). Halved chunks stay multiples of 256 bytes (16-byte stores, aligned
   // slots) for any multiple of 256 the parameter takes.
   t.chunk_max = static_cast<size_t>(params.allgather_chunk_bytes);
+  t.ll_bytes = static_cast<size_t>(std::min<int64_t>(params.ll_bytes, LlLayout::kMaxBytes));
+  if (nranks == 1) {  // no kernel runs for one rank, and it has no inbox
+    *out = t;
+    return xcclSuccess;
+  }
   while (t.chunk_max > 256 && inbox_bytes / (t.lanes * t.chunk_max) < 2)
     t.chunk_max = std::max<size_t>(256, t.chunk_max / 2 / 256 * 256);
   const size_t slots = inbox_bytes / (t.lanes * t.chunk_max);
@@ -59,7 +64,6 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
                 "XCCL_WINDOW_BYTES=%lld is too small for %d ranks (each inbox needs %zu bytes)",
                 static_cast<long long>(params.window_bytes), nranks, t.lanes * t.chunk_max);
   while (t.slots_per_lane * 2 <= slots) t.slots_per_lane *= 2;
-  t.ll_bytes = static_cast<size_t>(std::min<int64_t>(params.ll_bytes, LlLayout::kMaxBytes));
   *out = t;
   return xcclSuccess;
 }
