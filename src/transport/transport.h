@@ -82,6 +82,9 @@ class RemotePeers {
   virtual void GiveUp() = 0;
 };
 
+// WaitSlotsRaisedBy's raiser for a rank that is not waited for.
+inline constexpr int kUnwatched = -1;
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -121,8 +124,9 @@ class Transport {
                                 const Deadline& deadline, xcclStream_t stream,
                                 PlatformFailure* failure) = 0;
   // Until slot `first_slot + r` reaches `epoch` for every rank r but this one, raised by
-  // `raiser[r]` (r itself, or the rank of this node that forwards r's block). Device: one wait
-  // kernel for all of them, so that a call launches few kernels.
+  // `raiser[r]` (r itself, or the rank of this node that forwards r's block; kUnwatched: r is
+  // not waited for). Device: one wait kernel for all of them, so that a call launches few
+  // kernels.
   virtual xcclResult_t WaitSlotsRaisedBy(int first_slot, uint32_t epoch,
                                          const std::vector<int>& raiser, const char* what,
                                          const Deadline& deadline, xcclStream_t stream,

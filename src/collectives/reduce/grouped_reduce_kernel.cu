@@ -99,13 +99,16 @@ gpuError_t LaunchGroupedReduce(int datatype, int op, const GroupedReduceShape& s
       shape.groups < 1 || shape.groups > kMaxReduceInputs ||
       (shape.accumulators_in && shape.accumulator_out))
     return gpuErrorInvalidValue;
+  // Every group holds at least one input (its first is loaded, not combined).
+  for (int g = 0; g < shape.groups; ++g)
+    if (shape.group_ends[g] <= (g == 0 ? 0 : shape.group_ends[g - 1])) return gpuErrorInvalidValue;
   const int inputs = shape.group_ends[shape.groups - 1];
-  if (inputs < shape.groups || inputs > kMaxReduceInputs) return gpuErrorInvalidValue;
-  if (count == 0) return gpuSuccess;
+  if (inputs > kMaxReduceInputs) return gpuErrorInvalidValue;
   GroupTable table{};
   for (int i = 0; i < inputs; ++i) table.at[i] = static_cast<const char*>(shape.inputs[i]);
   for (int g = 0; g < shape.groups; ++g) table.end[g] = shape.group_ends[g];
   return WithDataType(datatype, [&](auto type) {
+    if (count == 0) return gpuSuccess;  // the type was known
     using E = Element<type.value>;
     const size_t in_size =
         shape.accumulators_in ? sizeof(typename E::Acc) : sizeof(typename E::Storage);

@@ -34,9 +34,12 @@ xcclResult_t FenceRegion(Communicator* comm, const char* op_name, xcclStream_t s
   DeviceEngine* engine = comm->device_engine();
   if (engine == nullptr)
     return comm->topology().node_count > 1 ? Barrier(comm, stream) : xcclSuccess;
+  // An operation of its own, as xcclBarrier's: its signals go on `stream` (the connections
+  // take the stream of the last BeginOperation).
   PlatformFailure failure;
-  if (engine->barrier->Run(*comm->transport(), /*advance_epoch=*/true, stream, &failure) !=
-      xcclSuccess)
+  Transport* transport = comm->transport();
+  if (transport->BeginOperation(stream, /*queued=*/false, &failure) != xcclSuccess ||
+      engine->barrier->Run(*transport, /*advance_epoch=*/true, stream, &failure) != xcclSuccess)
     return comm->RecordFailure(op_name, failure);
   return xcclSuccess;
 }

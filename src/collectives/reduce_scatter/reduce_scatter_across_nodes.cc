@@ -74,11 +74,11 @@ class Step {
             k + 1 == theirs.size() ? arrivals_.at(me_) : ControlLayout::kNoSignal);
     }
     // The partials this rank makes, its node's ranks in rank order.
+    std::vector<int> node_peers;
+    for (int peer : topology_.local_ranks)
+      if (peer != me_) node_peers.push_back(peer);
     std::vector<const char*> landed(topology_.nranks, nullptr);
-    for (int peer : topology_.local_ranks) {
-      if (peer == me_) continue;
-      XCCL_TRY(Land(peer, mine.size() * piece, &landed[peer], failure));
-    }
+    XCCL_TRY(Land(node_peers, mine.size() * piece, &landed, failure));
     // Each partial for another node goes out as soon as it is made, so that the network carries
     // it while the next ones are reduced; this rank's own (every rank makes its own, in
     // partial_plan.h) comes last and stays.
@@ -106,16 +106,14 @@ class Step {
                              arrivals_.at(me_));
     }
     // Every node's partial for this rank, in node order, rounded once.
+    std::vector<int> makers;
+    for (int node = 0; node < topology_.node_count; ++node)
+      if (plan_.partial_from[node] != me_) makers.push_back(plan_.partial_from[node]);
+    XCCL_TRY(Land(makers, partial, &landed, failure));
     std::vector<const void*> nodes(topology_.node_count);
     for (int node = 0; node < topology_.node_count; ++node) {
       const int maker = plan_.partial_from[node];
-      if (maker == me_) {
-        nodes[node] = partials_ + own * partial;
-        continue;
-      }
-      const char* at = nullptr;
-      XCCL_TRY(Land(maker, partial, &at, failure));
-      nodes[node] = at;
+      nodes[node] = maker == me_ ? partials_ + own * partial : landed[maker];
     }
     XCCL_TRY(Reduced(ReduceStage::kPartials, nodes, call_.out + first_byte, count, failure));
     return EndQueuedOperation(comm_, call_.stream, deadline_, failure);
@@ -130,25 +128,32 @@ class Step {
       connection.PutToRegion(epoch_, put_at_, &header, sizeof(header), ControlLayout::kNoSignal);
   }
 
-  // Waits for `peer`'s put of this step (`bytes` after the header; GPU: on the stream) and, on
-  // the host, checks that it passed this rank's count; *at: where its data landed.
-  xcclResult_t Land(int peer, size_t bytes, const char** at, PlatformFailure* failure) {
-    XCCL_TRY(transport_->WaitSlot(arrivals_.at(peer), epoch_, peer, "its data", deadline_,
-                                  call_.stream, failure));
-    const char* landed = transport_->Received(peer, inboxes_.Offset(peer, epoch_));
-    *at = landed + call_.header_bytes;
-    if (call_.header_bytes == 0) return xcclSuccess;
-    const size_t expected_end = put_at_ % inboxes_.slice + call_.header_bytes + bytes;
-    size_t end = expected_end;
-    uint64_t its_count = 0;
-    std::memcpy(&its_count, landed, sizeof(its_count));
-    if (transport_->PutEnd(arrivals_.at(peer), epoch_, &end) &&
-        (end != expected_end || its_count != call_.call_count))
-      return SetFailure(failure, xcclInvalidUsage, peer,
-                        "rank %d passed count %llu where this rank passed %llu: the ranks passed "
-                        "different counts",
-                        peer, static_cast<unsigned long long>(its_count),
-                        static_cast<unsigned long long>(call_.call_count));
+  // Waits for this step's puts of `peers` (GPU: one wait on the stream for all of them) and, on
+  // the host, checks that each passed this rank's count (`bytes` after the header);
+  // (*landed)[p]: where p's data landed.
+  xcclResult_t Land(const std::vector<int>& peers, size_t bytes, std::vector<const char*>* landed,
+                    PlatformFailure* failure) {
+    if (peers.empty()) return xcclSuccess;
+    std::vector<int> raiser(topology_.nranks, kUnwatched);
+    for (int peer : peers) raiser[peer] = peer;
+    XCCL_TRY(transport_->WaitSlotsRaisedBy(arrivals_.first, epoch_, raiser, "its data", deadline_,
+                                           call_.stream, failure));
+    for (int peer : peers) {
+      const char* at = transport_->Received(peer, inboxes_.Offset(peer, epoch_));
+      (*landed)[peer] = at + call_.header_bytes;
+      if (call_.header_bytes == 0) continue;
+      const size_t expected_end = put_at_ % inboxes_.slice + call_.header_bytes + bytes;
+      size_t end = expected_end;
+      uint64_t its_count = 0;
+      std::memcpy(&its_count, at, sizeof(its_count));
+      if (transport_->PutEnd(arrivals_.at(peer), epoch_, &end) &&
+          (end != expected_end || its_count != call_.call_count))
+        return SetFailure(failure, xcclInvalidUsage, peer,
+                          "rank %d passed count %llu where this rank passed %llu: the ranks "
+                          "passed different counts",
+                          peer, static_cast<unsigned long long>(its_count),
+                          static_cast<unsigned long long>(call_.call_count));
+    }
     return xcclSuccess;
   }
 
@@ -202,8 +207,8 @@ xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const char* op_name, c
     step_count = std::min(step_count, device_partials->partial_bytes() / (plan.most_owned * acc));
   if (step_count == 0)
     return Fail(xcclInvalidUsage,
-                "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES), too few for "
-                "one element of each of %zu blocks",
+                "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES on the host, "
+                "XCCL_WINDOW_BYTES on GPUs), too few for one element of each of %zu blocks",
                 op_name, inboxes.piece_limit, plan.most_owned);
   const Call call{static_cast<const char*>(send),
                   static_cast<char*>(recv),

@@ -12,14 +12,14 @@ __global__ void SignalEpochKernel(uint32_t* slot, const uint32_t* epoch) {
 }
 
 __global__ void WaitSlotsKernel(const uint32_t* slots, const uint32_t* remote_slots,
-                                uint32_t remote_mask, int first_slot, int nranks, int skip_rank,
-                                const uint32_t* epoch, uint64_t timeout_ns,
+                                uint32_t remote_mask, uint32_t watch_mask, int first_slot,
+                                int nranks, const uint32_t* epoch, uint64_t timeout_ns,
                                 DeviceFailureRecord* record) {
   // One warp per watched slot: spin loops of several threads of one warp are left to the
   // scheduler's divergence handling, separate warps progress independently.
   if (threadIdx.x % kLanesPerSlot != 0) return;
   const int r = threadIdx.x / kLanesPerSlot;
-  if (r >= nranks || r == skip_rank) return;
+  if (r >= nranks || ((watch_mask >> r) & 1u) == 0) return;
   const uint32_t* base = (remote_mask >> r) & 1u ? remote_slots : slots;
   WaitSlot(base + first_slot + r, *epoch, r, timeout_ns, record);
 }
@@ -55,11 +55,11 @@ gpuError_t LaunchSignalEpoch(uint32_t* slot, const uint32_t* epoch, gpuStream_t 
 }
 
 gpuError_t LaunchWaitSlots(const uint32_t* slots, const uint32_t* remote_slots,
-                           uint32_t remote_mask, int first_slot, int nranks, int skip_rank,
+                           uint32_t remote_mask, uint32_t watch_mask, int first_slot, int nranks,
                            const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
                            gpuStream_t stream) {
   WaitSlotsKernel<<<1, kLanesPerSlot * nranks, 0, stream>>>(
-      slots, remote_slots, remote_mask, first_slot, nranks, skip_rank, epoch, timeout_ns, record);
+      slots, remote_slots, remote_mask, watch_mask, first_slot, nranks, epoch, timeout_ns, record);
   return gpuGetLastError();
 }
 

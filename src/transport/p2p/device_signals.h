@@ -25,11 +25,11 @@ gpuError_t LaunchAdvanceEpoch(uint32_t* epoch, gpuStream_t stream);
 // copy could show a waiter a torn value).
 gpuError_t LaunchSignalEpoch(uint32_t* slot, const uint32_t* epoch, gpuStream_t stream);
 
-// Waits until base[first_slot + r] reaches *epoch for every rank r != skip_rank, where base is
-// `remote_slots` for the ranks of `remote_mask` (bit r: rank r is on another node, its proxy
-// raises host-mapped slots) and `slots` for the others.
+// Waits until base[first_slot + r] reaches *epoch for every rank r of `watch_mask` (bit r),
+// where base is `remote_slots` for the ranks of `remote_mask` (bit r: rank r is on another node,
+// its proxy raises host-mapped slots) and `slots` for the others.
 gpuError_t LaunchWaitSlots(const uint32_t* slots, const uint32_t* remote_slots,
-                           uint32_t remote_mask, int first_slot, int nranks, int skip_rank,
+                           uint32_t remote_mask, uint32_t watch_mask, int first_slot, int nranks,
                            const uint32_t* epoch, uint64_t timeout_ns, DeviceFailureRecord* record,
                            gpuStream_t stream);
 

@@ -182,12 +182,15 @@ xcclResult_t P2pTransport::WaitSlotsRaisedBy(int first_slot, uint32_t /*epoch: t
                                              const Deadline& /*deadline*/, xcclStream_t stream,
                                              PlatformFailure* failure) {
   const int rank = topology_.rank, nranks = topology_.nranks;
-  uint32_t remote = 0;
-  for (int r = 0; r < nranks; ++r)
-    if (r != rank && raiser[r] >= 0 && IsRemote(raiser[r])) remote |= 1u << r;
+  uint32_t remote = 0, watched = 0;
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank || raiser[r] == kUnwatched) continue;
+    watched |= 1u << r;
+    if (IsRemote(raiser[r])) remote |= 1u << r;
+  }
   if (remote != 0 && remote_slots_device_ == nullptr)
     Check(gpuErrorInvalidValue, "a wait for a rank of another node without its slots");
-  Check(LaunchWaitSlots(view_.own_slots, remote_slots_device_, remote, first_slot, nranks, rank,
+  Check(LaunchWaitSlots(view_.own_slots, remote_slots_device_, remote, watched, first_slot, nranks,
                         view_.device_epoch, view_.timeout_ns, view_.record,
                         static_cast<gpuStream_t>(stream)),
         "wait kernel");

@@ -315,7 +315,7 @@ xcclResult_t ShmTransport::WaitSlotsRaisedBy(int first_slot, uint32_t epoch,
                                              const Deadline& deadline, xcclStream_t stream,
                                              PlatformFailure* failure) {
   for (int r = 0; r < topology_.nranks; ++r)
-    if (r != topology_.rank)
+    if (r != topology_.rank && raiser[r] != kUnwatched)
       XCCL_TRY(WaitSlot(first_slot + r, epoch, raiser[r], what, deadline, stream, failure));
   return xcclSuccess;
 }
