@@ -82,14 +82,25 @@ std::string FirstDifference(const std::vector<uint8_t>& got, const std::vector<u
   return "";
 }
 
-TEST(GpuReduceKernel, MatchesTheHostBitForBit) {
-  int devices = 0;
-  if (gpu::GetDeviceCount(&devices) != gpu::kSuccess || devices == 0)
-    GTEST_SKIP() << "no GPU: the device count query failed or found none";
-  ASSERT_EQ(gpu::SetDevice(0), gpu::kSuccess);
+// A non-blocking stream on GPU 0 and fresh random bits; skips, saying why, without a GPU.
+class GpuReduceKernel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int devices = 0;
+    if (gpu::GetDeviceCount(&devices) != gpu::kSuccess || devices == 0)
+      GTEST_SKIP() << "no GPU: the device count query failed or found none";
+    ASSERT_EQ(gpu::SetDevice(0), gpu::kSuccess);
+    ASSERT_EQ(gpu::StreamCreateNonBlocking(&stream), gpu::kSuccess);
+  }
+  void TearDown() override {
+    if (stream != nullptr) EXPECT_EQ(gpu::StreamDestroy(stream), gpu::kSuccess);
+  }
+
   gpu::StreamHandle stream = nullptr;
-  ASSERT_EQ(gpu::StreamCreateNonBlocking(&stream), gpu::kSuccess);
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng{std::random_device{}()};
+};
+
+TEST_F(GpuReduceKernel, MatchesTheHostBitForBit) {
   const size_t count = 100003;  // more than one grid pass, and odd
   for (const TypeCase& t : kTypes) {
     for (int op = 0; op < 5; ++op) {
@@ -135,19 +146,11 @@ TEST(GpuReduceKernel, MatchesTheHostBitForBit) {
       }
     }
   }
-  ASSERT_EQ(gpu::StreamDestroy(stream), gpu::kSuccess);
 }
 
 // Six ranks on three nodes of 2, 1 and 3: each node's partial (kPartial), the partials together
 // (kPartials), and node by node in one pass, against the host's two stages.
-TEST(GpuReduceKernel, GroupedStagesMatchTheHostBitForBit) {
-  int devices = 0;
-  if (gpu::GetDeviceCount(&devices) != gpu::kSuccess || devices == 0)
-    GTEST_SKIP() << "no GPU: the device count query failed or found none";
-  ASSERT_EQ(gpu::SetDevice(0), gpu::kSuccess);
-  gpu::StreamHandle stream = nullptr;
-  ASSERT_EQ(gpu::StreamCreateNonBlocking(&stream), gpu::kSuccess);
-  std::mt19937_64 rng(std::random_device{}());
+TEST_F(GpuReduceKernel, GroupedStagesMatchTheHostBitForBit) {
   const size_t count = 50001;
   const int ends[] = {2, 3, 6};
   const int nodes = 3, nranks = 6;
@@ -238,7 +241,6 @@ TEST(GpuReduceKernel, GroupedStagesMatchTheHostBitForBit) {
       }
     }
   }
-  ASSERT_EQ(gpu::StreamDestroy(stream), gpu::kSuccess);
 }
 
 }  // namespace
