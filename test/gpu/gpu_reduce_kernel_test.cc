@@ -93,7 +93,9 @@ class GpuReduceKernel : public ::testing::Test {
     ASSERT_EQ(gpu::StreamCreateNonBlocking(&stream), gpu::kSuccess);
   }
   void TearDown() override {
-    if (stream != nullptr) EXPECT_EQ(gpu::StreamDestroy(stream), gpu::kSuccess);
+    if (stream != nullptr) {
+      EXPECT_EQ(gpu::StreamDestroy(stream), gpu::kSuccess);
+    }
   }
 
   gpu::StreamHandle stream = nullptr;
