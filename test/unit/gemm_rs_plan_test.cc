@@ -22,7 +22,9 @@ TEST(GemmRsPlan, ChunksTileTheBlockEvenly) {
         EXPECT_EQ(chunks[j].first_row, next) << rows << " rows, pin " << pinned << ", chunk " << j;
         EXPECT_GE(chunks[j].rows, 1);
         EXPECT_LE(chunks[0].rows - chunks[j].rows, 1) << rows << " rows, pin " << pinned;
-        if (j > 0) EXPECT_LE(chunks[j].rows, chunks[j - 1].rows);
+        if (j > 0) {
+          EXPECT_LE(chunks[j].rows, chunks[j - 1].rows);
+        }
         next += chunks[j].rows;
       }
       EXPECT_EQ(next, rows) << rows << " rows, pin " << pinned;
