@@ -2,7 +2,8 @@
 // real bootstrap, each with a ShmTransport. Puts land in the published buffer and raise the
 // slot, in order per connection; a put that does not fit the
 // published buffer is refused, not written; a closed buffer refuses late puts, naming the rank
-// its owner announces as failed; waits give up at their deadline naming the peer; region puts land
+// its owner announces as failed; waits give up at their deadline naming the peer, and a wait for
+// several slots skips the ranks it does not watch; region puts land
 // where they were put, keep their size per epoch parity, and a put past the region writes nothing.
 #include "transport/shm/shm_transport.h"
 
@@ -195,6 +196,28 @@ TEST(ShmTransport, APutThatDoesNotFitIsRefusedNotWritten) {
       EXPECT_NE(failure.message.find("rank 1"), std::string::npos) << failure.message;
       for (uint8_t b : recv) ASSERT_EQ(b, 0xEE);
     }
+  });
+}
+
+// WaitSlotsRaisedBy waits for the ranks it watches only: rank 1 raises its arrival and rank 2
+// does not; rank 0's wait with rank 2 kUnwatched returns, and the same wait watching rank 2
+// gives up at its deadline naming rank 2.
+TEST(ShmTransport, AMultiSlotWaitSkipsTheRanksNotWatched) {
+  OnRanks(3, [](int rank, ShmTransport& t, Bootstrap*) {
+    const uint32_t epoch = 4;
+    if (rank == 1) t.connection(0).Signal(Arrival(1), epoch);
+    if (rank != 0) return;
+    PlatformFailure failure;
+    std::vector<int> raiser = {kUnwatched, 1, kUnwatched};
+    EXPECT_EQ(t.WaitSlotsRaisedBy(Slots().arrivals.first, epoch, raiser, "its data",
+                                  Deadline(kTimeoutMs), nullptr, &failure),
+              xcclSuccess)
+        << failure.message;
+    raiser[2] = 2;
+    EXPECT_EQ(t.WaitSlotsRaisedBy(Slots().arrivals.first, epoch, raiser, "its data", Deadline(300),
+                                  nullptr, &failure),
+              xcclTimeout);
+    EXPECT_NE(failure.message.find("rank 2"), std::string::npos) << failure.message;
   });
 }
 
