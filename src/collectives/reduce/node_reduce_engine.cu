@@ -1,8 +1,7 @@
-#include <algorithm>
-
 #include "base/error.h"
 #include "collectives/reduce/grouped_reduce_kernel.h"
 #include "collectives/reduce/node_reduce_engine.h"
+#include "collectives/region/inboxes.h"
 #include "platform/gpu/gpu_call.h"
 #include "platform/runtime.h"
 
@@ -13,9 +12,8 @@ xcclResult_t CreateNodeReduceEngine(const Topology& topology, const Transport& t
   out->reset();
   if (topology.node_count < 2) return xcclSuccess;
   XCCL_GPU_TRY(PreloadGroupedReduce());
-  // A region piece on GPUs (collectives/region/inboxes.h: a piece takes the whole slice there).
-  const size_t bytes =
-      std::max<size_t>(std::min(transport.slice_bytes(), transport.region_put_limit()), 1);
+  // A region piece on GPUs, where a piece takes the whole slice.
+  const size_t bytes = PieceLimit(transport, /*by_parity=*/false);
   const int device = topology.ranks[topology.rank].device;
   void* partials = nullptr;
   XCCL_TRY(AllocateOpBuffer(device, bytes, &partials));

@@ -23,12 +23,11 @@ namespace {
 // 64 bytes keep the data as aligned as the slice.
 constexpr size_t kHeaderBytes = 64;
 
-// Where the host can check counts (PutEnd answers there): a header precedes each piece.
-size_t HeaderBytes(Communicator* comm) {
+}  // namespace
+
+size_t RegionHeaderBytes(Communicator* comm) {
   return comm->device_engine() == nullptr ? kHeaderBytes : 0;
 }
-
-}  // namespace
 
 xcclResult_t FenceRegion(Communicator* comm, const char* op_name, xcclStream_t stream) {
   DeviceEngine* engine = comm->device_engine();
@@ -47,7 +46,7 @@ xcclResult_t FenceRegion(Communicator* comm, const char* op_name, xcclStream_t s
 xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count) {
   const size_t size = DataTypeSize(datatype);
   const size_t piece = PlanInboxes(comm).piece_limit;
-  const size_t header = HeaderBytes(comm);
+  const size_t header = RegionHeaderBytes(comm);
   *count = piece > header ? (piece - header) / size : 0;
   if (*count == 0)
     return Fail(xcclInvalidUsage,
@@ -75,7 +74,7 @@ xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int da
   if (result != xcclSuccess) return comm->RecordFailure(op_name, failure);
   // Rotated order (rank+1 first), as all_gather's puts: each peer hears first from its neighbour.
   const size_t put_at = inboxes.Offset(rank, epoch);
-  const size_t header = HeaderBytes(comm);
+  const size_t header = RegionHeaderBytes(comm);
   // Queued puts read it after this frame may be gone (a failed step returns at once).
   static thread_local uint64_t call_count;
   call_count = step.call_count;

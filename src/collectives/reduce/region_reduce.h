@@ -37,6 +37,10 @@ struct RegionReduceStep {
 // A failure is recorded as `op_name`'s.
 xcclResult_t FenceRegion(Communicator* comm, const char* op_name, xcclStream_t stream);
 
+// Bytes ahead of each region put of a reducing step: the call's count, where the host can check
+// it (PutEnd answers there); 0 on GPUs, whose stream-ordered puts the host cannot read.
+size_t RegionHeaderBytes(Communicator* comm);
+
 // The most elements of `datatype` one step carries (every rank the same); xcclInvalidUsage naming
 // `op_name` where the region's pieces hold not even one (a tiny XCCL_EAGER_BYTES on the host).
 xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count);

@@ -22,11 +22,6 @@ namespace xccl {
 
 namespace {
 
-// On the host each put opens with the call's count, as region_reduce.cc's do, so that ranks that
-// passed different counts fail at the first step; 64 bytes keep the data aligned. GPU puts are
-// stream-ordered and the host cannot read what landed, so they carry none.
-constexpr size_t kHostHeaderBytes = 64;
-
 struct Call {
   const char* send;
   char* out;
@@ -34,7 +29,7 @@ struct Call {
   int datatype, op;
   uint64_t call_count;
   xcclStream_t stream;
-  size_t header_bytes;  // kHostHeaderBytes or 0
+  size_t header_bytes;  // RegionHeaderBytes: ranks that passed other counts fail at the first step
 };
 
 // One step: `count` elements from element `first` of every block, as one operation.
@@ -195,7 +190,7 @@ xcclResult_t ReduceScatterAcrossNodes(Communicator* comm, const char* op_name, c
   if (engine != nullptr && device_partials == nullptr)
     return Fail(xcclInternalError, "%s: a communicator across nodes without its partials' memory",
                 op_name);
-  const size_t header = engine == nullptr ? kHostHeaderBytes : 0;
+  const size_t header = RegionHeaderBytes(comm);
   // Every put of a step fits a piece: the most pieces a rank receives from one peer, or one
   // partial (wider than an element for the 16- and 8-bit floats). GPU: a rank's partials of a
   // step also fit its partials' memory (a piece).

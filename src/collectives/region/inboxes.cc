@@ -5,15 +5,19 @@
 namespace xccl {
 
 Inboxes PlanInboxes(Communicator* comm) {
-  const Transport* transport = comm->transport();
   Inboxes inboxes;
-  inboxes.slice = transport->slice_bytes();
+  inboxes.slice = comm->transport()->slice_bytes();
   // Operations close with a barrier exactly where a device engine runs them
   // (EndQueuedOperation).
   inboxes.by_parity = comm->device_engine() == nullptr;
-  const size_t piece = inboxes.by_parity ? inboxes.slice / 2 : inboxes.slice;
-  inboxes.piece_limit = std::max<size_t>(std::min(piece, transport->region_put_limit()), 1);
+  inboxes.piece_limit = PieceLimit(*comm->transport(), inboxes.by_parity);
   return inboxes;
+}
+
+size_t PieceLimit(const Transport& transport, bool by_parity) {
+  const size_t slice = transport.slice_bytes();
+  const size_t piece = by_parity ? slice / 2 : slice;
+  return std::max<size_t>(std::min(piece, transport.region_put_limit()), 1);
 }
 
 }  // namespace xccl
