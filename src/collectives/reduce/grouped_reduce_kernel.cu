@@ -14,9 +14,6 @@ namespace xccl {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr unsigned kMaxBlocks = 1024;
-
 struct GroupTable {
   const char* at[kMaxReduceInputs];
   int end[kMaxReduceInputs];
@@ -42,7 +39,7 @@ __device__ inline void StoreElement(char* base, size_t i, T v, bool aligned) {
 // Network-bound stages (a partial per step crosses the network): one element per thread and
 // step is enough, so no vector path.
 template <int kType, bool kAccIn, bool kAccOut>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kStepThreads)
     GroupedReduceKernel(RedOp op, GroupTable table, int groups, char* out, size_t count,
                         int avg_ranks, bool aligned) {
   using E = Element<kType>;
@@ -75,9 +72,7 @@ __global__ void __launch_bounds__(kThreads)
 template <int kType, bool kAccIn, bool kAccOut>
 gpuError_t Launch(RedOp op, const GroupTable& table, int groups, void* out, size_t count,
                   int avg_ranks, bool aligned, gpuStream_t stream) {
-  const size_t wanted = (count + kThreads - 1) / kThreads;
-  const unsigned blocks = wanted < kMaxBlocks ? static_cast<unsigned>(wanted) : kMaxBlocks;
-  GroupedReduceKernel<kType, kAccIn, kAccOut><<<blocks, kThreads, 0, stream>>>(
+  GroupedReduceKernel<kType, kAccIn, kAccOut><<<StepBlocks(count), kStepThreads, 0, stream>>>(
       op, table, groups, static_cast<char*>(out), count, avg_ranks, aligned);
   return gpuGetLastError();
 }

@@ -12,15 +12,12 @@ namespace xccl {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr unsigned kMaxBlocks = 1024;
-
 struct ReduceInputs {
   const char* at[kMaxReduceInputs];
 };
 
 template <int kType>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kStepThreads)
     ReduceKernel(RedOp op, ReduceInputs inputs, int nranks, void* out, size_t count) {
   char* const outputs[1] = {static_cast<char*>(out)};
   ReduceRange<kType>(op, ReduceTargets{inputs.at, nranks, outputs, 1}, count,
@@ -32,9 +29,8 @@ template <int kType>
 gpuError_t Launch(RedOp op, const ReduceInputs& inputs, int nranks, void* out, size_t count,
                   gpuStream_t stream) {
   if (count == 0) return gpuSuccess;
-  const size_t wanted = (count + kThreads - 1) / kThreads;
-  const unsigned blocks = wanted < kMaxBlocks ? static_cast<unsigned>(wanted) : kMaxBlocks;
-  ReduceKernel<kType><<<blocks, kThreads, 0, stream>>>(op, inputs, nranks, out, count);
+  ReduceKernel<kType>
+      <<<StepBlocks(count), kStepThreads, 0, stream>>>(op, inputs, nranks, out, count);
   return gpuGetLastError();
 }
 
