@@ -32,8 +32,8 @@ ag=$build/perf/all_gather_perf
 # then a summary: the count, the verdict, the failed ones and the distinct warnings and failed
 # expectations, most frequent first (the log may not come back).
 gpu_tests() {
-  timeout "$3" ctest --test-dir "$build/test" -L gpu -j "${REDUCE_TEST_JOBS:-1}" -R "$2" --timeout 120 \
-    --output-on-failure >"$1" 2>&1
+  timeout "$3" ctest --test-dir "$build/test" -L gpu -j "${REDUCE_TEST_JOBS:-1}" -R "$2" \
+    --timeout 120 --output-on-failure >"$1" 2>&1
   [ $? -eq 124 ] && echo "gpu_reduce_check: the tests ran out of time; the rest did not run"
   echo "ran: $(grep -cE '^ *[0-9]+/[0-9]+ Test +#' "$1")"
   grep -E "tests passed|tests failed" "$1"
@@ -43,7 +43,8 @@ gpu_tests() {
 }
 
 if [ "$what" = tests ]; then
-  gpu_tests "$logs/tests.txt" "${REDUCE_CHECK_REGEX:-Reduce|Broadcast}" "${REDUCE_TEST_SECONDS:-540}"
+  gpu_tests "$logs/tests.txt" "${REDUCE_CHECK_REGEX:-Reduce|Broadcast}" \
+    "${REDUCE_TEST_SECONDS:-540}"
   exit 0
 fi
 
@@ -69,8 +70,8 @@ if [ "$what" = nodes ]; then
       for lib in "$build/libxccl.so.0" "$build"/ext/gemm/*/libxccl-gemm-*.so; do
         [ -e "$lib" ] && ln -sf "$PWD/$lib" "$build/python/xccl/"
       done
-      PYTHONPATH=$build/python timeout "${REDUCE_PYTHON_SECONDS:-200}" "$py" -m pytest -q -rs -p no:cacheprovider \
-        -k "${REDUCE_PYTHON_TESTS:-reductions or gemm_rs}" python/tests/test_gpu_torch.py \
+      PYTHONPATH=$build/python timeout "${REDUCE_PYTHON_SECONDS:-200}" "$py" -m pytest -q -rs \
+        -p no:cacheprovider -k "${REDUCE_PYTHON_TESTS:-reductions or gemm_rs}" python/tests/test_gpu_torch.py \
         >"$logs/python.txt" 2>&1
       echo "python: $(tail -1 "$logs/python.txt")"
     else
