@@ -1,8 +1,23 @@
 #include "base/error.h"
 #include "collectives/device_engine.h"
+#include "collectives/in_place_reach.h"
+#include "collectives/reduce/reduce_limits.h"
 #include "transport/p2p/device_signals.h"
 
 namespace xccl {
+
+namespace {
+
+// The inboxes carry what a peer cannot write or read in place: none for one rank (its calls are
+// copies), none where every call reads and writes in place and neither the dma engine nor the
+// region path for more ranks than one read kernel takes can run.
+bool InboxesUsed(const Params& params, const Topology& topology) {
+  if (topology.nranks == 1) return false;
+  const bool dma_possible = params.allgather_algo == "dma" && !topology.AnyDeviceShared();
+  return !EveryCallInPlace(params, topology) || topology.nranks > kMaxReduceInputs || dma_possible;
+}
+
+}  // namespace
 
 xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology, SlotMap* slots,
                               WindowGeometry* geometry) {
@@ -11,7 +26,7 @@ xcclResult_t PlanDeviceWindow(const Params& params, const Topology& topology, Sl
     return Fail(xcclInvalidUsage, "the GPU platforms support at most %d ranks, not %d",
                 kMaxWatchedRanks, topology.nranks);
   WindowGeometry g;
-  XCCL_TRY(PlanAllGatherWindow(params, topology, slots, &g));
+  XCCL_TRY(PlanAllGatherWindow(params, topology, InboxesUsed(params, topology), slots, &g));
   XCCL_TRY(ReserveReadReduceSlots(topology, slots));
   *geometry = g;
   return xcclSuccess;

@@ -53,6 +53,7 @@ using gpuMemcpyKind = hipMemcpyKind;
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemcpy2DAsync hipMemcpy2DAsync
 #define gpuMemset2DAsync hipMemset2DAsync
+#define gpuMemGetInfo hipMemGetInfo
 #define gpuMemset hipMemset
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
 #define gpuStreamDestroy hipStreamDestroy
@@ -141,6 +142,7 @@ using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemcpy2DAsync cudaMemcpy2DAsync
 #define gpuMemset2DAsync cudaMemset2DAsync
+#define gpuMemGetInfo cudaMemGetInfo
 #define gpuMemset cudaMemset
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
 #define gpuStreamDestroy cudaStreamDestroy

@@ -1,11 +1,17 @@
-// Device memory a communicator holds after init (docs/ARCHITECTURE.md, "GPU windows"): a
-// communicator of one rank has no peer to hear from, so it carves no inboxes, whatever
-// XCCL_WINDOW_BYTES says. Measured as the drop in the device's free memory across init, after a
-// warm-up init has paid the runtime's own one-time costs (kernel modules, pools). Skips, saying
-// why, without a GPU.
+// Device memory a communicator holds (docs/ARCHITECTURE.md, "The GPU platform", the window): a
+// communicator of one rank has no peer to hear from, and one whose ranks are threads of one
+// process reaches every peer's buffers in place, so neither carves inboxes, whatever
+// XCCL_WINDOW_BYTES says. Measured as the drop in the device's free memory, after a warm-up init
+// has paid the runtime's own one-time costs (kernel modules, pools). Skips, saying why, without a
+// GPU.
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "gpu/gpu_runtime.h"
 #include "xccl.h"
@@ -36,6 +42,86 @@ TEST(GpuMemory, AOneRankCommunicatorHoldsNoInboxes) {
       << "a one-rank communicator holds " << (held >> 20) << " MiB of device memory after init";
   ASSERT_EQ(xcclCommDestroy(comm), xcclSuccess);
 }
+
+size_t HeldPerRank(size_t before, size_t after, int ranks) {
+  return before > after ? (before - after) / static_cast<size_t>(ranks) : 0;
+}
+
+// Thread ranks sharing device 0: under the bound after init and after an all_gather of fresh
+// random blocks, which every rank checks byte for byte (no inbox is missed on the way).
+void CheckThreadRanks(int world) {
+  int gpus = 0;
+  if (gpu::GetDeviceCount(&gpus) != gpu::kSuccess || gpus == 0)
+    GTEST_SKIP() << "no GPU visible: device memory needs one";
+  ASSERT_EQ(gpu::SetDevice(0), gpu::kSuccess);
+  const std::vector<int> devices(world, 0);
+  std::vector<xcclComm_t> comms(world, nullptr);
+  ASSERT_EQ(xcclCommInitAll(comms.data(), world, devices.data()), xcclSuccess)
+      << xcclGetLastError(nullptr);
+  for (xcclComm_t c : comms) ASSERT_EQ(xcclCommDestroy(c), xcclSuccess);
+
+  const size_t block = (size_t{8} << 20) + 4096 + 16;  // the pipelined kernel, several chunks
+  std::mt19937_64 random(std::random_device{}());
+  std::vector<std::vector<uint8_t>> sent(world, std::vector<uint8_t>(block));
+  std::vector<void*> send(world, nullptr), recv(world, nullptr);
+  std::vector<gpu::StreamHandle> streams(world, nullptr);
+  for (int r = 0; r < world; ++r) {
+    for (uint8_t& b : sent[r]) b = static_cast<uint8_t>(random());
+    ASSERT_EQ(gpu::Malloc(&send[r], block), gpu::kSuccess);
+    ASSERT_EQ(gpu::Malloc(&recv[r], block * world), gpu::kSuccess);
+    ASSERT_EQ(gpu::StreamCreateNonBlocking(&streams[r]), gpu::kSuccess);
+    ASSERT_EQ(gpu::CopyPageableToDevice(send[r], sent[r].data(), block), gpu::kSuccess);
+    ASSERT_EQ(gpu::MemsetAsync(recv[r], 0xee, block * world, streams[r]), gpu::kSuccess);
+  }
+  ASSERT_EQ(gpu::DeviceSynchronize(), gpu::kSuccess);
+
+  size_t free_before = 0, free_after_init = 0, free_after_call = 0, total = 0;
+  ASSERT_EQ(gpu::MemGetInfo(&free_before, &total), gpu::kSuccess);
+  ASSERT_EQ(xcclCommInitAll(comms.data(), world, devices.data()), xcclSuccess)
+      << xcclGetLastError(nullptr);
+  ASSERT_EQ(gpu::MemGetInfo(&free_after_init, &total), gpu::kSuccess);
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      gpu::SetDevice(0);
+      if (xcclAllGather(send[r], recv[r], block, xcclUint8, comms[r], streams[r]) != xcclSuccess)
+        errors[r] = xcclGetLastError(comms[r]);
+      else if (gpu::StreamSynchronize(streams[r]) != gpu::kSuccess)
+        errors[r] = "stream synchronize failed";
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < world; ++r) ASSERT_EQ(errors[r], "") << "rank " << r;
+  ASSERT_EQ(gpu::MemGetInfo(&free_after_call, &total), gpu::kSuccess);
+
+  std::vector<uint8_t> got(block * world);
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(gpu::DeviceSynchronize(), gpu::kSuccess);
+    ASSERT_EQ(gpu::MemcpyAsync(got.data(), recv[r], got.size(), streams[r]), gpu::kSuccess);
+    ASSERT_EQ(gpu::StreamSynchronize(streams[r]), gpu::kSuccess);
+    for (int s = 0; s < world; ++s) {
+      size_t wrong = 0;
+      for (size_t i = 0; i < block; ++i) wrong += got[s * block + i] != sent[s][i];
+      EXPECT_EQ(wrong, 0u) << "rank " << r << ": bytes from rank " << s;
+    }
+  }
+  const size_t after_init = HeldPerRank(free_before, free_after_init, world);
+  const size_t after_call = HeldPerRank(free_before, free_after_call, world);
+  EXPECT_LE(after_init, kMostBytesAfterInit)
+      << world << " thread ranks hold " << (after_init >> 20) << " MiB each after init";
+  EXPECT_LE(after_call, kMostBytesAfterInit)
+      << world << " thread ranks hold " << (after_call >> 20) << " MiB each after an all_gather";
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(xcclCommDestroy(comms[r]), xcclSuccess);
+    gpu::Free(send[r]);
+    gpu::Free(recv[r]);
+    gpu::StreamDestroy(streams[r]);
+  }
+}
+
+TEST(GpuMemory, TwoThreadRanksHoldNoInboxes) { CheckThreadRanks(2); }
+TEST(GpuMemory, EightThreadRanksHoldNoInboxes) { CheckThreadRanks(8); }
 
 }  // namespace
 }  // namespace xccl_test

@@ -26,6 +26,13 @@ class KernelAllGatherEngine final : public AllGatherEngine {
                    PlatformFailure* failure) override {
     XCCL_TRY(transport.BeginOperation(stream, /*queued=*/false, failure));
     const DeviceView& view = *transport.device_view();
+    // Only a communicator whose every call is in place carves no inbox (device_engine.cu).
+    if (tuning_.slots_per_lane == 0 &&
+        KernelAllGatherNeedsRings(tuning_, view, recv, bytes, tail, direct_at))
+      return SetFailure(failure, xcclInternalError, kNoPeer,
+                        "rank %d: a block of this all_gather cannot be written in place, and the "
+                        "communicator has no inboxes to take it",
+                        view.rank);
     return LaunchFailure(LaunchKernelAllGather(tuning_, slots_, view, send, recv, bytes, tail,
                                                direct_at, static_cast<gpuStream_t>(stream)),
                          view.rank, "all_gather kernel", failure);
@@ -39,17 +46,16 @@ class KernelAllGatherEngine final : public AllGatherEngine {
 
 }  // namespace
 
-xcclResult_t PlanAllGatherWindow(const Params& params, const Topology& topology, SlotMap* slots,
-                                 WindowGeometry* geometry) {
+xcclResult_t PlanAllGatherWindow(const Params& params, const Topology& topology, bool inboxes,
+                                 SlotMap* slots, WindowGeometry* geometry) {
   const int nranks = topology.nranks;
   if (nranks > PipelineSlots::kMaxRanks)
     return Fail(xcclInvalidUsage, "the GPU all_gather engine supports at most %d ranks, not %d",
                 PipelineSlots::kMaxRanks, nranks);
   XCCL_TRY(ReserveKernelAllGatherSlots(slots));
   geometry->staging_bytes = LlLayout::RegionBytes(nranks);
-  // One rank has no peer to hear from (its calls are copies, collectives/alone_copy.h): no inbox.
   geometry->inbox_bytes =
-      nranks == 1 ? 0 : static_cast<size_t>(params.window_bytes) / nranks / 256 * 256;
+      inboxes ? static_cast<size_t>(params.window_bytes) / nranks / 256 * 256 : 0;
   KernelAllGatherTuning tuning;  // fails here, before any allocation, where the inbox is too small
   return TuneKernelAllGather(params, nranks, topology.MostRanksOnOneDevice(), geometry->inbox_bytes,
                              &tuning);

@@ -33,10 +33,10 @@ class AllGatherEngine {
 };
 
 // Before the slot map is laid: the kernel engine's device-only slots, and what it carves of the
-// window (the LL buffers as staging, an inbox per source from XCCL_WINDOW_BYTES);
-// xcclInvalidUsage where the inbox is too small to tune.
-xcclResult_t PlanAllGatherWindow(const Params& params, const Topology& topology, SlotMap* slots,
-                                 WindowGeometry* geometry);
+// window (the LL buffers as staging, and where `inboxes`, an inbox per source from
+// XCCL_WINDOW_BYTES); xcclInvalidUsage where the inbox is too small to tune.
+xcclResult_t PlanAllGatherWindow(const Params& params, const Topology& topology, bool inboxes,
+                                 SlotMap* slots, WindowGeometry* geometry);
 
 // After the transport: loads the kernels, tunes the kernel engine for `geometry`, finds its slots
 // and chooses the engine, the same on every rank (comm/shared_settings.h).

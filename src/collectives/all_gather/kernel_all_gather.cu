@@ -52,7 +52,8 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
   // slots) for any multiple of 256 the parameter takes.
   t.chunk_max = static_cast<size_t>(params.allgather_chunk_bytes);
   t.ll_bytes = static_cast<size_t>(std::min<int64_t>(params.ll_bytes, LlLayout::kMaxBytes));
-  if (nranks == 1) {  // no kernel runs for one rank, and it has no inbox
+  if (inbox_bytes == 0) {  // no ring: one rank (no kernel runs), or every block written in place
+    t.slots_per_lane = 0;
     *out = t;
     return xcclSuccess;
   }
@@ -66,6 +67,27 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
   while (t.slots_per_lane * 2 <= slots) t.slots_per_lane *= 2;
   *out = t;
   return xcclSuccess;
+}
+
+namespace {
+
+// The offer carries the tail's place in 16-byte units of 32 bits.
+bool TailOfferable(const void* recv, const GatherTail& tail) {
+  if (tail.bytes == 0) return true;
+  const ptrdiff_t distance = static_cast<const char*>(tail.recv) - static_cast<const char*>(recv);
+  return distance % 16 == 0 && distance / 16 <= INT32_MAX && distance / 16 >= INT32_MIN;
+}
+
+}  // namespace
+
+bool KernelAllGatherNeedsRings(const KernelAllGatherTuning& tuning, const DeviceView& view,
+                               const void* recv, size_t bytes, const GatherTail& tail,
+                               char* const* direct_at) {
+  if (tail.bytes == 0 && bytes <= tuning.ll_bytes) return false;  // the LL path
+  if (!TailOfferable(recv, tail)) return true;
+  for (int src = 0; src < view.nranks; ++src)
+    if (src != view.rank && direct_at[src] == nullptr) return true;
+  return false;
 }
 
 gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
@@ -93,10 +115,7 @@ gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
   args.bytes = bytes + tail.bytes;
   args.tail_send = tail.bytes > 0 ? static_cast<const char*>(tail.send) : args.send;
   args.tail_recv = tail.bytes > 0 ? static_cast<char*>(tail.recv) : args.recv;
-  // The offer carries the tail's place in 16-byte units of 32 bits.
-  const ptrdiff_t tail_distance = args.tail_recv - args.recv;
-  const bool tail_offerable =
-      tail_distance % 16 == 0 && tail_distance / 16 <= INT32_MAX && tail_distance / 16 >= INT32_MIN;
+  const bool tail_offerable = TailOfferable(recv, tail);
   // Every rank picks the same lanes for the same call, so the per-lane counters stay in step.
   const int lanes = args.bytes <= kSmallCallBytes ? 1 : tuning.lanes;
   args.chunk = PipelineChunk(args.bytes, lanes, tuning.chunk_max);

@@ -17,10 +17,12 @@
 namespace xccl {
 
 struct KernelAllGatherTuning {
-  int lanes = 1;              // pushing blocks per peer
-  size_t chunk_max = 0;       // the ring slot size, the largest chunk
-  size_t slots_per_lane = 1;  // a power of two, so that slot = counter % slots survives the wrap
-  size_t ll_bytes = 0;        // blocks up to this take the LL path
+  int lanes = 1;         // pushing blocks per peer
+  size_t chunk_max = 0;  // the ring slot size, the largest chunk
+  // A power of two, so that slot = counter % slots survives the wrap; 0 where the communicator
+  // has no inboxes (every block is written in place, collectives/in_place_reach.h).
+  size_t slots_per_lane = 1;
+  size_t ll_bytes = 0;  // blocks up to this take the LL path
 };
 
 // Where the engine's counters live in every rank's control slots (transport/slot_map.h).
@@ -37,8 +39,8 @@ xcclResult_t FindKernelAllGatherSlots(const SlotMap& slots, KernelAllGatherSlots
 
 // From the parameters every rank shares (comm/shared_settings.h) and the inbox each source gets:
 // lanes (automatic unless XCCL_ALLGATHER_LANES), ring slots of at most XCCL_ALLGATHER_CHUNK_BYTES
-// with at least two per lane where the inbox allows. xcclInvalidUsage where one slot per lane
-// does not fit the inbox.
+// with at least two per lane where the inbox allows, no ring where there is no inbox.
+// xcclInvalidUsage where one slot per lane does not fit the inbox.
 xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per_device,
                                  size_t inbox_bytes, KernelAllGatherTuning* out);
 
@@ -49,6 +51,12 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
 // it: its flags travel in the data; with a tail, the tail's receive area must lie in the same
 // buffer, at a multiple of 16 bytes from `recv`, else every block takes the rings). A call with a
 // tail takes the pipelined kernel whatever its size.
+// Whether some block of this call would go through a ring: the pipelined kernel runs and a
+// source has no place offered (or the tail's place cannot be offered).
+bool KernelAllGatherNeedsRings(const KernelAllGatherTuning& tuning, const DeviceView& view,
+                               const void* recv, size_t bytes, const GatherTail& tail,
+                               char* const* direct_at);
+
 gpuError_t LaunchKernelAllGather(const KernelAllGatherTuning& tuning,
                                  const KernelAllGatherSlots& slots, const DeviceView& view,
                                  const void* send, void* recv, size_t bytes, const GatherTail& tail,

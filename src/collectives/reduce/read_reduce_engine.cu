@@ -3,6 +3,7 @@
 #include "base/datatype.h"
 #include "base/error.h"
 #include "base/logging.h"
+#include "collectives/in_place_reach.h"
 #include "collectives/launch_failure.h"
 #include "collectives/reduce/read_reduce_engine.h"
 #include "collectives/reduce/read_reduce_kernel.h"
@@ -76,7 +77,7 @@ xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topolo
   // reach only windows and xcclMemAlloc memory, which each maps (zero_copy_targets.h).
   ReadReach reach = ReadReach::kNone;
   if (params.zero_copy != 0 && topology.node_count == 1 && topology.nranks <= kMaxReduceInputs)
-    reach = topology.AnyNodeSharedByProcesses() ? ReadReach::kMappedBuffers : ReadReach::kEveryCall;
+    reach = EveryCallInPlace(params, topology) ? ReadReach::kEveryCall : ReadReach::kMappedBuffers;
   int sms = 0;
   XCCL_GPU_TRY(gpuMultiprocessorCount(topology.ranks[topology.rank].device, &sms));
   // Enough blocks of 512 threads to keep the memory system busy (two per SM), shared by the ranks

@@ -50,8 +50,9 @@ xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int dataty
   *count = piece > header ? (piece - header) / size : 0;
   if (*count == 0)
     return Fail(xcclInvalidUsage,
-                "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES on the host), "
-                "less than one %s element",
+                "%s: the receive region's pieces are %zu bytes (XCCL_EAGER_BYTES on the host; "
+                "none on a GPU communicator whose calls are all in place), less than one %s "
+                "element",
                 op_name, piece, DataTypeName(datatype));
   return xcclSuccess;
 }

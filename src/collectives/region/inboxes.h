@@ -26,7 +26,7 @@ struct Inboxes {
 Inboxes PlanInboxes(Communicator* comm);
 
 // The most one source puts per operation into a slice of `transport`'s region, halved where the
-// slice holds a piece per epoch parity (Inboxes::by_parity).
+// slice holds a piece per epoch parity (Inboxes::by_parity); 0 where the region has no slices.
 size_t PieceLimit(const Transport& transport, bool by_parity);
 
 }  // namespace xccl
