@@ -4,7 +4,8 @@
 # after a first 1 GiB all_gather, NCCL at world 1 beside it), MEMORY_RUNS times; then the paths
 # that go through the inboxes, processes sharing GPU 0 under MPS with plain buffers (all_gather
 # through the rings, reduce_scatter through the receive region), at each XCCL_WINDOW_BYTES of
-# WINDOWS in turn, ROUNDS times: time per call (us, out of place) per window, every row checked.
+# WINDOWS in turn, at NPS processes ("2 4"), ROUNDS times: time per call (us, out of place) per
+# window, every row checked.
 # The log is $OUT/memory/perf.txt; a short table last.
 # Usage: scripts/gpu_memory_check.sh [build-dir]   (build-dir: build-cuda)
 set -uo pipefail
@@ -22,21 +23,23 @@ if ! nvidia-cuda-mps-control -d >>"$log" 2>&1; then
   echo "gpu_memory_check: MPS did not start; the window comparison needs it (processes time-slice the GPU without it)"
   exit 0
 fi
-np=${NP:-2}
 for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
-  for window in ${WINDOWS:-512M 32M}; do
-    bytes=$(numfmt --from=iec "$window")
-    for bin in all_gather_perf reduce_scatter_perf; do
-      echo "## $bin window $window" >>"$log"
-      XCCL_WINDOW_BYTES=$bytes timeout 90 "$build/perf/$bin" --np "$np" -R 0 -b 1M -e 256M -f 4 \
-        -n 10 -w 3 --repeats 3 -d bf16 >>"$log" 2>&1
+  for np in ${NPS:-2 4}; do
+    for window in ${WINDOWS:-512M 32M}; do
+      bytes=$(numfmt --from=iec "$window")
+      for bin in all_gather_perf reduce_scatter_perf; do
+        echo "## $bin np $np window $window" >>"$log"
+        XCCL_WINDOW_BYTES=$bytes timeout 90 "$build/perf/$bin" --np "$np" -R 0 -b 1M -e 256M \
+          -f 4 -n 10 -w 3 --repeats 3 -d bf16 >>"$log" 2>&1
+      done
     done
   done
 done
 echo quit | nvidia-cuda-mps-control >>"$log" 2>&1
-echo "== $np processes on GPU 0 (MPS), plain buffers, bf16: time us per call (out of place), median over rounds, by XCCL_WINDOW_BYTES =="
+echo "== processes on GPU 0 (MPS), plain buffers, bf16: time us per call (out of place), median over rounds, by XCCL_WINDOW_BYTES =="
 awk '
-  /^## / { bin = $2; window = $4; if (!(window in seen)) { seen[window] = 1; order[++w] = window }; next }
+  /^## / { bin = $2 " np" $4; window = $6
+           if (!(window in seen)) { seen[window] = 1; order[++w] = window }; next }
   $1 ~ /^[0-9]+$/ && NF >= 9 { key = bin " " $1; if (!(key in k)) { k[key] = 1; keys[++nk] = key }
                                t[key, window] = t[key, window] " " $6 }
   END {
