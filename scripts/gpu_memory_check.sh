@@ -19,6 +19,9 @@ export NCCL_NVLS_ENABLE=0 CUDA_VISIBLE_DEVICES=0 CUDA_MODULE_LOADING=EAGER
 for ((run = 1; run <= ${MEMORY_RUNS:-3}; ++run)); do
   timeout 120 "$build/perf/device_memory" -w 1,2,8 -b 1G --compare vendor
 done | tee "$logs/memory.txt"
+echo "== XCCL_ZERO_COPY=0: every block through the inboxes, made by the first call" |
+  tee -a "$logs/memory.txt"
+XCCL_ZERO_COPY=0 timeout 120 "$build/perf/device_memory" -w 2,8 -b 1G | tee -a "$logs/memory.txt"
 if ! nvidia-cuda-mps-control -d >>"$log" 2>&1; then
   echo "gpu_memory_check: MPS did not start; the window comparison needs it (processes time-slice the GPU without it)"
   exit 0

@@ -71,6 +71,9 @@ using gpuMemcpyKind = hipMemcpyKind;
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define gpuStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
+#define gpuThreadExchangeStreamCaptureMode hipThreadExchangeStreamCaptureMode
+using gpuStreamCaptureMode = hipStreamCaptureMode;
 #define gpuGetErrorName hipGetErrorName
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuFuncGetAttributes hipFuncGetAttributes
@@ -160,6 +163,9 @@ using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define gpuThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
+using gpuStreamCaptureMode = cudaStreamCaptureMode;
 #define gpuGetErrorName cudaGetErrorName
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuFuncGetAttributes cudaFuncGetAttributes

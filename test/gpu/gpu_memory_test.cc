@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/params.h"
 #include "gpu/gpu_runtime.h"
+#include "mp/test_params.h"
 #include "xccl.h"
 
 namespace xccl_test {
@@ -47,12 +49,14 @@ size_t HeldPerRank(size_t before, size_t after, int ranks) {
   return before > after ? (before - after) / static_cast<size_t>(ranks) : 0;
 }
 
-// Thread ranks sharing device 0: under the bound after init and after an all_gather of fresh
+struct HeldBytes {
+  size_t after_init = 0;  // per rank
+  size_t after_call = 0;
+};
+
+// Thread ranks sharing device 0: what each holds after init and after an all_gather of fresh
 // random blocks, which every rank checks byte for byte (no inbox is missed on the way).
-void CheckThreadRanks(int world) {
-  int gpus = 0;
-  if (gpu::GetDeviceCount(&gpus) != gpu::kSuccess || gpus == 0)
-    GTEST_SKIP() << "no GPU visible: device memory needs one";
+void MeasureThreadRanks(int world, HeldBytes* held) {
   ASSERT_EQ(gpu::SetDevice(0), gpu::kSuccess);
   const std::vector<int> devices(world, 0);
   std::vector<xcclComm_t> comms(world, nullptr);
@@ -106,12 +110,8 @@ void CheckThreadRanks(int world) {
       EXPECT_EQ(wrong, 0u) << "rank " << r << ": bytes from rank " << s;
     }
   }
-  const size_t after_init = HeldPerRank(free_before, free_after_init, world);
-  const size_t after_call = HeldPerRank(free_before, free_after_call, world);
-  EXPECT_LE(after_init, kMostBytesAfterInit)
-      << world << " thread ranks hold " << (after_init >> 20) << " MiB each after init";
-  EXPECT_LE(after_call, kMostBytesAfterInit)
-      << world << " thread ranks hold " << (after_call >> 20) << " MiB each after an all_gather";
+  held->after_init = HeldPerRank(free_before, free_after_init, world);
+  held->after_call = HeldPerRank(free_before, free_after_call, world);
   for (int r = 0; r < world; ++r) {
     ASSERT_EQ(xcclCommDestroy(comms[r]), xcclSuccess);
     gpu::Free(send[r]);
@@ -120,8 +120,41 @@ void CheckThreadRanks(int world) {
   }
 }
 
-TEST(GpuMemory, TwoThreadRanksHoldNoInboxes) { CheckThreadRanks(2); }
-TEST(GpuMemory, EightThreadRanksHoldNoInboxes) { CheckThreadRanks(8); }
+bool HaveGpu() {
+  int gpus = 0;
+  return gpu::GetDeviceCount(&gpus) == gpu::kSuccess && gpus > 0;
+}
+
+// Every call in place: no inboxes, neither after init nor after a call.
+void CheckNoInboxes(int world) {
+  if (!HaveGpu()) GTEST_SKIP() << "no GPU visible: device memory needs one";
+  HeldBytes held;
+  ASSERT_NO_FATAL_FAILURE(MeasureThreadRanks(world, &held));
+  EXPECT_LE(held.after_init, kMostBytesAfterInit)
+      << world << " thread ranks hold " << (held.after_init >> 20) << " MiB each after init";
+  EXPECT_LE(held.after_call, kMostBytesAfterInit)
+      << world << " thread ranks hold " << (held.after_call >> 20)
+      << " MiB each after an all_gather";
+}
+
+TEST(GpuMemory, TwoThreadRanksHoldNoInboxes) { CheckNoInboxes(2); }
+TEST(GpuMemory, EightThreadRanksHoldNoInboxes) { CheckNoInboxes(8); }
+
+// XCCL_ZERO_COPY=0 sends every block through the inboxes: none after init, the whole window
+// (XCCL_WINDOW_BYTES per rank) once the first call has made them.
+TEST(GpuMemory, InboxesComeWithTheFirstCall) {
+  if (!HaveGpu()) GTEST_SKIP() << "no GPU visible: device memory needs one";
+  WithZeroCopy(0)();
+  HeldBytes held;
+  MeasureThreadRanks(2, &held);
+  const size_t window = static_cast<size_t>(xccl::GetParams().window_bytes);
+  RestoreParams();
+  EXPECT_LE(held.after_init, kMostBytesAfterInit)
+      << "2 thread ranks hold " << (held.after_init >> 20) << " MiB each after init";
+  EXPECT_GE(held.after_call, window)
+      << "2 thread ranks hold " << (held.after_call >> 20) << " MiB each after an all_gather "
+      << "through the inboxes, less than the " << (window >> 20) << " MiB window";
+}
 
 }  // namespace
 }  // namespace xccl_test

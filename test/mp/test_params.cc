@@ -34,6 +34,10 @@ std::function<void()> WithGpuQueues(int64_t queues) {
   return WithChange([queues](xccl::Params* p) { p->gpu_queues = queues; });
 }
 
+std::function<void()> WithZeroCopy(int64_t zero_copy) {
+  return WithChange([zero_copy](xccl::Params* p) { p->zero_copy = zero_copy; });
+}
+
 std::function<void()> WithComputeStreams(int64_t streams) {
   return WithChange([streams](xccl::Params* p) { p->aggemm_compute_streams = streams; });
 }

@@ -61,12 +61,14 @@ xcclResult_t AllReduce(Communicator* comm, const void* send, void* recv, size_t 
   const size_t size = DataTypeSize(datatype);
   if (nranks == 1) return CopyAlone(comm, kOpName, send, recv, count * size, stream);
   XCCL_TRY(CheckReducible(kOpName, nranks));
-  size_t step_count = 0;
-  XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
   BuffersAsSeen buffers;
   bool reads_peers = false;
   XCCL_TRY(ReductionsReadPeers(comm, kOpName, send, count * size, recv, count * size, &buffers,
                                &reads_peers));
+  // The region's steps only where the call goes through it (a communicator whose every call
+  // reads in place has no region).
+  size_t step_count = 0;
+  if (!reads_peers) XCCL_TRY(RegionStepCount(comm, kOpName, datatype, &step_count));
   const AllReducePlan plan =
       ChooseAllReducePlan(count, count * size, nranks, step_count * size,
                           static_cast<size_t>(comm->params().allreduce_oneshot_bytes), reads_peers);

@@ -8,15 +8,19 @@
 #include "platform/gpu.h"
 #include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"
+#include "platform/shareable_memory.h"
 
 namespace xccl {
 
 namespace {
 
-// This rank's window with its slots set, and the record; `own`/`record` keep what was made.
+// This rank's window with its slots set, and the record; `own`/`record` keep what was made. The
+// window takes whole IPC blocks (AllocateShareable): a block shared with another allocation (the
+// inboxes, another communicator's window) would open at the wrong bytes in a peer, or not at all.
 xcclResult_t CreateLocal(size_t control_bytes, size_t data_bytes, uint32_t epoch_base, void** own,
                          DeviceFailureRecord** record, DeviceFailureRecord** record_device) {
-  XCCL_GPU_TRY(gpuMalloc(own, control_bytes + data_bytes));
+  int allocated_on = 0;
+  XCCL_TRY(AllocateShareable(control_bytes + data_bytes, own, &allocated_on));
   std::vector<uint32_t> slots(control_bytes / 4, epoch_base);
   slots[ControlLayout::kAbort] = 0;
   XCCL_TRY(CopyToDeviceNow(*own, slots.data(), control_bytes));

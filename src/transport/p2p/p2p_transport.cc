@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/logging.h"
+#include "platform/gpu/device_bytes_now.h"
 #include "platform/gpu/gpu_call.h"
 #include "platform/runtime.h"
 #include "transport/bootstrap/bootstrap.h"
@@ -82,11 +83,15 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   XCCL_GPU_TRY(PreloadSignalKernels());
   kernel_copies_ = topology_.RanksOnMyDevice() > 1;
   if (kernel_copies_) XCCL_GPU_TRY(PreloadCopyKernel());
-  // The control slots (set to the epoch base, which no first flag equals) and the staging area,
-  // then the inboxes.
+  // The control slots (set to the epoch base, which no first flag equals) and the staging area.
   XCCL_TRY(windows_.Create(bootstrap, topology_, device_,
                            geometry_.control_bytes() + geometry_.staging_bytes,
-                           geometry_.inbox_bytes * nranks, params_.epoch_base));
+                           /*data_bytes: the inboxes are DeviceInboxes*/ 0, params_.epoch_base));
+  bootstrap_ = bootstrap;
+  // The inboxes at the first call on one node (EnterLaunchGate); across nodes now, where the net
+  // endpoint lands in them from its start.
+  if (geometry_.inbox_bytes > 0 && topology_.node_count > 1)
+    XCCL_TRY(inboxes_.Create(bootstrap, topology_, device_, geometry_.inbox_bytes * nranks));
   const xcclResult_t uploaded = UploadTables();
   int failed = -1;
   XCCL_TRY(ExchangeVerdicts(bootstrap, uploaded == xcclSuccess, &failed));
@@ -117,8 +122,7 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   view_.staging_at_peer = staging_device_;
   view_.own_staging = windows_.window(topology_.rank) + geometry_.control_bytes();
   view_.inbox_at_peer = inbox_device_;
-  view_.own_inbox =
-      windows_.window(topology_.rank) + geometry_.control_bytes() + geometry_.staging_bytes;
+  view_.own_inbox = inboxes_.at(topology_.rank);
   view_.inbox_bytes = geometry_.inbox_bytes;
   view_.timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
   view_.record = windows_.record_device();
@@ -139,6 +143,7 @@ xcclResult_t P2pTransport::BeginOperation(xcclStream_t stream, bool queued,
 }
 
 xcclResult_t P2pTransport::EnterLaunchGate(xcclStream_t stream, PlatformFailure* failure) {
+  if (geometry_.inbox_bytes > 0 && !inboxes_.made()) XCCL_TRY(MakeInboxes(stream, failure));
   if (!gated_) return xcclSuccess;
   // A capture enqueues nothing; its replays are the caller's launches.
   gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
@@ -277,21 +282,57 @@ xcclResult_t P2pTransport::Copy(void* dst, const void* src, size_t bytes, xcclSt
 void P2pTransport::JoinQueueOf(int peer) { Check(queues_.JoinQueueOf(peer), "queue join"); }
 
 char* P2pTransport::RegionAtPeer(int peer, size_t region_offset) const {
-  return windows_.window(peer) + geometry_.control_bytes() + geometry_.staging_bytes +
-         region_offset;
+  return inboxes_.at(peer) + region_offset;
+}
+
+// Every rank's first gated call is the same call (calls are collective), so all of them make
+// the inboxes together. A call being captured may not allocate or map in the default capture
+// mode: the set-up runs in the relaxed mode, and the captured kernels read the tables it filled.
+xcclResult_t P2pTransport::MakeInboxes(xcclStream_t stream, PlatformFailure* failure) {
+  gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
+  const bool capturing =
+      gpuStreamIsCapturing(static_cast<gpuStream_t>(stream), &capture) == gpuSuccess &&
+      capture != gpuStreamCaptureStatusNone;
+  gpuStreamCaptureMode mode = gpuStreamCaptureModeRelaxed;
+  if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
+  xcclResult_t made = gpuSetDevice(device_) == gpuSuccess
+                          ? inboxes_.Create(bootstrap_, topology_, device_,
+                                            geometry_.inbox_bytes * topology_.nranks)
+                          : Fail(xcclUnhandledDeviceError, "cudaSetDevice(%d) failed", device_);
+  if (made == xcclSuccess) {
+    const std::vector<char*> inboxes = InboxTable();
+    made = CopyToDeviceNow(inbox_device_, inboxes.data(), inboxes.size() * sizeof(char*));
+  }
+  if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
+  if (made != xcclSuccess)
+    return SetFailure(failure, made, kNoPeer, "making the inboxes at the first call: %s",
+                      ThreadLastError().c_str());
+  view_.own_inbox = inboxes_.at(topology_.rank);
+  return xcclSuccess;
+}
+
+// This rank's inbox in every peer's region (null for a rank of another node, and before the
+// inboxes are made).
+std::vector<char*> P2pTransport::InboxTable() const {
+  std::vector<char*> table(static_cast<size_t>(topology_.nranks), nullptr);
+  for (int r = 0; r < topology_.nranks; ++r)
+    if (inboxes_.at(r) != nullptr)
+      table[r] = RegionAtPeer(r, topology_.rank * geometry_.inbox_bytes);
+  return table;
 }
 
 // The tables kernels load once per launch: every rank's control base, every peer's staging
 // area and this rank's inbox in every peer's window.
 xcclResult_t P2pTransport::UploadTables() {
   const int nranks = topology_.nranks;
-  std::vector<void*> slots(nranks), staging(nranks), inboxes(nranks);
+  std::vector<void*> slots(nranks), staging(nranks);
   for (int r = 0; r < nranks; ++r) {
     if (windows_.window(r) == nullptr) continue;  // a rank of another node: not mapped
     slots[r] = windows_.window(r);
     staging[r] = windows_.window(r) + geometry_.control_bytes();
-    inboxes[r] = RegionAtPeer(r, topology_.rank * geometry_.inbox_bytes);
   }
+  const std::vector<char*> inbox_table = InboxTable();
+  const std::vector<void*> inboxes(inbox_table.begin(), inbox_table.end());
   void** table = nullptr;
   XCCL_TRY(UploadPointerTable(slots, &table));
   peer_slots_device_ = reinterpret_cast<uint32_t**>(table);
@@ -334,12 +375,13 @@ void P2pTransport::Release() {
   if (clique_) clique_->Enter(topology_.rank, nullptr);  // no abort of a peer reaches it now
   auto release = [device = device_,
                   tables = std::vector<void*>{peer_slots_device_, staging_device_, inbox_device_},
-                  windows = windows_.TakeRelease()] {
+                  inboxes = inboxes_.TakeRelease(), windows = windows_.TakeRelease()] {
     int current = -1;
     const bool restore = gpuGetDevice(&current) == gpuSuccess && current != device;
     if (gpuSetDevice(device) != gpuSuccess) return;
     for (void* table : tables)
       if (table != nullptr) (void)gpuFree(table);
+    inboxes();
     windows();
     if (restore) (void)gpuSetDevice(current);
   };

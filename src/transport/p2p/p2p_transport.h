@@ -24,6 +24,7 @@
 #include "platform/gpu.h"
 #include "transport/net/proxy/peer_watch.h"
 #include "transport/p2p/copy_engine_queues.h"
+#include "transport/p2p/device_inboxes.h"
 #include "transport/p2p/device_windows.h"
 #include "transport/p2p/kept_launch_error.h"
 #include "transport/p2p/process_clique.h"
@@ -142,6 +143,9 @@ class P2pTransport final : public Transport {
     return launch_error_.Take(topology_.rank, failure);
   }
   xcclResult_t UploadTables();
+  // Collective: the inboxes, at this rank's first gated call on one node.
+  xcclResult_t MakeInboxes(xcclStream_t stream, PlatformFailure* failure);
+  std::vector<char*> InboxTable() const;
   xcclResult_t CreateQueues();
   void Release();
 
@@ -150,7 +154,9 @@ class P2pTransport final : public Transport {
   WindowGeometry geometry_;
   int device_;
   int64_t timeout_ms_;
-  DeviceWindows windows_;  // every rank's window, as this process addresses it
+  DeviceWindows windows_;           // every rank's window, as this process addresses it
+  DeviceInboxes inboxes_;           // every rank's inboxes, once made
+  Bootstrap* bootstrap_ = nullptr;  // the communicator's, which outlives this transport
   uint32_t** peer_slots_device_ = nullptr;
   char** staging_device_ = nullptr;  // [peer] -> its staging area
   char** inbox_device_ = nullptr;    // [peer] -> this rank's inbox in its window
