@@ -88,8 +88,10 @@ void MeasureThreadRanks(int world, HeldBytes* held) {
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
-      gpu::SetDevice(0);
-      if (xcclAllGather(send[r], recv[r], block, xcclUint8, comms[r], streams[r]) != xcclSuccess)
+      if (gpu::SetDevice(0) != gpu::kSuccess)
+        errors[r] = "cudaSetDevice failed";
+      else if (xcclAllGather(send[r], recv[r], block, xcclUint8, comms[r], streams[r]) !=
+               xcclSuccess)
         errors[r] = xcclGetLastError(comms[r]);
       else if (gpu::StreamSynchronize(streams[r]) != gpu::kSuccess)
         errors[r] = "stream synchronize failed";
@@ -114,9 +116,9 @@ void MeasureThreadRanks(int world, HeldBytes* held) {
   held->after_call = HeldPerRank(free_before, free_after_call, world);
   for (int r = 0; r < world; ++r) {
     ASSERT_EQ(xcclCommDestroy(comms[r]), xcclSuccess);
-    gpu::Free(send[r]);
-    gpu::Free(recv[r]);
-    gpu::StreamDestroy(streams[r]);
+    EXPECT_EQ(gpu::Free(send[r]), gpu::kSuccess);
+    EXPECT_EQ(gpu::Free(recv[r]), gpu::kSuccess);
+    EXPECT_EQ(gpu::StreamDestroy(streams[r]), gpu::kSuccess);
   }
 }
 
