@@ -16,6 +16,8 @@
 # beside this build's library), and thread ranks split into fake nodes (2x2, 2x4) beside the same
 # ranks on one node, reduce_scatter and all_reduce, bf16 sum, time per call (perf/gpu_nodes.sh
 # TIMES=1, every row checked).
+# REDUCE_CHECK_REGEX goes to ctest -R, which sees each parametrised name with its "# GetParam() =
+# ..." suffix: a regex ending in $ matches none of them.
 # Usage: REDUCE_CHECK=tests|perf|grid|ab|nodes scripts/gpu_reduce_check.sh [build-dir]   (build-dir: build-cuda)
 set -uo pipefail
 cd "$(dirname "$0")/.."
