@@ -107,7 +107,8 @@ class Transport {
   // where ranks of this process share a device, Enter waits until each of them has reached the
   // call, Leave (with `wait`) until each has enqueued it; without `wait` (the call failed half
   // way) Leave only keeps the count (ProcessClique, docs/ARCHITECTURE.md "Ranks sharing a GPU").
-  // Elsewhere nothing.
+  // Elsewhere nothing. Every rank enters at the same calls, so Enter may also be collective: the
+  // p2p transport on one node makes its inboxes at the first one.
   virtual xcclResult_t EnterLaunchGate(xcclStream_t /*stream*/, PlatformFailure* /*failure*/) {
     return xcclSuccess;
   }

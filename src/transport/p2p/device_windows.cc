@@ -17,13 +17,13 @@ namespace {
 // This rank's window with its slots set, and the record; `own`/`record` keep what was made. The
 // window takes whole IPC blocks (AllocateShareable): a block shared with another allocation (the
 // inboxes, another communicator's window) would open at the wrong bytes in a peer, or not at all.
-xcclResult_t CreateLocal(size_t control_bytes, size_t data_bytes, uint32_t epoch_base, void** own,
+xcclResult_t CreateLocal(size_t window_bytes, uint32_t epoch_base, void** own,
                          DeviceFailureRecord** record, DeviceFailureRecord** record_device) {
   int allocated_on = 0;
-  XCCL_TRY(AllocateShareable(control_bytes + data_bytes, own, &allocated_on));
-  std::vector<uint32_t> slots(control_bytes / 4, epoch_base);
+  XCCL_TRY(AllocateShareable(window_bytes, own, &allocated_on));
+  std::vector<uint32_t> slots(window_bytes / 4, epoch_base);
   slots[ControlLayout::kAbort] = 0;
-  XCCL_TRY(CopyToDeviceNow(*own, slots.data(), control_bytes));
+  XCCL_TRY(CopyToDeviceNow(*own, slots.data(), window_bytes));
   void* host = nullptr;
   XCCL_GPU_TRY(gpuHostAlloc(&host, sizeof(DeviceFailureRecord), gpuHostAllocMapped));
   *record = static_cast<DeviceFailureRecord*>(host);
@@ -37,9 +37,9 @@ xcclResult_t CreateLocal(size_t control_bytes, size_t data_bytes, uint32_t epoch
 }  // namespace
 
 xcclResult_t DeviceWindows::Create(Bootstrap* bootstrap, const Topology& topology, int device,
-                                   size_t control_bytes, size_t data_bytes, uint32_t epoch_base) {
+                                   size_t window_bytes, uint32_t epoch_base) {
   const xcclResult_t local =
-      CreateLocal(control_bytes, data_bytes, epoch_base, &own_, &record_, &record_device_);
+      CreateLocal(window_bytes, epoch_base, &own_, &record_, &record_device_);
   const xcclResult_t mapped =
       MapPeerBuffers(bootstrap, topology, device, local == xcclSuccess ? own_ : nullptr,
                      /*enable_peer_access=*/true, "GPU control window", &mapped_);

@@ -1,6 +1,7 @@
-// Same node, GPU: every rank's window in device memory (its control slots, then a data area the
-// engines carve), mapped by every rank of the node (peer_map), and this rank's failure record in
-// host-mapped memory, where its device waits report a deadline or an abort.
+// Same node, GPU: every rank's window in device memory (its control slots and the staging area,
+// all set to the epoch base; the inboxes are device_inboxes.h's), mapped by every rank of the
+// node (peer_map), and this rank's failure record in host-mapped memory, where its device waits
+// report a deadline or an abort.
 #pragma once
 
 #include <cstddef>
@@ -26,11 +27,11 @@ class DeviceWindows {
   DeviceWindows(const DeviceWindows&) = delete;
   DeviceWindows& operator=(const DeviceWindows&) = delete;
 
-  // Collective: allocates `control_bytes` of slots (each `epoch_base`, the abort slot 0) and
-  // `data_bytes` after them on `device`, maps every rank's window (peer access enabled between
-  // devices) and makes the failure record. Every rank takes part even after a local failure.
+  // Collective: allocates `window_bytes` of slots on `device` (each `epoch_base`, the abort slot
+  // 0), maps every rank's window (peer access enabled between devices) and makes the failure
+  // record. Every rank takes part even after a local failure.
   xcclResult_t Create(Bootstrap* bootstrap, const Topology& topology, int device,
-                      size_t control_bytes, size_t data_bytes, uint32_t epoch_base);
+                      size_t window_bytes, uint32_t epoch_base);
 
   // Rank `rank`'s window and its control slots, as this process addresses them.
   char* window(int rank) const { return static_cast<char*>(mapped_.at[rank]); }

@@ -86,7 +86,7 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   // The control slots (set to the epoch base, which no first flag equals) and the staging area.
   XCCL_TRY(windows_.Create(bootstrap, topology_, device_,
                            geometry_.control_bytes() + geometry_.staging_bytes,
-                           /*data_bytes: the inboxes are DeviceInboxes*/ 0, params_.epoch_base));
+                           params_.epoch_base));
   bootstrap_ = bootstrap;
   // The inboxes at the first call on one node (EnterLaunchGate); across nodes now, where the net
   // endpoint lands in them from its start.
@@ -300,8 +300,8 @@ xcclResult_t P2pTransport::MakeInboxes(xcclStream_t stream, PlatformFailure* fai
                                             geometry_.inbox_bytes * topology_.nranks)
                           : Fail(xcclUnhandledDeviceError, "cudaSetDevice(%d) failed", device_);
   if (made == xcclSuccess) {
-    const std::vector<char*> inboxes = InboxTable();
-    made = CopyToDeviceNow(inbox_device_, inboxes.data(), inboxes.size() * sizeof(char*));
+    const std::vector<void*> inboxes = InboxTable();
+    made = CopyToDeviceNow(inbox_device_, inboxes.data(), inboxes.size() * sizeof(void*));
   }
   if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
   if (made != xcclSuccess)
@@ -313,8 +313,8 @@ xcclResult_t P2pTransport::MakeInboxes(xcclStream_t stream, PlatformFailure* fai
 
 // This rank's inbox in every peer's region (null for a rank of another node, and before the
 // inboxes are made).
-std::vector<char*> P2pTransport::InboxTable() const {
-  std::vector<char*> table(static_cast<size_t>(topology_.nranks), nullptr);
+std::vector<void*> P2pTransport::InboxTable() const {
+  std::vector<void*> table(static_cast<size_t>(topology_.nranks), nullptr);
   for (int r = 0; r < topology_.nranks; ++r)
     if (inboxes_.at(r) != nullptr)
       table[r] = RegionAtPeer(r, topology_.rank * geometry_.inbox_bytes);
@@ -331,8 +331,7 @@ xcclResult_t P2pTransport::UploadTables() {
     slots[r] = windows_.window(r);
     staging[r] = windows_.window(r) + geometry_.control_bytes();
   }
-  const std::vector<char*> inbox_table = InboxTable();
-  const std::vector<void*> inboxes(inbox_table.begin(), inbox_table.end());
+  const std::vector<void*> inboxes = InboxTable();
   void** table = nullptr;
   XCCL_TRY(UploadPointerTable(slots, &table));
   peer_slots_device_ = reinterpret_cast<uint32_t**>(table);

@@ -145,7 +145,7 @@ class P2pTransport final : public Transport {
   xcclResult_t UploadTables();
   // Collective: the inboxes, at this rank's first gated call on one node.
   xcclResult_t MakeInboxes(xcclStream_t stream, PlatformFailure* failure);
-  std::vector<char*> InboxTable() const;
+  std::vector<void*> InboxTable() const;
   xcclResult_t CreateQueues();
   void Release();
 
