@@ -1,7 +1,6 @@
 #include "base/error.h"
 #include "collectives/device_engine.h"
 #include "collectives/in_place_reach.h"
-#include "collectives/reduce/reduce_limits.h"
 #include "transport/p2p/device_signals.h"
 
 namespace xccl {
@@ -9,12 +8,13 @@ namespace xccl {
 namespace {
 
 // The inboxes carry what a peer cannot write or read in place: none for one rank (its calls are
-// copies), none where every call reads and writes in place and neither the dma engine nor the
-// region path for more ranks than one read kernel takes can run.
+// copies), none where all_gather writes and the read engine reads in place on every call and the
+// dma engine cannot run.
 bool InboxesUsed(const Params& params, const Topology& topology) {
   if (topology.nranks == 1) return false;
   const bool dma_possible = params.allgather_algo == "dma" && !topology.AnyDeviceShared();
-  return !EveryCallInPlace(params, topology) || topology.nranks > kMaxReduceInputs || dma_possible;
+  return !EveryCallInPlace(params, topology) ||
+         PlanReadReach(params, topology) != ReadReach::kEveryCall || dma_possible;
 }
 
 }  // namespace

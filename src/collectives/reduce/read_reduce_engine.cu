@@ -57,6 +57,14 @@ xcclResult_t ReserveReadReduceSlots(const Topology& topology, SlotMap* slots) {
   return kReadOffers.Reserve(OfferSlotCount(topology.nranks), slots);
 }
 
+ReadReach PlanReadReach(const Params& params, const Topology& topology) {
+  // Ranks of one process address each other's buffers as their own; ranks of several processes
+  // reach only windows and xcclMemAlloc memory, which each maps (zero_copy_targets.h).
+  if (params.zero_copy == 0 || topology.node_count != 1 || topology.nranks > kMaxReduceInputs)
+    return ReadReach::kNone;
+  return EveryCallInPlace(params, topology) ? ReadReach::kEveryCall : ReadReach::kMappedBuffers;
+}
+
 xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topology,
                                     const SlotMap& slots, const Transport& transport,
                                     std::unique_ptr<ReadReduceEngine>* out) {
@@ -73,11 +81,7 @@ xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topolo
   XCCL_TRY(CopyToDeviceNow(transport.device_view()->own_slots + offers.first +
                                kOfferWords * topology.nranks + ReadReduceCounters::kBlocksDone,
                            zeros, sizeof(zeros)));
-  // Ranks of one process address each other's buffers as their own; ranks of several processes
-  // reach only windows and xcclMemAlloc memory, which each maps (zero_copy_targets.h).
-  ReadReach reach = ReadReach::kNone;
-  if (params.zero_copy != 0 && topology.node_count == 1 && topology.nranks <= kMaxReduceInputs)
-    reach = EveryCallInPlace(params, topology) ? ReadReach::kEveryCall : ReadReach::kMappedBuffers;
+  const ReadReach reach = PlanReadReach(params, topology);
   int sms = 0;
   XCCL_GPU_TRY(gpuMultiprocessorCount(topology.ranks[topology.rank].device, &sms));
   // Enough blocks of 512 threads to keep the memory system busy (two per SM), shared by the ranks

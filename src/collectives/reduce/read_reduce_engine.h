@@ -51,6 +51,10 @@ class ReadReduceEngine {
                            PlatformFailure* failure) = 0;
 };
 
+// Which calls the engine runs for a communicator (the same answer on every rank), before it
+// exists: the window plan needs no region where it is kEveryCall.
+ReadReach PlanReadReach(const Params& params, const Topology& topology);
+
 // Before the slot map is laid: the offers' device-only slots.
 xcclResult_t ReserveReadReduceSlots(const Topology& topology, SlotMap* slots);
 
