@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/options.h"
 #include "harness/vendor_nccl.h"
 #include "platform/gpu.h"
 #include "xccl.h"
@@ -21,16 +22,6 @@
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-
-size_t ParseSize(const char* text) {
-  char* end = nullptr;
-  double value = strtod(text, &end);
-  const char unit = end != nullptr ? *end : 0;
-  if (unit == 'K' || unit == 'k') value *= 1024;
-  if (unit == 'M' || unit == 'm') value *= kMiB;
-  if (unit == 'G' || unit == 'g') value *= 1024 * kMiB;
-  return static_cast<size_t>(value);
-}
 
 bool Ok(gpuError_t err, const char* what) {
   if (err == gpuSuccess) return true;
@@ -125,7 +116,7 @@ bool MeasureXccl(int world, int device, size_t recv_bytes) {
   return ok;
 }
 
-bool MeasureVendor(int device, size_t recv_bytes) {
+bool MeasureVendor(size_t recv_bytes) {
   std::string why;
   const xccl_perf::VendorLibrary* library = xccl_perf::VendorLibrary::Get(&why);
   if (library == nullptr) {
@@ -152,7 +143,6 @@ bool MeasureVendor(int device, size_t recv_bytes) {
            HeldMiB(before, after_call, 1), library->path().c_str(), library->VersionText().c_str());
   comm.reset();
   FreeRanks(&ranks);
-  (void)device;
   return ok;
 }
 
@@ -169,8 +159,9 @@ int main(int argc, char** argv) {
       worlds.clear();
       std::stringstream list(argv[++i]);
       for (std::string item; std::getline(list, item, ',');) worlds.push_back(atoi(item.c_str()));
-    } else if (!strcmp(argv[i], "-b") && has_value) {
-      recv_bytes = ParseSize(argv[++i]);
+    } else if (!strcmp(argv[i], "-b") && has_value &&
+               xccl_perf::ParseSize(argv[i + 1], &recv_bytes)) {
+      ++i;
     } else if (!strcmp(argv[i], "-d") && has_value) {
       device = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--compare") && has_value && !strcmp(argv[i + 1], "vendor")) {
@@ -198,6 +189,6 @@ int main(int argc, char** argv) {
   printf("%6s %6s %14s %22s\n", "lib", "world", "after init", "after first all_gather");
   bool ok = true;
   for (int world : worlds) ok = MeasureXccl(world, device, recv_bytes) && ok;
-  if (vendor) ok = MeasureVendor(device, recv_bytes) && ok;
+  if (vendor) ok = MeasureVendor(recv_bytes) && ok;
   return ok ? 0 : 1;
 }
