@@ -328,12 +328,6 @@ void GpuWorldTest::SetUp() {
   const GpuProbe probe = ProbeGpus(w.mode == RankMode::kProcesses);
   if (probe.count <= 0) GTEST_SKIP() << "no GPU: " << probe.error;
   const int count = probe.count;
-  const char* run_process_nodes = getenv("XCCL_TEST_PROCESS_NODES");
-  if (w.fake_nodes != nullptr && w.mode == RankMode::kProcesses &&
-      (run_process_nodes == nullptr || strcmp(run_process_nodes, "1") != 0))
-    GTEST_SKIP() << "processes split into fake nodes on one GPU stall (a device wait for a peer "
-                    "process of the same node times out at the third call; seen on an H100, "
-                    "docs/ARCHITECTURE.md \"Status\"); XCCL_TEST_PROCESS_NODES=1 runs them";
   if (w.placement == Placement::kOneGpu) {
     devices_.assign(w.n, 0);
     return;
