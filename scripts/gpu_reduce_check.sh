@@ -56,8 +56,8 @@ if [ "$what" = nodes ]; then
     gpu_tests "$logs/tests.txt" "${REDUCE_CHECK_REGEX:-(Reduce|Broadcast).*Nodes}" \
       "${REDUCE_TEST_SECONDS:-300}"
   fi
-  # Processes split into fake nodes, time-sliced: 2x2 is four processes, and MPS on the lent
-  # machine refuses a fourth client (context creation fails, out of memory; docs/ARCHITECTURE.md).
+  # Processes split into fake nodes, time-sliced: 2x2 is four processes, and MPS on a lent H100
+  # refused a fourth (context creation failed, out of memory; docs/ARCHITECTURE.md "Status").
   if [[ " $parts " == *" processes "* ]]; then
     echo "== processes across fake nodes (time-sliced, no MPS)"
     gpu_tests "$logs/processes.txt" "${REDUCE_PROCESS_REGEX:-(Reduce|Broadcast).*Processes.*Nodes}" \
