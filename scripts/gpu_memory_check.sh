@@ -4,8 +4,8 @@
 # after a first 1 GiB all_gather, NCCL at world 1 beside it), MEMORY_RUNS times; then the paths
 # that go through the inboxes, processes sharing GPU 0 under MPS with plain buffers (all_gather
 # through the rings, reduce_scatter through the receive region), at each XCCL_WINDOW_BYTES of
-# WINDOWS in turn, at NPS processes ("2 3": MPS on a lent H100 refused a fourth), ROUNDS times: time per call (us, out of place) per
-# window, every row checked.
+# WINDOWS in turn, at NPS processes ("2 3": MPS on a lent H100 refused a fourth), ROUNDS times:
+# time per call (us, out of place) per window, every row checked.
 # The log is $OUT/memory/perf.txt; a short table last.
 # Usage: scripts/gpu_memory_check.sh [build-dir]   (build-dir: build-cuda)
 set -uo pipefail

@@ -10,8 +10,8 @@
 # holding an earlier build's libxccl.so.0, carried) and this build's, at 2 thread ranks from 64 MiB
 # (reduce_scatter and all_reduce), then this build graph-launched (-G 10), beside the roofline.
 # REDUCE_CHECK=nodes runs NODES_PARTS ("tests python perf"; "processes" too: processes split into
-# fake nodes, time-sliced, REDUCE_PROCESS_REGEX): the gpu tests of the reductions at fake-node layouts
-# (REDUCE_CHECK_REGEX), the Python binding's reductions on torch tensors
+# fake nodes, time-sliced, REDUCE_PROCESS_REGEX): the gpu tests of the reductions at fake-node
+# layouts with thread ranks (REDUCE_CHECK_REGEX), the Python binding's reductions on torch tensors
 # (REDUCE_PYTHON: an interpreter with torch and pytest; the package is laid out from python/
 # beside this build's library), and thread ranks split into fake nodes (2x2, 2x4) beside the same
 # ranks on one node, reduce_scatter and all_reduce, bf16 sum, time per call (perf/gpu_nodes.sh
@@ -53,14 +53,15 @@ fi
 if [ "$what" = nodes ]; then
   parts=${NODES_PARTS:-tests python perf}
   if [[ " $parts " == *" tests "* ]]; then
-    gpu_tests "$logs/tests.txt" "${REDUCE_CHECK_REGEX:-(Reduce|Broadcast).*Nodes}" \
+    gpu_tests "$logs/tests.txt" "${REDUCE_CHECK_REGEX:-(Reduce|Broadcast).*Threads.*Nodes}" \
       "${REDUCE_TEST_SECONDS:-300}"
   fi
   # Processes split into fake nodes, time-sliced: 2x2 is four processes, and MPS on a lent H100
   # refused a fourth (context creation failed, out of memory; docs/ARCHITECTURE.md "Status").
   if [[ " $parts " == *" processes "* ]]; then
     echo "== processes across fake nodes (time-sliced, no MPS)"
-    gpu_tests "$logs/processes.txt" "${REDUCE_PROCESS_REGEX:-(Reduce|Broadcast).*Processes.*Nodes}" \
+    gpu_tests "$logs/processes.txt" \
+      "${REDUCE_PROCESS_REGEX:-(Reduce|Broadcast).*Processes.*Nodes}" \
       "${REDUCE_PROCESS_SECONDS:-420}"
   fi
   if [[ " $parts " == *" python "* ]]; then
