@@ -20,7 +20,6 @@ xcclResult_t DeviceInboxes::Create(Bootstrap* bootstrap, const Topology& topolog
     own_ = nullptr;
     return local != xcclSuccess ? local : mapped;
   }
-  made_ = true;
   return xcclSuccess;
 }
 
@@ -31,7 +30,6 @@ std::function<void()> DeviceInboxes::TakeRelease() {
   };
   mapped_ = PeerBuffers();
   own_ = nullptr;
-  made_ = false;
   return release;
 }
 

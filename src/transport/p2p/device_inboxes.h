@@ -28,21 +28,20 @@ class DeviceInboxes {
   // together): allocates `bytes` on `device` (current) and maps every rank's of this node.
   xcclResult_t Create(Bootstrap* bootstrap, const Topology& topology, int device, size_t bytes);
 
-  bool made() const { return made_; }
+  bool made() const { return own_ != nullptr; }
   // Rank `rank`'s inboxes as this process addresses them; null before Create and for a rank of
   // another node.
   char* at(int rank) const {
-    return made_ ? static_cast<char*>(mapped_.at[static_cast<size_t>(rank)]) : nullptr;
+    return made() ? static_cast<char*>(mapped_.at[static_cast<size_t>(rank)]) : nullptr;
   }
   // Frees this rank's allocation (which waits for the device), then closes the peers' mappings;
   // this object holds nothing afterwards.
   std::function<void()> TakeRelease();
 
  private:
-  void* own_ = nullptr;
+  void* own_ = nullptr;  // null until Create succeeds, and after TakeRelease
   int device_ = 0;
   PeerBuffers mapped_;
-  bool made_ = false;
 };
 
 }  // namespace xccl
