@@ -1,4 +1,5 @@
-// Device memory a communicator holds per rank, after init and after a first all_gather, with thread
+// Device memory a communicator holds per rank, after init, after a first all_gather and after a
+// reduce_scatter of the same bytes (the gathered output reduced back into blocks), with thread
 // ranks sharing one GPU: the drop in the device's free memory divided by the ranks, the buffers
 // allocated beforehand and a warm-up init at the same world first (the runtime's one-time costs,
 // kernel modules and pools, are not the communicator's). --compare vendor measures NCCL (or RCCL,
@@ -72,18 +73,24 @@ void FreeRanks(std::vector<RankBuffers>* ranks) {
   ranks->clear();
 }
 
-// Every rank's all_gather from a thread of its own (a rank's call may wait for its peers').
-bool GatherOnce(const std::vector<xcclComm_t>& comms, const std::vector<RankBuffers>& ranks,
-                int device, size_t block) {
+// Every rank's call from a thread of its own (a rank's call may wait for its peers'): the
+// all_gather of `block` bytes per rank, or the reduce_scatter of the gathered output back into
+// `block` bytes per rank.
+bool CallOnce(const std::vector<xcclComm_t>& comms, const std::vector<RankBuffers>& ranks,
+              int device, size_t block, bool reduce_scatter) {
   std::vector<int> ok(comms.size(), 0);
   std::vector<std::thread> threads;
   for (size_t r = 0; r < comms.size(); ++r) {
     threads.emplace_back([&, r] {
+      const RankBuffers& b = ranks[r];
       ok[r] = Ok(gpuSetDevice(device), "cudaSetDevice") &&
-              XcclOk(xcclAllGather(ranks[r].send, ranks[r].recv, block, xcclUint8, comms[r],
-                                   ranks[r].stream),
-                     "xcclAllGather") &&
-              Ok(gpuStreamSynchronize(ranks[r].stream), "cudaStreamSynchronize");
+              (reduce_scatter
+                   ? XcclOk(xcclReduceScatter(b.recv, b.send, block, xcclUint8, xcclSum, comms[r],
+                                              b.stream),
+                            "xcclReduceScatter")
+                   : XcclOk(xcclAllGather(b.send, b.recv, block, xcclUint8, comms[r], b.stream),
+                            "xcclAllGather")) &&
+              Ok(gpuStreamSynchronize(b.stream), "cudaStreamSynchronize");
     });
   }
   for (std::thread& t : threads) t.join();
@@ -105,11 +112,13 @@ bool MeasureXccl(int world, int device, size_t recv_bytes) {
   const size_t before = FreeBytes();
   ok = ok && XcclOk(xcclCommInitAll(comms.data(), world, devices.data()), "xcclCommInitAll");
   const size_t after_init = FreeBytes();
-  ok = ok && GatherOnce(comms, ranks, device, block);
+  ok = ok && CallOnce(comms, ranks, device, block, /*reduce_scatter=*/false);
   const size_t after_call = FreeBytes();
+  ok = ok && CallOnce(comms, ranks, device, block, /*reduce_scatter=*/true);
+  const size_t after_reduce = FreeBytes();
   if (ok)
-    printf("%6s %6d %14.1f %22.1f\n", "xccl", world, HeldMiB(before, after_init, world),
-           HeldMiB(before, after_call, world));
+    printf("%6s %6d %14.1f %22.1f %20.1f\n", "xccl", world, HeldMiB(before, after_init, world),
+           HeldMiB(before, after_call, world), HeldMiB(before, after_reduce, world));
   for (xcclComm_t& c : comms)
     if (c != nullptr) xcclCommDestroy(c);
   FreeRanks(&ranks);
@@ -138,9 +147,15 @@ bool MeasureVendor(size_t recv_bytes) {
   ok = ok && comm->AllGather(ranks[0].send, ranks[0].recv, recv_bytes, ranks[0].stream) &&
        Ok(gpuStreamSynchronize(ranks[0].stream), "cudaStreamSynchronize");
   const size_t after_call = FreeBytes();
+  ok = ok &&
+       comm->ReduceScatter(ranks[0].recv, ranks[0].send, recv_bytes, xcclUint8, xcclSum,
+                           ranks[0].stream) &&
+       Ok(gpuStreamSynchronize(ranks[0].stream), "cudaStreamSynchronize");
+  const size_t after_reduce = FreeBytes();
   if (ok)
-    printf("%6s %6d %14.1f %22.1f   # %s %s\n", "vendor", 1, HeldMiB(before, after_init, 1),
-           HeldMiB(before, after_call, 1), library->path().c_str(), library->VersionText().c_str());
+    printf("%6s %6d %14.1f %22.1f %20.1f   # %s %s\n", "vendor", 1, HeldMiB(before, after_init, 1),
+           HeldMiB(before, after_call, 1), HeldMiB(before, after_reduce, 1),
+           library->path().c_str(), library->VersionText().c_str());
   comm.reset();
   FreeRanks(&ranks);
   return ok;
@@ -186,7 +201,8 @@ int main(int argc, char** argv) {
       "# device memory held per rank (MiB; free-memory drop / ranks), thread ranks on device %d;"
       " the all_gather receives %zu bytes per rank\n",
       device, recv_bytes);
-  printf("%6s %6s %14s %22s\n", "lib", "world", "after init", "after first all_gather");
+  printf("%6s %6s %14s %22s %20s\n", "lib", "world", "after init", "after first all_gather",
+         "after reduce_scatter");
   bool ok = true;
   for (int world : worlds) ok = MeasureXccl(world, device, recv_bytes) && ok;
   if (vendor) ok = MeasureVendor(recv_bytes) && ok;

@@ -20,10 +20,13 @@ class LaunchGate {
   LaunchGate(const LaunchGate&) = delete;
   LaunchGate& operator=(const LaunchGate&) = delete;
 
-  xcclResult_t Enter(xcclStream_t stream) {
+  // `region_bytes`: the most one source puts into a slice of the receive region during the call
+  // (Transport::EnterLaunchGate), the same on every rank.
+  xcclResult_t Enter(xcclStream_t stream, size_t region_bytes = 0) {
     PlatformFailure failure;
     entered_ = true;
-    if (comm_->transport()->EnterLaunchGate(stream, &failure) == xcclSuccess) return xcclSuccess;
+    if (comm_->transport()->EnterLaunchGate(stream, region_bytes, &failure) == xcclSuccess)
+      return xcclSuccess;
     return comm_->RecordFailure(op_, failure);
   }
   // Waits until every rank sharing the device has enqueued the call.

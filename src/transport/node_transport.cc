@@ -70,7 +70,7 @@ xcclResult_t CreateTransports(Bootstrap* bootstrap, const Topology& topology, co
   std::unique_ptr<NetTransport> net;
   if (spans_nodes) {
     net = std::make_unique<NetTransport>(topology, params, geometry.signalled_slots,
-                                         node->slice_bytes(), timeout_ms, endpoint);
+                                         node->slice_cap_bytes(), timeout_ms, endpoint);
     const xcclResult_t connected = net->Connect(bootstrap, prepared);
     if (connected != xcclSuccess) {
       // In PeerTransports' order: the proxy before the memory it lands in, the node last.

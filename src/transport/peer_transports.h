@@ -35,8 +35,9 @@ class PeerTransports final : public Transport, public DirectPuts {
   const DeviceView* device_view() const override { return node_->device_view(); }
 
   xcclResult_t BeginOperation(xcclStream_t stream, bool queued, PlatformFailure* failure) override;
-  xcclResult_t EnterLaunchGate(xcclStream_t stream, PlatformFailure* failure) override {
-    return node_->EnterLaunchGate(stream, failure);
+  xcclResult_t EnterLaunchGate(xcclStream_t stream, size_t region_bytes,
+                               PlatformFailure* failure) override {
+    return node_->EnterLaunchGate(stream, region_bytes, failure);
   }
   xcclResult_t LeaveLaunchGate(bool wait, PlatformFailure* failure) override {
     return node_->LeaveLaunchGate(wait, failure);
@@ -52,6 +53,7 @@ class PeerTransports final : public Transport, public DirectPuts {
     return node_->Copy(dst, src, bytes, stream);
   }
   size_t slice_bytes() const override { return node_->slice_bytes(); }
+  size_t slice_cap_bytes() const override { return node_->slice_cap_bytes(); }
   // Across nodes also the net endpoint's landing memory per rank.
   size_t region_put_limit() const override;
   // What a rank of another node put waits where the net endpoint landed it.

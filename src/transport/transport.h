@@ -107,9 +107,12 @@ class Transport {
   // where ranks of this process share a device, Enter waits until each of them has reached the
   // call, Leave (with `wait`) until each has enqueued it; without `wait` (the call failed half
   // way) Leave only keeps the count (ProcessClique, docs/ARCHITECTURE.md "Ranks sharing a GPU").
-  // Elsewhere nothing. Every rank enters at the same calls, so Enter may also be collective: the
-  // p2p transport on one node makes its inboxes at the first one.
-  virtual xcclResult_t EnterLaunchGate(xcclStream_t /*stream*/, PlatformFailure* /*failure*/) {
+  // Elsewhere nothing. Every rank enters at the same calls with the same `region_bytes` (the
+  // most one source puts into a slice during the call, from the call's arguments; 0: none), so
+  // Enter may also be collective: the p2p transport on one node grows its inboxes there
+  // (docs/ARCHITECTURE.md, "The GPU platform", the window).
+  virtual xcclResult_t EnterLaunchGate(xcclStream_t /*stream*/, size_t /*region_bytes*/,
+                                       PlatformFailure* /*failure*/) {
     return xcclSuccess;
   }
   virtual xcclResult_t LeaveLaunchGate(bool /*wait*/, PlatformFailure* /*failure*/) {
@@ -138,11 +141,14 @@ class Transport {
   virtual xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) = 0;
 
   // Every rank's receive region, where peers' Connection::PutToRegion land: one slice of this
-  // many bytes per rank (host: XCCL_EAGER_BYTES twice, GPU: the window's inbox per source); how
-  // a slice is used is the algorithm's (collectives/region/inboxes.h).
+  // many bytes per rank now (host: XCCL_EAGER_BYTES twice, GPU: the inbox per source, grown at
+  // the launch gate); how a slice is used is the algorithm's (collectives/region/inboxes.h).
   virtual size_t slice_bytes() const = 0;
+  // What a slice may grow to (GPU on one node: XCCL_WINDOW_BYTES per source; elsewhere
+  // slice_bytes()): plans cut their pieces by it, and the launch gate makes a slice hold them.
+  virtual size_t slice_cap_bytes() const = 0;
   // The most one PutToRegion may carry (the net's pinned staging across nodes on GPUs).
-  virtual size_t region_put_limit() const { return slice_bytes(); }
+  virtual size_t region_put_limit() const { return slice_cap_bytes(); }
   // Where the bytes `carrier` put at `region_offset` of this rank's region are, once its slot was
   // raised (a rank of another node's land in the net transport's memory on GPUs).
   virtual const char* Received(int carrier, size_t region_offset) const = 0;

@@ -350,7 +350,9 @@ class GpuReduceTest : public GpuWorldTest {
   // One reduction captured into a graph on every rank and replayed 30 times, with fresh data
   // before every replay and each replay's output copied out and checked (the epoch of each
   // replay must come from device memory, as gpu_graph_test.cc says for all_gather). Ordinary
-  // calls before and after must agree with the replays on the epoch.
+  // calls before and after must agree with the replays on the epoch. Half way, a larger ordinary
+  // call grows the inboxes where calls go through them: the replays after it still address the
+  // inboxes captured, kept for them (docs/ARCHITECTURE.md, "The GPU platform", the window).
   void GraphReplay(Reduction which) {
     Run([which](RankContext& ctx) {
       constexpr int kReplays = 30;
@@ -377,7 +379,14 @@ class GpuReduceTest : public GpuWorldTest {
                                      ctx.comm, stream.xccl()));
           }))
         return;
+      // 4 MiB and more of every rank's piece, past the 1 MiB the smaller calls need.
+      const size_t grown_count = (which == Reduction::kReduceScatter ? 1 : ctx.nranks) << 20;
       for (int i = 0; i < kReplays; ++i) {
+        if (i == kReplays / 2 &&
+            !CheckedGpuReduce(ctx, stream, which,
+                              ReduceCall{xcclFloat32, xcclSum, Flavor::kPlain, 3500}, grown_count,
+                              false, 0, nullptr, Check::kOwnSlice))
+          break;
         if (i % ctx.nranks == ctx.rank) usleep(200);
         if (!GPU_OK(ctx, gpu::MemsetAsync(recv.get(), kPoisonByte, recv_bytes, stream.get())) ||
             !GPU_OK(ctx, gpu::MemcpyAsync(send.get(), host_send.data() + i * send_bytes, send_bytes,
@@ -535,11 +544,10 @@ TEST_P(GpuAllReduceTest, BadArgumentsLeaveTheCommUsable) { BadArguments(Reductio
 std::vector<GpuWorld> ReduceGpuWorlds() {
   using M = RankMode;
   using P = Placement;
-  std::vector<GpuWorld> worlds = {
-      {M::kThreads, P::kOneGpu, 2},   {M::kThreads, P::kOneGpu, 4},
-      {M::kThreads, P::kOneGpu, 8},   {M::kProcesses, P::kOneGpu, 2},
-      {M::kProcesses, P::kOneGpu, 4}, {M::kProcesses, P::kOneGpu, 8},
-      {M::kThreads, P::kAllGpus, 1},  {M::kProcesses, P::kAllGpus, 1}};
+  std::vector<GpuWorld> worlds = {{M::kThreads, P::kOneGpu, 2},   {M::kThreads, P::kOneGpu, 4},
+                                  {M::kThreads, P::kOneGpu, 8},   {M::kProcesses, P::kOneGpu, 2},
+                                  {M::kProcesses, P::kOneGpu, 4}, {M::kProcesses, P::kOneGpu, 8},
+                                  {M::kThreads, P::kAllGpus, 1},  {M::kProcesses, P::kAllGpus, 1}};
   for (const GpuWorld& w : FakeNodeGpuWorlds()) worlds.push_back(w);
   return worlds;
 }

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "cublaslt_internal.h"
 #include "xccl_gemm.h"
@@ -51,6 +52,18 @@ xcclResult_t FromCublas(cublasStatus_t s) {
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE)
     return xcclInvalidArgument;
   return xcclInternalError;
+}
+
+// XCCL_GEMM_CUBLASLT_SM_COUNT=n asks cuBLASLt for kernels sized to n SMs (its SM count target),
+// leaving the rest to work that runs beside the GEMM (a reduction of a fused op); 0 or unset: the
+// device's count.
+int32_t SmCountTarget() {
+  static const int32_t target = [] {
+    const char* v = getenv("XCCL_GEMM_CUBLASLT_SM_COUNT");
+    const long n = v != nullptr ? strtol(v, nullptr, 10) : 0;
+    return static_cast<int32_t>(n > 0 && n < 100000 ? n : 0);
+  }();
+  return target;
 }
 
 template <typename T>
@@ -103,6 +116,8 @@ Descriptors::Descriptors(const xcclGemmProblem& p, int64_t row_begin, int64_t ro
   if (Check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
       Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_TRANSA, transa)) &&
       Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_TRANSB, transb)) &&
+      (SmCountTarget() == 0 ||
+       Check(SetAttr(desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, SmCountTarget()))) &&
       Check(cublasLtMatrixLayoutCreate(&la, in, p.k, p.n, p.ldb)) &&
       Check(cublasLtMatrixLayoutCreate(&lb, in, p.k, rows, p.lda)) &&
       Check(cublasLtMatrixLayoutCreate(&lc, out, p.n, rows, p.ldc)) && fp8) {

@@ -8,13 +8,13 @@
 #include "base/failure.h"
 #include "collectives/all_gather/block_parts.h"
 #include "collectives/all_gather/hierarchical_all_gather.h"
-#include "collectives/zero_copy_targets.h"
 #include "collectives/alone_copy.h"
 #include "collectives/device_engine.h"
 #include "collectives/launch_gate.h"
 #include "collectives/queued_operation.h"
 #include "collectives/region/arrivals.h"
 #include "collectives/region/inboxes.h"
+#include "collectives/zero_copy_targets.h"
 #include "platform/runtime.h"
 
 namespace xccl {
@@ -223,10 +223,12 @@ xcclResult_t AllGather(Communicator* comm, const void* send, void* recv, size_t 
     XCCL_TRY(CopyAlone(comm, "xcclAllGather", send, recv, bytes, stream));
     return CopyAlone(comm, "xcclAllGather", tail.send, tail.recv, tail.bytes, stream);
   }
-  LaunchGate gate(comm, "xcclAllGather");
-  XCCL_TRY(gate.Enter(stream));
   DeviceEngine* engine = comm->device_engine();
-  if (engine != nullptr && engine->all_gather->kernel()) {
+  const bool kernel = engine != nullptr && engine->all_gather->kernel();
+  LaunchGate gate(comm, "xcclAllGather");
+  XCCL_TRY(gate.Enter(stream, kernel ? engine->all_gather->RegionBytes(bytes, tail)
+                                     : RegionBytesFor(comm, bytes + tail.bytes)));
+  if (kernel) {
     XCCL_TRY(AllGatherKernel(comm, send, recv, bytes, tail, stream));
   } else {
     XCCL_TRY(AllGatherEnqueue(comm, send, recv, bytes, tail, stream));

@@ -20,6 +20,12 @@ class KernelAllGatherEngine final : public AllGatherEngine {
       : tuning_(tuning), slots_(slots), kernel_(kernel) {}
 
   bool kernel() const override { return kernel_; }
+  size_t RegionBytes(size_t bytes, const GatherTail& tail) const override {
+    // Whether a block takes a ring depends on where the peers' buffers are; the ranks would not
+    // agree on that, so every call past the LL path asks for the rings.
+    if (tail.bytes == 0 && bytes <= tuning_.ll_bytes) return 0;
+    return static_cast<size_t>(tuning_.lanes) * tuning_.slots_per_lane * tuning_.chunk_max;
+  }
 
   xcclResult_t Run(Transport& transport, const void* send, void* recv, size_t bytes,
                    const GatherTail& tail, char* const* direct_at, xcclStream_t stream,

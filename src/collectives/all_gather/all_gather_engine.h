@@ -23,6 +23,9 @@ class AllGatherEngine {
   // engine, all_gather.cc; also every communicator that spans nodes, whose kernels could not
   // reach the ranks of other nodes).
   virtual bool kernel() const = 0;
+  // The kernel engine's inbox per source for a call of `bytes` per rank and `tail`: its rings,
+  // unless the call takes the LL path (LaunchGate::Enter).
+  virtual size_t RegionBytes(size_t bytes, const GatherTail& tail) const = 0;
   // Enqueues the all_gather of `bytes` per rank, and of `tail`, on `stream` as one kernel;
   // failures of the device side are reported later through Transport::PollAsyncFailure, launch
   // failures here. `direct_at` [nranks]: where each source may write straight

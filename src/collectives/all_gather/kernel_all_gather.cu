@@ -57,9 +57,15 @@ xcclResult_t TuneKernelAllGather(const Params& params, int nranks, int ranks_per
     *out = t;
     return xcclSuccess;
   }
-  while (t.chunk_max > 256 && inbox_bytes / (t.lanes * t.chunk_max) < 2)
+  // The rings take at most kRingWindowBytes of each rank's inboxes: all_gather ran as fast with
+  // a 32 MiB window as with 512 MiB (docs/PERF.md, the window's size), and the inboxes grow to
+  // what calls use (docs/ARCHITECTURE.md, "The GPU platform", the window).
+  constexpr size_t kRingWindowBytes = size_t{32} << 20;
+  const size_t ring_bytes =
+      std::min(inbox_bytes, std::max<size_t>(kRingWindowBytes / nranks / 256 * 256, 256));
+  while (t.chunk_max > 256 && ring_bytes / (t.lanes * t.chunk_max) < 2)
     t.chunk_max = std::max<size_t>(256, t.chunk_max / 2 / 256 * 256);
-  const size_t slots = inbox_bytes / (t.lanes * t.chunk_max);
+  const size_t slots = ring_bytes / (t.lanes * t.chunk_max);
   if (slots == 0)
     return Fail(xcclInvalidUsage,
                 "XCCL_WINDOW_BYTES=%lld is too small for %d ranks (each inbox needs %zu bytes)",

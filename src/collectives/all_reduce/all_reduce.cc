@@ -26,7 +26,7 @@ xcclResult_t AllReduceOneShot(Communicator* comm, const void* send, void* recv, 
                               xcclStream_t stream) {
   const size_t size = DataTypeSize(datatype);
   LaunchGate gate(comm, kOpName);
-  XCCL_TRY(gate.Enter(stream));
+  XCCL_TRY(gate.Enter(stream, RegionReduceBytes(comm, step_count, count, datatype)));
   for (size_t first = 0; first < count; first += step_count) {
     RegionReduceStep step;
     step.count = std::min(step_count, count - first);

@@ -39,7 +39,7 @@ xcclResult_t Broadcast(Communicator* comm, const void* send, void* recv, size_t 
   size_t step_bytes = 0;
   XCCL_TRY(RegionStepCount(comm, kOpName, bytes_type, &step_bytes));
   LaunchGate gate(comm, kOpName);
-  XCCL_TRY(gate.Enter(stream));
+  XCCL_TRY(gate.Enter(stream, RegionReduceBytes(comm, step_bytes, bytes, bytes_type)));
   const char* from = rank == root ? static_cast<const char*>(send) : nullptr;
   for (size_t first = 0; first < bytes; first += step_bytes) {
     RegionReduceStep step;

@@ -1,5 +1,6 @@
 #include "collectives/reduce/region_reduce.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -55,6 +56,11 @@ xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int dataty
                 "element",
                 op_name, piece, DataTypeName(datatype));
   return xcclSuccess;
+}
+
+size_t RegionReduceBytes(Communicator* comm, size_t step_count, size_t count, int datatype) {
+  return RegionBytesFor(
+      comm, RegionHeaderBytes(comm) + std::min(step_count, count) * DataTypeSize(datatype));
 }
 
 xcclResult_t ReduceThroughRegion(Communicator* comm, const char* op_name, int datatype, int op,

@@ -44,6 +44,9 @@ size_t RegionHeaderBytes(Communicator* comm);
 // The most elements of `datatype` one step carries (every rank the same); xcclInvalidUsage naming
 // `op_name` where the region's pieces hold not even one (a tiny XCCL_EAGER_BYTES on the host).
 xcclResult_t RegionStepCount(Communicator* comm, const char* op_name, int datatype, size_t* count);
+// The slice a call of `count` elements in steps of `step_count` needs: its launch gate's
+// region_bytes (collectives/launch_gate.h).
+size_t RegionReduceBytes(Communicator* comm, size_t step_count, size_t count, int datatype);
 
 // Failures are recorded on the communicator as `op_name`'s. On the host the ranks' counts are
 // checked: a peer whose call count or piece differs fails the step (xcclInvalidUsage, naming it).

@@ -39,7 +39,7 @@ xcclResult_t ReduceScatter(Communicator* comm, const char* op_name, const void* 
   size_t step_count = 0;
   XCCL_TRY(RegionStepCount(comm, op_name, datatype, &step_count));
   LaunchGate gate(comm, op_name);
-  XCCL_TRY(gate.Enter(stream));
+  XCCL_TRY(gate.Enter(stream, RegionReduceBytes(comm, step_count, count, datatype)));
   const char* blocks = static_cast<const char*>(send);
   for (size_t first = 0; first < count; first += step_count) {
     RegionReduceStep step;

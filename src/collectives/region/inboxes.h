@@ -3,7 +3,8 @@
 // receiver's region (Transport::slice_bytes). Where an operation ends without a
 // closing barrier (the host platform) a rank may run one operation ahead of a peer, so each slice
 // holds two pieces, one per epoch parity; on GPUs the closing barrier keeps ranks in step and a
-// piece takes the whole slice.
+// piece takes the whole slice. Pieces are cut by what a slice may grow to (slice_cap_bytes), and a
+// call's launch gate grows the slices to hold its pieces (RegionBytesFor) before any is put.
 #pragma once
 
 #include <cstddef>
@@ -28,5 +29,9 @@ Inboxes PlanInboxes(Communicator* comm);
 // The most one source puts per operation into a slice of `transport`'s region, halved where the
 // slice holds a piece per epoch parity (Inboxes::by_parity); 0 where the region has no slices.
 size_t PieceLimit(const Transport& transport, bool by_parity);
+
+// The slice a call needs that puts `bytes` per source through the region, in pieces of at most
+// PlanInboxes' piece_limit: what it passes to its launch gate (LaunchGate::Enter).
+size_t RegionBytesFor(Communicator* comm, size_t bytes);
 
 }  // namespace xccl

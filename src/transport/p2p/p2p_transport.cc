@@ -44,7 +44,7 @@ void P2pConnection::Put(uint32_t /*epoch: the device's*/, void* dst, size_t dst_
 
 void P2pConnection::PutToRegion(uint32_t /*epoch*/, size_t region_offset, const void* src,
                                 size_t bytes, int signal_slot) {
-  const size_t region = transport_->topology_.nranks * transport_->geometry_.inbox_bytes;
+  const size_t region = transport_->topology_.nranks * transport_->slice_;
   if (bytes > region || region_offset > region - bytes) {
     transport_->Check(gpuErrorInvalidValue, "a put past the peer's region");
     return;
@@ -88,10 +88,12 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
                            geometry_.control_bytes() + geometry_.staging_bytes,
                            params_.epoch_base));
   bootstrap_ = bootstrap;
-  // The inboxes at the first call on one node (EnterLaunchGate); across nodes now, where the net
-  // endpoint lands in them from its start.
-  if (geometry_.inbox_bytes > 0 && topology_.node_count > 1)
+  // The inboxes grow with the calls on one node (EnterLaunchGate); across nodes they are made
+  // whole now, where the net endpoint lands in them from its start.
+  if (geometry_.inbox_bytes > 0 && topology_.node_count > 1) {
     XCCL_TRY(inboxes_.Create(bootstrap, topology_, device_, geometry_.inbox_bytes * nranks));
+    slice_ = geometry_.inbox_bytes;
+  }
   const xcclResult_t uploaded = UploadTables();
   int failed = -1;
   XCCL_TRY(ExchangeVerdicts(bootstrap, uploaded == xcclSuccess, &failed));
@@ -123,7 +125,7 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   view_.own_staging = windows_.window(topology_.rank) + geometry_.control_bytes();
   view_.inbox_at_peer = inbox_device_;
   view_.own_inbox = inboxes_.at(topology_.rank);
-  view_.inbox_bytes = geometry_.inbox_bytes;
+  view_.inbox_bytes = slice_;
   view_.timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
   view_.record = windows_.record_device();
   LogTransports(topology_, /*device_memory=*/true);
@@ -142,14 +144,18 @@ xcclResult_t P2pTransport::BeginOperation(xcclStream_t stream, bool queued,
   return TakeLaunchFailure(failure);
 }
 
-xcclResult_t P2pTransport::EnterLaunchGate(xcclStream_t stream, PlatformFailure* failure) {
-  if (geometry_.inbox_bytes > 0 && !inboxes_.made()) XCCL_TRY(MakeInboxes(stream, failure));
-  if (!gated_) return xcclSuccess;
-  // A capture enqueues nothing; its replays are the caller's launches.
+xcclResult_t P2pTransport::EnterLaunchGate(xcclStream_t stream, size_t region_bytes,
+                                           PlatformFailure* failure) {
   gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
-  if (gpuStreamIsCapturing(static_cast<gpuStream_t>(stream), &capture) == gpuSuccess &&
-      capture != gpuStreamCaptureStatusNone)
-    return xcclSuccess;
+  const bool capturing =
+      gpuStreamIsCapturing(static_cast<gpuStream_t>(stream), &capture) == gpuSuccess &&
+      capture != gpuStreamCaptureStatusNone;
+  // Past the cap the call cuts smaller pieces (it plans by slice_cap_bytes), so none asks more.
+  const size_t wanted = std::min(region_bytes, geometry_.inbox_bytes);
+  if (wanted > slice_) XCCL_TRY(GrowInboxes(wanted, capturing, failure));
+  if (capturing) captured_ = true;
+  // A capture enqueues nothing; its replays are the caller's launches.
+  if (!gated_ || capturing) return xcclSuccess;
   in_gate_ = true;
   return clique_->PassGate(topology_.rank, /*wait=*/true, timeout_ms_, failure);
 }
@@ -285,29 +291,69 @@ char* P2pTransport::RegionAtPeer(int peer, size_t region_offset) const {
   return inboxes_.at(peer) + region_offset;
 }
 
-// Every rank's first gated call is the same call (calls are collective), so all of them make
-// the inboxes together. A call being captured may not allocate or map in the default capture
-// mode: the set-up runs in the relaxed mode, and the captured kernels read the tables it filled.
-xcclResult_t P2pTransport::MakeInboxes(xcclStream_t stream, PlatformFailure* failure) {
-  gpuStreamCaptureStatus capture = gpuStreamCaptureStatusNone;
-  const bool capturing =
-      gpuStreamIsCapturing(static_cast<gpuStream_t>(stream), &capture) == gpuSuccess &&
-      capture != gpuStreamCaptureStatusNone;
-  gpuStreamCaptureMode mode = gpuStreamCaptureModeRelaxed;
-  if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
-  xcclResult_t made = gpuSetDevice(device_) == gpuSuccess
-                          ? inboxes_.Create(bootstrap_, topology_, device_,
-                                            geometry_.inbox_bytes * topology_.nranks)
-                          : Fail(xcclUnhandledDeviceError, "cudaSetDevice(%d) failed", device_);
+// Every rank asks the same growth at the same call, unless ranks passed different counts: the
+// ranks agree on the largest slice asked, so that all lay the region alike. Slices grow in powers
+// of two from kMinSliceBytes, so a communicator grows a few times at most (docs/ARCHITECTURE.md,
+// "The GPU platform", the window).
+xcclResult_t P2pTransport::GrowInboxes(size_t wanted, bool capturing, PlatformFailure* failure) {
+  constexpr size_t kMinSliceBytes = size_t{1} << 20;
+  size_t slice = kMinSliceBytes;
+  while (slice < wanted) slice *= 2;
+  std::vector<uint64_t> asked(static_cast<size_t>(topology_.nranks), 0);
+  asked[topology_.rank] = std::min(slice, geometry_.inbox_bytes);
+  xcclResult_t made = bootstrap_->AllGather(asked.data(), sizeof(uint64_t));
   if (made == xcclSuccess) {
-    const std::vector<void*> inboxes = InboxTable();
-    made = CopyToDeviceNow(inbox_device_, inboxes.data(), inboxes.size() * sizeof(void*));
+    slice = static_cast<size_t>(*std::max_element(asked.begin(), asked.end()));
+    // A call being captured may not allocate, map or free in the default capture mode: the
+    // growth runs in the relaxed mode, and the captured work addresses what it made.
+    gpuStreamCaptureMode mode = gpuStreamCaptureModeRelaxed;
+    if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
+    made = RemakeInboxes(slice, capturing);
+    if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
   }
-  if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
   if (made != xcclSuccess)
-    return SetFailure(failure, made, kNoPeer, "making the inboxes at the first call: %s",
-                      ThreadLastError().c_str());
+    return SetFailure(failure, made, kNoPeer, "growing the inboxes to %zu bytes per source: %s",
+                      slice, ThreadLastError().c_str());
+  XCCL_INFO(kLogPlatform, "rank %d: inboxes of %zu bytes per source (%zu in all)", topology_.rank,
+            slice_, slice_ * topology_.nranks);
+  return xcclSuccess;
+}
+
+// The old inboxes go first, so that old and new are never held together where nothing needs the
+// old: freeing waits for the device, so this rank's work of earlier calls, and the peers' puts
+// into its inboxes that work waited for, are done. A captured graph may still address them: then
+// they are kept until the transport goes.
+xcclResult_t P2pTransport::RemakeInboxes(size_t slice, bool capturing) {
+  if (gpuSetDevice(device_) != gpuSuccess)
+    return Fail(xcclUnhandledDeviceError, "cudaSetDevice(%d) failed", device_);
+  auto release = [inboxes = inboxes_.TakeRelease(), table = inbox_device_] {
+    inboxes();
+    if (table != nullptr) (void)gpuFree(table);
+  };
+  inbox_device_ = nullptr;
+  if (captured_ || capturing) {
+    retired_.push_back(std::move(release));
+  } else {
+    release();
+  }
+  slice_ = 0;
+  view_.inbox_at_peer = nullptr;
+  view_.own_inbox = nullptr;
+  view_.inbox_bytes = 0;
+  XCCL_TRY(inboxes_.Create(bootstrap_, topology_, device_, slice * topology_.nranks));
+  slice_ = slice;
+  // A table of its own per growth: captured kernels keep reading the one they were given.
+  void** table = nullptr;
+  const xcclResult_t uploaded = UploadPointerTable(InboxTable(), &table);
+  if (uploaded != xcclSuccess) {  // no slice without its table: the next call tries again
+    slice_ = 0;
+    inboxes_.TakeRelease()();
+    return uploaded;
+  }
+  inbox_device_ = reinterpret_cast<char**>(table);
+  view_.inbox_at_peer = inbox_device_;
   view_.own_inbox = inboxes_.at(topology_.rank);
+  view_.inbox_bytes = slice_;
   return xcclSuccess;
 }
 
@@ -316,8 +362,7 @@ xcclResult_t P2pTransport::MakeInboxes(xcclStream_t stream, PlatformFailure* fai
 std::vector<void*> P2pTransport::InboxTable() const {
   std::vector<void*> table(static_cast<size_t>(topology_.nranks), nullptr);
   for (int r = 0; r < topology_.nranks; ++r)
-    if (inboxes_.at(r) != nullptr)
-      table[r] = RegionAtPeer(r, topology_.rank * geometry_.inbox_bytes);
+    if (inboxes_.at(r) != nullptr) table[r] = RegionAtPeer(r, topology_.rank * slice_);
   return table;
 }
 
@@ -374,13 +419,15 @@ void P2pTransport::Release() {
   if (clique_) clique_->Enter(topology_.rank, nullptr);  // no abort of a peer reaches it now
   auto release = [device = device_,
                   tables = std::vector<void*>{peer_slots_device_, staging_device_, inbox_device_},
-                  inboxes = inboxes_.TakeRelease(), windows = windows_.TakeRelease()] {
+                  inboxes = inboxes_.TakeRelease(), retired = std::move(retired_),
+                  windows = windows_.TakeRelease()]() mutable {
     int current = -1;
     const bool restore = gpuGetDevice(&current) == gpuSuccess && current != device;
     if (gpuSetDevice(device) != gpuSuccess) return;
     for (void* table : tables)
       if (table != nullptr) (void)gpuFree(table);
     inboxes();
+    for (auto& retired : retired) retired();
     windows();
     if (restore) (void)gpuSetDevice(current);
   };

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,7 +78,9 @@ class P2pTransport final : public Transport {
   const DeviceView* device_view() const override { return &view_; }
 
   xcclResult_t BeginOperation(xcclStream_t stream, bool queued, PlatformFailure* failure) override;
-  xcclResult_t EnterLaunchGate(xcclStream_t stream, PlatformFailure* failure) override;
+  // Grows the inboxes (collective) where `region_bytes` is more than a slice holds now.
+  xcclResult_t EnterLaunchGate(xcclStream_t stream, size_t region_bytes,
+                               PlatformFailure* failure) override;
   xcclResult_t LeaveLaunchGate(bool wait, PlatformFailure* failure) override;
   // The queues join the operation's stream; a launch failure of the operation so far.
   xcclResult_t Flush(const Deadline& deadline, PlatformFailure* failure) override;
@@ -94,8 +97,10 @@ class P2pTransport final : public Transport {
 
   // A kernel where ranks share this rank's device (copy_kernel.h), else the copy engine.
   xcclResult_t Copy(void* dst, const void* src, size_t bytes, xcclStream_t stream) override;
-  // The region is the window's inboxes: one per source rank.
-  size_t slice_bytes() const override { return geometry_.inbox_bytes; }
+  // The region is the inboxes: one per source rank, grown with the calls on one node (0 before the
+  // first that needs them), made whole at init across nodes.
+  size_t slice_bytes() const override { return slice_; }
+  size_t slice_cap_bytes() const override { return geometry_.inbox_bytes; }
   const char* Received(int /*carrier: a rank of this node*/, size_t region_offset) const override {
     return view_.own_inbox + region_offset;
   }
@@ -143,8 +148,10 @@ class P2pTransport final : public Transport {
     return launch_error_.Take(topology_.rank, failure);
   }
   xcclResult_t UploadTables();
-  // Collective: the inboxes, at this rank's first gated call on one node.
-  xcclResult_t MakeInboxes(xcclStream_t stream, PlatformFailure* failure);
+  // Collective: the inboxes made anew with slices of at least `wanted` bytes (the ranks agree on
+  // the largest asked), at a gated call on one node.
+  xcclResult_t GrowInboxes(size_t wanted, bool capturing, PlatformFailure* failure);
+  xcclResult_t RemakeInboxes(size_t slice, bool capturing);
   std::vector<void*> InboxTable() const;
   xcclResult_t CreateQueues();
   void Release();
@@ -154,8 +161,13 @@ class P2pTransport final : public Transport {
   WindowGeometry geometry_;
   int device_;
   int64_t timeout_ms_;
-  DeviceWindows windows_;           // every rank's window, as this process addresses it
-  DeviceInboxes inboxes_;           // every rank's inboxes, once made
+  DeviceWindows windows_;  // every rank's window, as this process addresses it
+  DeviceInboxes inboxes_;  // every rank's inboxes, once made
+  size_t slice_ = 0;       // each source's inbox in them
+  // A captured graph addressed the inboxes (and their table): once moved they are kept, not
+  // freed, until the transport goes, so that its replays still land in memory of this rank.
+  bool captured_ = false;
+  std::vector<std::function<void()>> retired_;
   Bootstrap* bootstrap_ = nullptr;  // the communicator's, which outlives this transport
   uint32_t** peer_slots_device_ = nullptr;
   char** staging_device_ = nullptr;  // [peer] -> its staging area

@@ -100,6 +100,7 @@ class ShmTransport final : public Transport, public DirectPuts, public NetEndpoi
   // Two eager blocks per slice: a rank one operation ahead writes the other
   // (collectives/region/inboxes.h).
   size_t slice_bytes() const override { return 2 * eager_limit_; }
+  size_t slice_cap_bytes() const override { return slice_bytes(); }  // made whole at init
   const char* Received(int /*carrier: one region*/, size_t region_offset) const override {
     return windows_.data(topology_.rank) + region_offset;
   }
