@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/gpu_runtime_settings.h"
 #include "harness/options.h"
 #include "harness/vendor_nccl.h"
 #include "platform/gpu.h"
@@ -164,6 +165,7 @@ bool MeasureVendor(size_t recv_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  xccl_test::RequestGpuRuntimeSettings();  // before the first runtime call
   std::vector<int> worlds = {1, 2, 8};
   size_t recv_bytes = size_t(1) << 30;
   int device = 0;
