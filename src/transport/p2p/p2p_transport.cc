@@ -291,24 +291,31 @@ char* P2pTransport::RegionAtPeer(int peer, size_t region_offset) const {
   return inboxes_.at(peer) + region_offset;
 }
 
-// Every rank asks the same growth at the same call, unless ranks passed different counts: the
-// ranks agree on the largest slice asked, so that all lay the region alike. Slices grow in powers
-// of two from kMinSliceBytes, so a communicator grows a few times at most (docs/ARCHITECTURE.md,
-// "The GPU platform", the window).
+// Every rank asks the same growth at the same call, the ask made of the call's arguments. Ranks
+// that passed different counts may still all grow: they agree on the largest slice asked, so that
+// all lay the region alike; where some do not grow at all, the others fail at the bootstrap's
+// deadline. Slices grow in powers of two from kMinSliceBytes, so a communicator grows a few times
+// at most (docs/ARCHITECTURE.md, "The GPU platform", the window).
 xcclResult_t P2pTransport::GrowInboxes(size_t wanted, bool capturing, PlatformFailure* failure) {
   constexpr size_t kMinSliceBytes = size_t{1} << 20;
   size_t slice = kMinSliceBytes;
   while (slice < wanted) slice *= 2;
+  slice = std::min(slice, geometry_.inbox_bytes);
+  // A slice is a multiple of 256: the low bit carries whether a capture here may address the
+  // inboxes, so that every rank keeps its old ones where any rank's graph may write into them.
   std::vector<uint64_t> asked(static_cast<size_t>(topology_.nranks), 0);
-  asked[topology_.rank] = std::min(slice, geometry_.inbox_bytes);
+  asked[topology_.rank] = slice | (captured_ || capturing ? 1u : 0u);
   xcclResult_t made = bootstrap_->AllGather(asked.data(), sizeof(uint64_t));
   if (made == xcclSuccess) {
-    slice = static_cast<size_t>(*std::max_element(asked.begin(), asked.end()));
+    for (uint64_t ask : asked) {
+      slice = std::max(slice, static_cast<size_t>(ask & ~uint64_t{1}));
+      if (ask & 1) captured_ = true;
+    }
     // A call being captured may not allocate, map or free in the default capture mode: the
     // growth runs in the relaxed mode, and the captured work addresses what it made.
     gpuStreamCaptureMode mode = gpuStreamCaptureModeRelaxed;
     if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
-    made = RemakeInboxes(slice, capturing);
+    made = RemakeInboxes(slice, /*keep_old=*/captured_ || capturing);
     if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
   }
   if (made != xcclSuccess)
@@ -321,9 +328,9 @@ xcclResult_t P2pTransport::GrowInboxes(size_t wanted, bool capturing, PlatformFa
 
 // The old inboxes go first, so that old and new are never held together where nothing needs the
 // old: freeing waits for the device, so this rank's work of earlier calls, and the peers' puts
-// into its inboxes that work waited for, are done. A captured graph may still address them: then
-// they are kept until the transport goes.
-xcclResult_t P2pTransport::RemakeInboxes(size_t slice, bool capturing) {
+// into its inboxes that work waited for, are done. Where a captured graph may still address them
+// (`keep_old`) they are kept until the transport goes.
+xcclResult_t P2pTransport::RemakeInboxes(size_t slice, bool keep_old) {
   if (gpuSetDevice(device_) != gpuSuccess)
     return Fail(xcclUnhandledDeviceError, "cudaSetDevice(%d) failed", device_);
   auto release = [inboxes = inboxes_.TakeRelease(), table = inbox_device_] {
@@ -331,7 +338,7 @@ xcclResult_t P2pTransport::RemakeInboxes(size_t slice, bool capturing) {
     if (table != nullptr) (void)gpuFree(table);
   };
   inbox_device_ = nullptr;
-  if (captured_ || capturing) {
+  if (keep_old) {
     retired_.push_back(std::move(release));
   } else {
     release();
@@ -341,13 +348,15 @@ xcclResult_t P2pTransport::RemakeInboxes(size_t slice, bool capturing) {
   view_.own_inbox = nullptr;
   view_.inbox_bytes = 0;
   XCCL_TRY(inboxes_.Create(bootstrap_, topology_, device_, slice * topology_.nranks));
-  slice_ = slice;
   // A table of its own per growth: captured kernels keep reading the one they were given.
+  slice_ = slice;
   void** table = nullptr;
   const xcclResult_t uploaded = UploadPointerTable(InboxTable(), &table);
-  if (uploaded != xcclSuccess) {  // no slice without its table: the next call tries again
+  if (uploaded != xcclSuccess) {
+    // The peers made theirs and may put into these before this call's failure reaches them:
+    // kept, not freed, until the transport goes.
     slice_ = 0;
-    inboxes_.TakeRelease()();
+    retired_.push_back(inboxes_.TakeRelease());
     return uploaded;
   }
   inbox_device_ = reinterpret_cast<char**>(table);

@@ -151,7 +151,7 @@ class P2pTransport final : public Transport {
   // Collective: the inboxes made anew with slices of at least `wanted` bytes (the ranks agree on
   // the largest asked), at a gated call on one node.
   xcclResult_t GrowInboxes(size_t wanted, bool capturing, PlatformFailure* failure);
-  xcclResult_t RemakeInboxes(size_t slice, bool capturing);
+  xcclResult_t RemakeInboxes(size_t slice, bool keep_old);
   std::vector<void*> InboxTable() const;
   xcclResult_t CreateQueues();
   void Release();
