@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/datatype.h"
+#include "gpu/gpu_captured_all_gather.h"
 #include "gpu/gpu_delay.h"
 #include "gpu/gpu_harness.h"
 #include "mp/data_pattern.h"
@@ -229,63 +230,7 @@ TEST_P(GpuNodesTest, AbortedRemoteRankEndsDeviceWaitsNamingIt) {
 // epoch (the trigger kernels read it on every replay).
 TEST_P(GpuNodesTest, CapturedAllGatherAndBarrierReplayWithFreshData) {
   constexpr int64_t kGraphTimeoutMs = 15000;  // a failure here is a hang: say so soon
-  Run(
-      [](RankContext& ctx) {
-        constexpr int kReplays = 100;
-        constexpr size_t kCount = 1031;  // float32 elements per rank: an odd size
-        constexpr uint64_t kFirstReplayCall = 1000;
-        constexpr int kPhaseSlot = 0;
-        const size_t block = kCount * 4;
-        const size_t total = block * ctx.nranks;
-        Stream stream;
-        DeviceBuffer send, recv;
-        HostBytes host_send(block * kReplays), host_recv(total * kReplays);
-        if (!stream.Create(ctx) || !send.Allocate(ctx, block) || !recv.Allocate(ctx, total)) return;
-        for (int i = 0; i < kReplays; ++i)
-          FillBlock(host_send.data() + i * block, block, ctx.seed, ctx.rank, kFirstReplayCall + i);
-        CheckedAllGather(ctx, stream, kCount, xcclFloat32, false, 0,
-                         0);  // capture at epoch > first
-        if (!ctx.failures.empty()) return;
-        gpu::GraphHandle graph = nullptr;
-        if (!GPU_OK(ctx, gpu::StreamBeginCaptureThreadLocal(stream.get()))) return;
-        bool captured = XCCL_OK(ctx, xcclAllGather(send.get(), recv.get(), kCount, xcclFloat32,
-                                                   ctx.comm, stream.xccl()));
-        captured = captured && XCCL_OK(ctx, xcclBarrier(ctx.comm, stream.xccl()));
-        captured = GPU_OK(ctx, gpu::StreamEndCapture(stream.get(), &graph)) && captured;
-        if (!HostBarrier(ctx, kPhaseSlot, 0)) return;
-        gpu::GraphExecHandle exec = nullptr;
-        if (captured) captured = GPU_OK(ctx, gpu::GraphInstantiate(&exec, graph));
-        if (!HostBarrier(ctx, kPhaseSlot, 1) || !captured) {
-          if (exec != nullptr) (void)gpu::GraphExecDestroy(exec);
-          if (graph != nullptr) (void)gpu::GraphDestroy(graph);
-          return;
-        }
-        for (int i = 0; i < kReplays; ++i) {
-          if (i % ctx.nranks == ctx.rank) usleep(200);
-          if (!GPU_OK(ctx, gpu::MemsetAsync(recv.get(), kPoisonByte, total, stream.get())) ||
-              !GPU_OK(ctx, gpu::MemcpyAsync(send.get(), host_send.data() + i * block, block,
-                                            stream.get())) ||
-              !GPU_OK(ctx, gpu::GraphLaunch(exec, stream.get())) ||
-              !GPU_OK(ctx, gpu::MemcpyAsync(host_recv.data() + i * total, recv.get(), total,
-                                            stream.get()))) {
-            ctx.Fail("replay " + std::to_string(i) + " could not be enqueued; later ones not made");
-            break;
-          }
-        }
-        GPU_OK(ctx, gpu::StreamSynchronize(stream.get()));
-        ExpectNoAsyncError(ctx, "after the replays");
-        (void)gpu::GraphExecDestroy(exec);
-        (void)gpu::GraphDestroy(graph);
-        if (!ctx.failures.empty()) return;
-        for (int i = 0; i < kReplays; ++i) {
-          std::string wrong = CheckGathered(host_recv.data() + i * total, block, ctx.nranks,
-                                            ctx.seed, kFirstReplayCall + i, 4);
-          RANK_EXPECT(ctx, wrong.empty(), "replay " << i << ": " << wrong);
-          if (ctx.failures.size() > 4) return;
-        }
-        CheckedAllGather(ctx, stream, kCount, xcclFloat32, true, 0, 2000);  // epochs still agree
-      },
-      kGraphTimeoutMs);
+  Run([](RankContext& ctx) { CapturedAllGatherReplays(ctx, 1031, 1031, 100); }, kGraphTimeoutMs);
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuNodesTest,
