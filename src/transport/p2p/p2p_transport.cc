@@ -123,9 +123,7 @@ xcclResult_t P2pTransport::Init(Bootstrap* bootstrap) {
   view_.peer_slots = peer_slots_device_;
   view_.staging_at_peer = staging_device_;
   view_.own_staging = windows_.window(topology_.rank) + geometry_.control_bytes();
-  view_.inbox_at_peer = inbox_device_;
-  view_.own_inbox = inboxes_.at(topology_.rank);
-  view_.inbox_bytes = slice_;
+  ShowInboxesInView();
   view_.timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
   view_.record = windows_.record_device();
   LogTransports(topology_, /*device_memory=*/true);
@@ -315,7 +313,7 @@ xcclResult_t P2pTransport::GrowInboxes(size_t wanted, bool capturing, PlatformFa
     // growth runs in the relaxed mode, and the captured work addresses what it made.
     gpuStreamCaptureMode mode = gpuStreamCaptureModeRelaxed;
     if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
-    made = RemakeInboxes(slice, /*keep_old=*/captured_ || capturing);
+    made = RemakeInboxes(slice, /*keep_old=*/captured_);
     if (capturing) (void)gpuThreadExchangeStreamCaptureMode(&mode);
   }
   if (made != xcclSuccess)
@@ -344,12 +342,10 @@ xcclResult_t P2pTransport::RemakeInboxes(size_t slice, bool keep_old) {
     release();
   }
   slice_ = 0;
-  view_.inbox_at_peer = nullptr;
-  view_.own_inbox = nullptr;
-  view_.inbox_bytes = 0;
+  ShowInboxesInView();
   XCCL_TRY(inboxes_.Create(bootstrap_, topology_, device_, slice * topology_.nranks));
-  // A table of its own per growth: captured kernels keep reading the one they were given.
   slice_ = slice;
+  // A table of its own per growth: captured kernels keep reading the one they were given.
   void** table = nullptr;
   const xcclResult_t uploaded = UploadPointerTable(InboxTable(), &table);
   if (uploaded != xcclSuccess) {
@@ -360,10 +356,14 @@ xcclResult_t P2pTransport::RemakeInboxes(size_t slice, bool keep_old) {
     return uploaded;
   }
   inbox_device_ = reinterpret_cast<char**>(table);
+  ShowInboxesInView();
+  return xcclSuccess;
+}
+
+void P2pTransport::ShowInboxesInView() {
   view_.inbox_at_peer = inbox_device_;
   view_.own_inbox = inboxes_.at(topology_.rank);
   view_.inbox_bytes = slice_;
-  return xcclSuccess;
 }
 
 // This rank's inbox in every peer's region (null for a rank of another node, and before the

@@ -152,6 +152,9 @@ class P2pTransport final : public Transport {
   // the largest asked), at a gated call on one node.
   xcclResult_t GrowInboxes(size_t wanted, bool capturing, PlatformFailure* failure);
   xcclResult_t RemakeInboxes(size_t slice, bool keep_old);
+  // The kernels' view of the inboxes: the table, this rank's own, the slice (null and 0 while
+  // there are none).
+  void ShowInboxesInView();
   std::vector<void*> InboxTable() const;
   xcclResult_t CreateQueues();
   void Release();
@@ -164,8 +167,9 @@ class P2pTransport final : public Transport {
   DeviceWindows windows_;  // every rank's window, as this process addresses it
   DeviceInboxes inboxes_;  // every rank's inboxes, once made
   size_t slice_ = 0;       // each source's inbox in them
-  // A captured graph addressed the inboxes (and their table): once moved they are kept, not
-  // freed, until the transport goes, so that its replays still land in memory of this rank.
+  // Some rank may have captured a call into a graph that addresses the inboxes (and their table):
+  // once moved they are kept, not freed, until the transport goes, so that replays still land in
+  // memory of this rank.
   bool captured_ = false;
   std::vector<std::function<void()>> retired_;
   Bootstrap* bootstrap_ = nullptr;  // the communicator's, which outlives this transport
