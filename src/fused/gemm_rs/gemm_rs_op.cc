@@ -214,7 +214,12 @@ xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, con
 std::vector<GemmRsChunk> GemmRsOp::ChunksOf(int64_t m) const {
   const int64_t block_rows = m / comm_->nranks();
   if (shape_.mode == xcclGemmRsSplit || comm_->nranks() == 1) return {GemmRsChunk{0, block_rows}};
-  return GemmRsChunks(block_rows, shape_.pinned_chunks);
+  // Ranks sharing a GPU run both GEMMs and both reductions on the same SMs and memory: chunks
+  // have nothing to overlap with there and only cost (docs/ARCHITECTURE.md, "gemm_rs").
+  const bool shares_device =
+      comm_->transport()->device_view() != nullptr && comm_->topology().RanksOnMyDevice() > 1;
+  const int pinned = shape_.pinned_chunks == 0 && shares_device ? 1 : shape_.pinned_chunks;
+  return GemmRsChunks(block_rows, pinned);
 }
 
 xcclResult_t GemmRsOp::ReduceChunks(int64_t m, void* out, xcclStream_t stream,
@@ -242,6 +247,9 @@ xcclResult_t GemmRsOp::RunSplit(const xcclGemmProblem& whole, const void* a, con
 
 xcclResult_t GemmRsOp::RunFused(const xcclGemmProblem& whole, const void* a, const float* a_scale,
                                 int64_t m, void* out, xcclStream_t stream) {
+  // One chunk lies as split's partial does ([owner][rows][n] is [m][n]) and has nothing to
+  // overlap: one GEMM over all rows, as split makes, rather than one per owner.
+  if (ChunksOf(m).size() == 1) return RunSplit(whole, a, a_scale, m, out, stream);
   const int nranks = comm_->nranks(), rank = comm_->rank();
   const int64_t block_rows = m / nranks;
   const int compute = gemm_.two_streams() ? 1 : 0;

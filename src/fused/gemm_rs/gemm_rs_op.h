@@ -71,7 +71,8 @@ class GemmRsOp {
   xcclResult_t GemmRows(const xcclGemmProblem& whole, const void* a, const float* a_scale,
                         int64_t first_row, int64_t rows, void* c, int compute_stream,
                         xcclStream_t stream);
-  // The chunks of a call of m rows: one for split mode (or world 1), GemmRsChunks for fused.
+  // The chunks of a call of m rows: one for split mode (or world 1), GemmRsChunks for fused (by
+  // default one where ranks share this rank's GPU).
   std::vector<GemmRsChunk> ChunksOf(int64_t m) const;
   // For each chunk: compute(chunk, region) fills the chunk's partials (region: its [owner][rows]
   // [n] in the partials buffer), then the chunk's ReduceScatter into its rows of `out`.
