@@ -416,8 +416,8 @@ typedef enum {
 } xcclGemmRsMode_t;
 
 /* plugin_name, plugin and scales as xcclAgGemmCreateScaled's. chunks: fused mode's chunks per
- * owner's block, 0 to 8 (0: the default, 4, or fewer where a block has fewer rows; 1 where
- * ranks share this rank's GPU, whose chunks have nothing to overlap with). Refused
+ * owner's block, 0 to 8 (0: the default, 4, or fewer where a block has fewer rows; 1 where two
+ * ranks of a node share a GPU, whose chunks have nothing to overlap with). Refused
  * (nothing allocated): n not a positive multiple of 16, k or m_max < 1, m_max not a multiple of
  * nranks, unsupported types or scales, a mode other than the two, chunks outside 0..8, a plugin
  * that does not support the shape, both plugin_name and plugin. Collective as

@@ -201,6 +201,12 @@ const std::vector<ParamSpec>& Specs() {
        "the device; at most 4096",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 4096, &p->reduce_blocks); },
        [](const Params& p) { return std::to_string(p.reduce_blocks); }},
+      {"XCCL_GEMMRS_REDUCE_BLOCKS",
+       "GPU platforms, gemm_rs fused mode with several chunks: the most blocks of each chunk's "
+       "reduce-scatter, which runs beside the next chunk's GEMMs; 0 takes the reductions' grid "
+       "(XCCL_REDUCE_BLOCKS); at most 4096",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 4096, &p->gemmrs_reduce_blocks); },
+       [](const Params& p) { return std::to_string(p.gemmrs_reduce_blocks); }},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES",
        "all_reduce through the receive region (the host; GPU ranks whose buffers the read engine "
        "cannot reach): calls up to this many bytes go in one trip (every rank's input to every "

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -129,6 +130,15 @@ xcclResult_t ApplyFakeNodes(const std::string& spec, Topology* topology) {
   for (int r = 0; r < topology->nranks; ++r)
     if (node_of_rank[r] == node_of_rank[topology->rank]) topology->local_ranks.push_back(r);
   return xcclSuccess;
+}
+
+bool AnyNodeSharesADevice(const Topology& topology) {
+  std::vector<std::pair<int, int>> places;  // (node, device) of every rank
+  places.reserve(static_cast<size_t>(topology.nranks));
+  for (int r = 0; r < topology.nranks; ++r)
+    places.emplace_back(topology.node_of_rank[r], topology.ranks[r].device);
+  std::sort(places.begin(), places.end());
+  return std::adjacent_find(places.begin(), places.end()) != places.end();
 }
 
 std::vector<std::vector<int>> RanksByNode(const Topology& topology) {

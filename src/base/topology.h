@@ -88,6 +88,10 @@ struct Topology {
   }
 };
 
+// Whether two ranks of any node share a device: the same answer on every rank of every node
+// (a choice all ranks must make alike, unlike Topology::AnyDeviceShared, which is this node's).
+bool AnyNodeSharesADevice(const Topology& topology);
+
 // Every node's ranks, ascending; a rank's index among its node's (-1 if it is not there).
 std::vector<std::vector<int>> RanksByNode(const Topology& topology);
 int LocalIndex(const std::vector<int>& node_ranks, int rank);

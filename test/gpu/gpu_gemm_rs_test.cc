@@ -1,8 +1,9 @@
 // gemm_rs on a GPU platform with the reference plugin's kernel: bf16 and fp8 ptpc, split and
 // fused (the fused GEMMs on the side stream beside each chunk's reduce-scatter), on fresh
 // operands against a double-precision sum of the decoded inputs, fused equal to split byte for
-// byte, twice per op with m alternating; and a fused call captured in a graph, replayed with fresh
-// A each time while a rank lags; on every world of the gpu suite.
+// byte, twice per op with m alternating; fused chunks with their reduce-scatters held to a small
+// grid; and a fused call captured in a graph, replayed with fresh A each time while a rank lags;
+// on every world of the gpu suite.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -108,6 +109,53 @@ void BothModesBody(RankContext& ctx) {
 }
 
 TEST_P(GpuGemmRsTest, SplitAndFusedMatchTheReference) { Run(BothModesBody); }
+
+// Fused chunks whose reduce-scatters are held to 2 blocks (XCCL_GEMMRS_REDUCE_BLOCKS) where each
+// would take 8 (a 64 KiB piece), against split at the full grid: byte for byte, and both against
+// the double sum, on fresh operands and poisoned outputs.
+void HeldChunkGridBody(RankContext& ctx) {
+  Stream stream;
+  if (!stream.Create(ctx) || !WarmUpDelay(ctx, stream)) return;
+  const int64_t n = 256, k = 64, m = 256 * ctx.nranks;
+  xcclGemmRs_t ops[2] = {nullptr, nullptr};  // fused (2 chunks), split
+  for (int mode = 0; mode < 2; ++mode)
+    if (!XCCL_OK(ctx, xcclGemmRsCreate(ctx.comm, n, k, m, xcclBfloat16, xcclBfloat16,
+                                       xcclAgGemmScalesDefault, static_cast<xcclGemmRsMode_t>(mode),
+                                       mode == 0 ? 2 : 0, XCCL_GEMM_REFERENCE_PATH, nullptr,
+                                       &ops[mode])))
+      return;
+  constexpr uint64_t kCall = 77;
+  const GemmOperands o = MakeAgGemmOperands(ctx.seed, ctx.rank, kCall, m, n, k, xcclBfloat16);
+  const size_t out_bytes = static_cast<size_t>(m / ctx.nranks * n) * 2;
+  DeviceBuffer a, b, out;
+  if (!ToDevice(ctx, stream, o.a.data(), o.a.size(), &a) ||
+      !ToDevice(ctx, stream, o.b.data(), o.b.size(), &b) || !out.Allocate(ctx, out_bytes))
+    return;
+  std::vector<unsigned char> rows[2];
+  for (int mode = 0; mode < 2 && ctx.failures.empty(); ++mode) {
+    HostBytes host(out_bytes);
+    if (!GPU_OK(ctx, gpu::MemsetAsync(out.get(), 0xFF, out_bytes, stream.get())) ||
+        !XCCL_OK(ctx, xcclGemmRsRun(ops[mode], a.get(), nullptr, b.get(), nullptr, m, out.get(),
+                                    stream.xccl())) ||
+        !GPU_OK(ctx, gpu::MemcpyAsync(host.data(), out.get(), out_bytes, stream.get())) ||
+        !GPU_OK(ctx, gpu::StreamSynchronize(stream.get())))
+      break;
+    rows[mode].assign(host.begin(), host.end());
+    const double rel = RowsError(ctx, rows[mode], m, n, k, xcclBfloat16, kCall);
+    RANK_EXPECT(ctx, std::isfinite(rel) && rel <= 8e-3,
+                (mode == 0 ? "fused, held grid" : "split") << ": relative L2 " << rel);
+  }
+  if (ctx.failures.empty())
+    RANK_EXPECT(ctx, rows[0] == rows[1], "fused with a held grid and split differ");
+  for (xcclGemmRs_t op : ops)
+    if (op != nullptr) RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclSuccess, "destroy");
+}
+
+TEST_P(GpuGemmRsTest, FusedChunksWithAHeldReduceGridMatchSplit) {
+  RunOptions options;
+  options.before_init = WithGemmRsReduceBlocks(2);
+  Run(HeldChunkGridBody, options);
+}
 
 // One fused call captured after an ordinary one (so at another epoch), then replayed with fresh
 // A copied in before each replay; a different rank lags on the host before each. Every replay's

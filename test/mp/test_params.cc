@@ -42,6 +42,10 @@ std::function<void()> WithComputeStreams(int64_t streams) {
   return WithChange([streams](xccl::Params* p) { p->aggemm_compute_streams = streams; });
 }
 
+std::function<void()> WithGemmRsReduceBlocks(int64_t blocks) {
+  return WithChange([blocks](xccl::Params* p) { p->gemmrs_reduce_blocks = blocks; });
+}
+
 std::function<void()> WithSourcesPerGemm(int64_t sources) {
   return WithChange([sources](xccl::Params* p) { p->aggemm_sources_per_gemm = sources; });
 }

@@ -15,9 +15,10 @@ namespace xccl_test {
 std::function<void()> WithTimeoutMs(int64_t timeout_ms);
 std::function<void()> WithEpochBase(uint32_t epoch_base);
 std::function<void()> WithGpuQueues(int64_t queues);
-std::function<void()> WithZeroCopy(int64_t zero_copy);      // XCCL_ZERO_COPY
-std::function<void()> WithComputeStreams(int64_t streams);  // XCCL_AGGEMM_COMPUTE_STREAMS
-std::function<void()> WithSourcesPerGemm(int64_t sources);  // XCCL_AGGEMM_SOURCES_PER_GEMM
+std::function<void()> WithZeroCopy(int64_t zero_copy);         // XCCL_ZERO_COPY
+std::function<void()> WithComputeStreams(int64_t streams);     // XCCL_AGGEMM_COMPUTE_STREAMS
+std::function<void()> WithSourcesPerGemm(int64_t sources);     // XCCL_AGGEMM_SOURCES_PER_GEMM
+std::function<void()> WithGemmRsReduceBlocks(int64_t blocks);  // XCCL_GEMMRS_REDUCE_BLOCKS
 // XCCL_FAKE_NODES: ranks per node in rank order ("2,1,3"; "" keeps one node).
 std::function<void()> WithFakeNodes(const std::string& spec);
 std::function<void()> WithNet(const std::string& backend);  // XCCL_NET

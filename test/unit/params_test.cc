@@ -52,6 +52,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.reduce_blocks, 0);
   EXPECT_EQ(p.allreduce_oneshot_bytes, 65536);
   EXPECT_EQ(p.aggemm_compute_streams, 0);
+  EXPECT_EQ(p.gemmrs_reduce_blocks, 0);
 }
 
 // Every numeric field equal: what a malformed value must leave untouched.
@@ -67,6 +68,7 @@ void ExpectSameNumbers(const Params& got, const Params& want) {
   EXPECT_EQ(got.reduce_blocks, want.reduce_blocks);
   EXPECT_EQ(got.allreduce_oneshot_bytes, want.allreduce_oneshot_bytes);
   EXPECT_EQ(got.aggemm_compute_streams, want.aggemm_compute_streams);
+  EXPECT_EQ(got.gemmrs_reduce_blocks, want.gemmrs_reduce_blocks);
 }
 
 TEST(ParamsTest, DefaultsWhenUnset) {
@@ -162,6 +164,8 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_ALLGATHER_CHUNK_BYTES", "0x200000", &Params::allgather_chunk_bytes, 2 << 20},
       {"XCCL_REDUCE_BLOCKS", "0", &Params::reduce_blocks, 0},
       {"XCCL_REDUCE_BLOCKS", "4096", &Params::reduce_blocks, 4096},
+      {"XCCL_GEMMRS_REDUCE_BLOCKS", "0", &Params::gemmrs_reduce_blocks, 0},
+      {"XCCL_GEMMRS_REDUCE_BLOCKS", "4096", &Params::gemmrs_reduce_blocks, 4096},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", "0", &Params::allreduce_oneshot_bytes, 0},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", "67108864", &Params::allreduce_oneshot_bytes, 64 << 20},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "0", &Params::aggemm_compute_streams, 0},
@@ -208,6 +212,8 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_ALLGATHER_ALGO", "foo"},
       {"XCCL_REDUCE_BLOCKS", "4097"},
       {"XCCL_REDUCE_BLOCKS", "-1"},
+      {"XCCL_GEMMRS_REDUCE_BLOCKS", "4097"},
+      {"XCCL_GEMMRS_REDUCE_BLOCKS", "-1"},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", "67108865"},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", "-1"},
       {"XCCL_ALLGATHER_ALGO", "dma,kernel"},

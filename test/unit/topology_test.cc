@@ -282,5 +282,41 @@ TEST(TopologyTest, FakeNodesThatDoNotFitAreRefused) {
   EXPECT_EQ(t.node_count, 1);
 }
 
+// Random layouts of ranks over nodes and devices, seen from every rank: the answer is the pairwise
+// reference's, and the same from every rank (where each rank's own node may share no device).
+TEST(TopologyTest, AnyNodeSharesADeviceIsOneAnswerForEveryRank) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  int shared_layouts = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int nranks = 1 + static_cast<int>(rng() % 12);
+    const int nodes = 1 + static_cast<int>(rng() % 4), devices = 1 + static_cast<int>(rng() % 8);
+    std::vector<uint64_t> hash_of_rank(nranks);
+    std::vector<int> device_of_rank(nranks);
+    for (int r = 0; r < nranks; ++r) {
+      hash_of_rank[r] = 0xA0 + rng() % nodes;
+      device_of_rank[r] = static_cast<int>(rng() % devices);
+    }
+    bool want = false;
+    for (int r = 0; r < nranks; ++r)
+      for (int q = r + 1; q < nranks; ++q)
+        want =
+            want || (hash_of_rank[r] == hash_of_rank[q] && device_of_rank[r] == device_of_rank[q]);
+    shared_layouts += want;
+    for (int rank = 0; rank < nranks; ++rank) {
+      Topology t;
+      t.rank = rank;
+      t.nranks = nranks;
+      for (int r = 0; r < nranks; ++r)
+        t.ranks.push_back(MakeRank(hash_of_rank[r], 1000 + r, device_of_rank[r], 0x1000 + r));
+      GroupNodes(&t);
+      ASSERT_EQ(AnyNodeSharesADevice(t), want) << "round " << round << ", as rank " << rank;
+    }
+  }
+  EXPECT_GT(shared_layouts, 0);
+  EXPECT_LT(shared_layouts, 200);
+}
+
 }  // namespace
 }  // namespace xccl

@@ -39,7 +39,8 @@ class KernelReadReduceEngine final : public ReadReduceEngine {
     // A thread per 16 bytes of output, up to this rank's share of the device.
     const size_t vectors = (part.count * DataTypeSize(datatype) + 15) / 16;
     const size_t wanted = (vectors + kThreadsPerBlock - 1) / kThreadsPerBlock;
-    call.blocks = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, max_blocks_)));
+    const int grid = part.most_blocks > 0 ? std::min(part.most_blocks, max_blocks_) : max_blocks_;
+    call.blocks = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, grid)));
     return LaunchFailure(
         LaunchReadReduce(view, call, datatype, op, static_cast<gpuStream_t>(stream)), view.rank,
         "read-reduce kernel", failure);

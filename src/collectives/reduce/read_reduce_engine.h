@@ -29,6 +29,7 @@ struct ReducedPart {
   size_t out_byte = 0;         // in the receive buffer(s)
   bool to_every_rank = false;  // all_reduce: every rank's receive buffer gets the part
   int single_source = -1;      // broadcast: that rank's send buffer alone (bytes, as they are)
+  int most_blocks = 0;         // at most this many blocks (0: the engine's grid), as gemm_rs asks
 };
 
 // Which calls the engine runs (the same answer on every rank).

@@ -7,6 +7,7 @@
 #include "base/byte_range.h"
 #include "base/datatype.h"
 #include "base/error.h"
+#include "base/topology.h"
 #include "collectives/reduce/reduction.h"
 #include "collectives/reduce_scatter/reduce_scatter.h"
 #include "fused/gemm_op_request.h"
@@ -92,7 +93,14 @@ xcclResult_t GemmRsOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin) {
            DataTypeName(shape_.in_type), DataTypeName(shape_.out_type),
            block_scales() ? " with block scales" : "");
   XCCL_TRY(gemm_.Open(std::move(plugin), device_, problem, kOp, text));
-  if (shape_.mode == xcclGemmRsFused && SideStreamHelps(*comm_))
+  // Where ranks share a GPU, both GEMMs and both reductions run on the same SMs and memory:
+  // chunks have nothing to overlap with and only cost (docs/ARCHITECTURE.md, "gemm_rs"). Every
+  // rank decides alike (AnyNodeSharesADevice), since all cut the same chunks.
+  const bool shared_device =
+      comm_->transport()->device_view() != nullptr && AnyNodeSharesADevice(comm_->topology());
+  chunks_ = shape_.pinned_chunks == 0 && shared_device ? 1 : shape_.pinned_chunks;
+  // One chunk runs as split does, on the caller's stream.
+  if (shape_.mode == xcclGemmRsFused && chunks_ != 1 && SideStreamHelps(*comm_))
     XCCL_TRY(gemm_.OpenSideStream(problem, kOp));
   size_t partial_bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(shape_.m_max), static_cast<size_t>(shape_.n),
@@ -214,12 +222,7 @@ xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, con
 std::vector<GemmRsChunk> GemmRsOp::ChunksOf(int64_t m) const {
   const int64_t block_rows = m / comm_->nranks();
   if (shape_.mode == xcclGemmRsSplit || comm_->nranks() == 1) return {GemmRsChunk{0, block_rows}};
-  // Ranks sharing a GPU run both GEMMs and both reductions on the same SMs and memory: chunks
-  // have nothing to overlap with there and only cost (docs/ARCHITECTURE.md, "gemm_rs").
-  const bool shares_device =
-      comm_->transport()->device_view() != nullptr && comm_->topology().RanksOnMyDevice() > 1;
-  const int pinned = shape_.pinned_chunks == 0 && shares_device ? 1 : shape_.pinned_chunks;
-  return GemmRsChunks(block_rows, pinned);
+  return GemmRsChunks(block_rows, chunks_);
 }
 
 xcclResult_t GemmRsOp::ReduceChunks(int64_t m, void* out, xcclStream_t stream,
@@ -227,12 +230,16 @@ xcclResult_t GemmRsOp::ReduceChunks(int64_t m, void* out, xcclStream_t stream,
   const int nranks = comm_->nranks();
   const size_t n = static_cast<size_t>(shape_.n);
   char* region = static_cast<char*>(partials_);
-  for (const GemmRsChunk& chunk : ChunksOf(m)) {
+  const std::vector<GemmRsChunk> chunks = ChunksOf(m);
+  // Chunks' reduce-scatters run beside the next chunk's GEMMs, which a full grid would crowd out.
+  const int most_blocks =
+      chunks.size() > 1 ? static_cast<int>(comm_->params().gemmrs_reduce_blocks) : 0;
+  for (const GemmRsChunk& chunk : chunks) {
     const size_t piece = static_cast<size_t>(chunk.rows) * n;
     XCCL_TRY(compute(chunk, region));
-    XCCL_TRY(ReduceScatter(comm_, kRunName, region,
-                           static_cast<char*>(out) + chunk.first_row * n * out_size(), piece,
-                           shape_.out_type, static_cast<int>(RedOp::kSum), stream, piece));
+    XCCL_TRY(ReduceScatter(
+        comm_, kRunName, region, static_cast<char*>(out) + chunk.first_row * n * out_size(), piece,
+        shape_.out_type, static_cast<int>(RedOp::kSum), stream, piece, most_blocks));
     region += nranks * piece * out_size();
   }
   return xcclSuccess;

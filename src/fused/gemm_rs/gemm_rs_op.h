@@ -6,7 +6,8 @@
 // context. Split mode: one GEMM over all m rows, then ReduceScatter. Fused mode: chunk by chunk,
 // the GEMM calls of every owner's rows of the chunk (the next rank's first), then the chunk's
 // ReduceScatter on the caller's stream; on GPUs the GEMMs run on a side stream, so the next
-// chunk's GEMMs run beside this chunk's reduce-scatter. Both give the same bytes where the plugin
+// chunk's GEMMs run beside this chunk's reduce-scatter (one chunk runs as split mode, with no
+// side stream). Both give the same bytes where the plugin
 // computes a band as it computes the whole, since the reductions are ReduceScatter's.
 #pragma once
 
@@ -71,8 +72,8 @@ class GemmRsOp {
   xcclResult_t GemmRows(const xcclGemmProblem& whole, const void* a, const float* a_scale,
                         int64_t first_row, int64_t rows, void* c, int compute_stream,
                         xcclStream_t stream);
-  // The chunks of a call of m rows: one for split mode (or world 1), GemmRsChunks for fused (by
-  // default one where ranks share this rank's GPU).
+  // The chunks of a call of m rows: one for split mode (or world 1), GemmRsChunks(chunks_) for
+  // fused.
   std::vector<GemmRsChunk> ChunksOf(int64_t m) const;
   // For each chunk: compute(chunk, region) fills the chunk's partials (region: its [owner][rows]
   // [n] in the partials buffer), then the chunk's ReduceScatter into its rows of `out`.
@@ -106,6 +107,9 @@ class GemmRsOp {
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
   bool corrupt_next_self_test_ = false;
+  // Fused mode's chunks per block: the pinned count, or 1 where none is pinned and ranks of a
+  // node share a device, else 0 (GemmRsChunks' default).
+  int chunks_ = 0;
 };
 
 }  // namespace xccl
