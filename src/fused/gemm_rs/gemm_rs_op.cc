@@ -100,8 +100,7 @@ xcclResult_t GemmRsOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin) {
       comm_->transport()->device_view() != nullptr && AnyNodeSharesADevice(comm_->topology());
   chunks_ = shape_.pinned_chunks == 0 && shared_device ? 1 : shape_.pinned_chunks;
   // One chunk runs as split does, on the caller's stream; m_max's blocks cut the most chunks.
-  const bool chunked = GemmRsChunks(shape_.m_max / comm_->nranks(), chunks_).size() > 1;
-  if (shape_.mode == xcclGemmRsFused && chunked && SideStreamHelps(*comm_))
+  if (ChunksOf(shape_.m_max).size() > 1 && SideStreamHelps(*comm_))
     XCCL_TRY(gemm_.OpenSideStream(problem, kOp));
   size_t partial_bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(shape_.m_max), static_cast<size_t>(shape_.n),

@@ -7,8 +7,8 @@
 // the GEMM calls of every owner's rows of the chunk (the next rank's first), then the chunk's
 // ReduceScatter on the caller's stream; on GPUs the GEMMs run on a side stream, so the next
 // chunk's GEMMs run beside this chunk's reduce-scatter (one chunk runs as split mode, with no
-// side stream). Both give the same bytes where the plugin
-// computes a band as it computes the whole, since the reductions are ReduceScatter's.
+// side stream). Both give the same bytes where the plugin computes a band as it computes the
+// whole, since the reductions are ReduceScatter's.
 #pragma once
 
 #include <cstdint>
