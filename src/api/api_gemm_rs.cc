@@ -39,6 +39,14 @@ xcclResult_t xccl::CorruptGemmRsPartialForTesting(xcclGemmRs_t op) {
   return xcclSuccess;
 }
 
+xcclResult_t xccl::GemmRsChunksForTesting(xcclGemmRs_t op, int64_t m, int* chunks) {
+  std::optional<Communicator::OperationGuard> exclusive;
+  GemmRsOp* impl = nullptr;
+  XCCL_TRY(ResolveOpExclusive(op, "GemmRsChunksForTesting", &exclusive, &impl));
+  *chunks = impl->ChunkCountForTesting(m);
+  return xcclSuccess;
+}
+
 extern "C" {
 
 xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_max,

@@ -203,10 +203,18 @@ const std::vector<ParamSpec>& Specs() {
        [](const Params& p) { return std::to_string(p.reduce_blocks); }},
       {"XCCL_GEMMRS_REDUCE_BLOCKS",
        "GPU platforms, gemm_rs fused mode with several chunks: the most blocks of each chunk's "
-       "reduce-scatter, which runs beside the next chunk's GEMMs; 0 takes the reductions' grid "
-       "(XCCL_REDUCE_BLOCKS); at most 4096",
+       "reduce-scatter, which runs beside GEMMs; 0 takes the reductions' grid "
+       "(XCCL_REDUCE_BLOCKS), "
+       "where ranks share a GPU an eighth of it before the last chunk and half of it for the last; "
+       "at most 4096",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 4096, &p->gemmrs_reduce_blocks); },
        [](const Params& p) { return std::to_string(p.gemmrs_reduce_blocks); }},
+      {"XCCL_GEMMRS_CHUNKS",
+       "gemm_rs fused mode: chunks per owner's block where the op pins none (fewer for blocks of "
+       "fewer rows); 0 chooses 1 where ranks share a GPU, else 4 (fewer for short blocks); every "
+       "rank must set the same; at most 8",
+       [](const char* t, Params* p) { return ParseInt64(t, 0, 8, &p->gemmrs_chunks); },
+       [](const Params& p) { return std::to_string(p.gemmrs_chunks); }},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES",
        "all_reduce through the receive region (the host; GPU ranks whose buffers the read engine "
        "cannot reach): calls up to this many bytes go in one trip (every rank's input to every "

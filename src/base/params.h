@@ -34,7 +34,8 @@ struct Params {
   int64_t allgather_lanes = 0;  // XCCL_ALLGATHER_LANES: GPU kernel engine lanes per peer (0: auto)
   int64_t allgather_chunk_bytes = int64_t(512) << 10;  // XCCL_ALLGATHER_CHUNK_BYTES: ring slot
   int64_t reduce_blocks = 0;         // XCCL_REDUCE_BLOCKS: GPU read engine's largest grid (0: auto)
-  int64_t gemmrs_reduce_blocks = 0;  // XCCL_GEMMRS_REDUCE_BLOCKS: fused chunks' grid (0: as above)
+  int64_t gemmrs_reduce_blocks = 0;  // XCCL_GEMMRS_REDUCE_BLOCKS: fused chunks' grid (0: auto)
+  int64_t gemmrs_chunks = 0;         // XCCL_GEMMRS_CHUNKS: fused chunks unless pinned (0: auto)
   int64_t allreduce_oneshot_bytes = 65536;  // XCCL_ALLREDUCE_ONESHOT_BYTES: one trip up to this
   int64_t aggemm_compute_streams = 0;   // XCCL_AGGEMM_COMPUTE_STREAMS: fused bands' GEMM streams
   int64_t aggemm_sources_per_gemm = 0;  // XCCL_AGGEMM_SOURCES_PER_GEMM: 0 auto, 1 or 2

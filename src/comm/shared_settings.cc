@@ -27,6 +27,7 @@ std::vector<Setting> SharedSettingsOf(const Params& params) {
       {"XCCL_ALLGATHER_CHUNK_BYTES (ring slot bytes)", params.allgather_chunk_bytes},
       {"XCCL_ALLGATHER_ALGO (1: dma)", params.allgather_algo == "dma" ? 1 : 0},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", params.allreduce_oneshot_bytes},
+      {"XCCL_GEMMRS_CHUNKS", params.gemmrs_chunks},
       {"XCCL_FAKE_NODES (its hash)", static_cast<int64_t>(Fnv1a(params.fake_nodes))},
       {"XCCL_SOCKET_NSOCKS", params.socket_nsocks},
       {"XCCL_NET_CHUNK_BYTES", params.net_chunk_bytes},

@@ -56,6 +56,8 @@ using gpuMemcpyKind = hipMemcpyKind;
 #define gpuMemGetInfo hipMemGetInfo
 #define gpuMemset hipMemset
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamCreateWithPriority hipStreamCreateWithPriority
+#define gpuDeviceGetStreamPriorityRange hipDeviceGetStreamPriorityRange
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamWaitEvent hipStreamWaitEvent
@@ -148,6 +150,8 @@ using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuMemGetInfo cudaMemGetInfo
 #define gpuMemset cudaMemset
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamCreateWithPriority cudaStreamCreateWithPriority
+#define gpuDeviceGetStreamPriorityRange cudaDeviceGetStreamPriorityRange
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuStreamWaitEvent cudaStreamWaitEvent

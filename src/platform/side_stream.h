@@ -12,13 +12,20 @@
 
 namespace xccl {
 
+// How the device schedules the side stream's blocks against other streams' waiting ones.
+enum class StreamPriority {
+  kDefault,  // as the caller's streams (the device's least priority)
+  kHighest,  // ahead of every default stream's blocks not yet running
+};
+
 struct SideStream {
   xcclStream_t stream = nullptr;
   void* fork = nullptr;  // event recorded on the caller's stream (GPU)
   void* join = nullptr;  // event recorded on this stream (GPU)
 };
 
-xcclResult_t CreateSideStream(int device, SideStream* side);
+xcclResult_t CreateSideStream(int device, SideStream* side,
+                              StreamPriority priority = StreamPriority::kDefault);
 // Safe on a SideStream that Create never filled or filled partly; waits for the stream's work.
 void DestroySideStream(int device, SideStream* side);
 // `side` waits for the work enqueued on `from` so far.

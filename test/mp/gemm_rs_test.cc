@@ -364,6 +364,48 @@ TEST_P(GemmRsTest, AcrossTheEpochWrap) {
   RestoreParams();
 }
 
+// XCCL_GEMMRS_CHUNKS sets the chunks of ops that pin none (a pin still wins, split cuts one), and
+// the chunked run gives split's bytes and the emulation's.
+TEST_P(GemmRsTest, ChunksFromTheParameterMatchSplitByteForByte) {
+  RunOptions options;
+  options.before_init = WithGemmRsChunks(3);
+  for (const auto& f : RunRanks(
+           std::get<0>(GetParam()), std::get<1>(GetParam()),
+           [](RankContext& ctx) {
+             std::unique_ptr<xccl::GemmPlugin> plugin = LoadReference(ctx);
+             if (!plugin) return;
+             const int64_t m = 24 * ctx.nranks;  // 24 rows a block: room for 3 chunks
+             const int want_fused = ctx.nranks == 1 ? 1 : 3;
+             for (const int pinned : {0, 2}) {
+               Case c;
+               c.chunks = pinned;
+               std::vector<uint8_t> by_mode[2];
+               for (const xcclGemmRsMode_t mode : {xcclGemmRsFused, xcclGemmRsSplit}) {
+                 c.mode = mode;
+                 xcclGemmRs_t op = nullptr;
+                 if (!Create(ctx, c, &op)) return;
+                 int chunks = -1;
+                 RANK_EXPECT(ctx, xccl::GemmRsChunksForTesting(op, m, &chunks) == xcclSuccess,
+                             "chunks");
+                 const int want = mode == xcclGemmRsSplit || ctx.nranks == 1 ? 1
+                                  : pinned > 0                               ? pinned
+                                                                             : want_fused;
+                 RANK_EXPECT(ctx, chunks == want,
+                             "mode " << mode << ", pinned " << pinned << ": " << chunks
+                                     << " chunks, " << want << " wanted");
+                 if (RunCall(ctx, op, c, m, 400 + pinned, &by_mode[mode]))
+                   CheckRows(ctx, *plugin, c, m, 400 + pinned, by_mode[mode]);
+                 RANK_EXPECT(ctx, xcclGemmRsDestroy(op) == xcclSuccess, xcclGetLastError(ctx.comm));
+               }
+               RANK_EXPECT(ctx, by_mode[0] == by_mode[1],
+                           Describe(c, m, 400 + pinned) << ": fused and split differ");
+             }
+           },
+           options))
+    ADD_FAILURE() << f;
+  RestoreParams();
+}
+
 // Across fake nodes the reduce-scatters take the host's path between nodes (node partials
 // first): the bytes are those of xccl.h's order across nodes, which the emulation (rank order
 // within the whole) need not give, so the check is the double sum alone plus fused == split.

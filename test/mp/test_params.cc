@@ -46,6 +46,10 @@ std::function<void()> WithGemmRsReduceBlocks(int64_t blocks) {
   return WithChange([blocks](xccl::Params* p) { p->gemmrs_reduce_blocks = blocks; });
 }
 
+std::function<void()> WithGemmRsChunks(int64_t chunks) {
+  return WithChange([chunks](xccl::Params* p) { p->gemmrs_chunks = chunks; });
+}
+
 std::function<void()> WithSourcesPerGemm(int64_t sources) {
   return WithChange([sources](xccl::Params* p) { p->aggemm_sources_per_gemm = sources; });
 }

@@ -19,6 +19,7 @@ std::function<void()> WithZeroCopy(int64_t zero_copy);         // XCCL_ZERO_COPY
 std::function<void()> WithComputeStreams(int64_t streams);     // XCCL_AGGEMM_COMPUTE_STREAMS
 std::function<void()> WithSourcesPerGemm(int64_t sources);     // XCCL_AGGEMM_SOURCES_PER_GEMM
 std::function<void()> WithGemmRsReduceBlocks(int64_t blocks);  // XCCL_GEMMRS_REDUCE_BLOCKS
+std::function<void()> WithGemmRsChunks(int64_t chunks);        // XCCL_GEMMRS_CHUNKS
 // XCCL_FAKE_NODES: ranks per node in rank order ("2,1,3"; "" keeps one node).
 std::function<void()> WithFakeNodes(const std::string& spec);
 std::function<void()> WithNet(const std::string& backend);  // XCCL_NET

@@ -53,6 +53,7 @@ void ExpectDefaults(const Params& p) {
   EXPECT_EQ(p.allreduce_oneshot_bytes, 65536);
   EXPECT_EQ(p.aggemm_compute_streams, 0);
   EXPECT_EQ(p.gemmrs_reduce_blocks, 0);
+  EXPECT_EQ(p.gemmrs_chunks, 0);
 }
 
 // Every numeric field equal: what a malformed value must leave untouched.
@@ -69,6 +70,7 @@ void ExpectSameNumbers(const Params& got, const Params& want) {
   EXPECT_EQ(got.allreduce_oneshot_bytes, want.allreduce_oneshot_bytes);
   EXPECT_EQ(got.aggemm_compute_streams, want.aggemm_compute_streams);
   EXPECT_EQ(got.gemmrs_reduce_blocks, want.gemmrs_reduce_blocks);
+  EXPECT_EQ(got.gemmrs_chunks, want.gemmrs_chunks);
 }
 
 TEST(ParamsTest, DefaultsWhenUnset) {
@@ -166,6 +168,8 @@ TEST(ParamsTest, BoundaryValuesAccepted) {
       {"XCCL_REDUCE_BLOCKS", "4096", &Params::reduce_blocks, 4096},
       {"XCCL_GEMMRS_REDUCE_BLOCKS", "0", &Params::gemmrs_reduce_blocks, 0},
       {"XCCL_GEMMRS_REDUCE_BLOCKS", "4096", &Params::gemmrs_reduce_blocks, 4096},
+      {"XCCL_GEMMRS_CHUNKS", "0", &Params::gemmrs_chunks, 0},
+      {"XCCL_GEMMRS_CHUNKS", "8", &Params::gemmrs_chunks, 8},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", "0", &Params::allreduce_oneshot_bytes, 0},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", "67108864", &Params::allreduce_oneshot_bytes, 64 << 20},
       {"XCCL_AGGEMM_COMPUTE_STREAMS", "0", &Params::aggemm_compute_streams, 0},
@@ -214,6 +218,8 @@ TEST(ParamsTest, MalformedValuesKeepDefaultAndAreReported) {
       {"XCCL_REDUCE_BLOCKS", "-1"},
       {"XCCL_GEMMRS_REDUCE_BLOCKS", "4097"},
       {"XCCL_GEMMRS_REDUCE_BLOCKS", "-1"},
+      {"XCCL_GEMMRS_CHUNKS", "9"},
+      {"XCCL_GEMMRS_CHUNKS", "-1"},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", "67108865"},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", "-1"},
       {"XCCL_ALLGATHER_ALGO", "dma,kernel"},

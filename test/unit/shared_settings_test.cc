@@ -64,6 +64,7 @@ TEST(SharedSettings, EachDifferenceIsRefusedOnEveryRankNamingTheParameter) {
       {"XCCL_ALLGATHER_CHUNK_BYTES", [](Params* p) { p->allgather_chunk_bytes = 1 << 20; }},
       {"XCCL_ALLGATHER_ALGO", [](Params* p) { p->allgather_algo = "dma"; }},
       {"XCCL_ALLREDUCE_ONESHOT_BYTES", [](Params* p) { p->allreduce_oneshot_bytes = 0; }},
+      {"XCCL_GEMMRS_CHUNKS", [](Params* p) { p->gemmrs_chunks = 3; }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.parameter);

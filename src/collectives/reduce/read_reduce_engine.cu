@@ -19,8 +19,8 @@ constexpr int kThreadsPerBlock = 512;
 
 class KernelReadReduceEngine final : public ReadReduceEngine {
  public:
-  KernelReadReduceEngine(ReadReach reach, int offers, int max_blocks)
-      : reach_(reach), offers_(offers), max_blocks_(max_blocks) {}
+  KernelReadReduceEngine(ReadReach reach, int offers, int max_blocks, bool shared_device)
+      : reach_(reach), offers_(offers), max_blocks_(max_blocks), shared_device_(shared_device) {}
 
   ReadReach reach() const override { return reach_; }
 
@@ -38,9 +38,7 @@ class KernelReadReduceEngine final : public ReadReduceEngine {
     call.count = part.count;
     // A thread per 16 bytes of output, up to this rank's share of the device.
     const size_t vectors = (part.count * DataTypeSize(datatype) + 15) / 16;
-    const size_t wanted = (vectors + kThreadsPerBlock - 1) / kThreadsPerBlock;
-    const int grid = part.most_blocks > 0 ? std::min(part.most_blocks, max_blocks_) : max_blocks_;
-    call.blocks = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, grid)));
+    call.blocks = ReadReduceGrid(vectors, kThreadsPerBlock, max_blocks_, shared_device_, part.grid);
     return LaunchFailure(
         LaunchReadReduce(view, call, datatype, op, static_cast<gpuStream_t>(stream)), view.rank,
         "read-reduce kernel", failure);
@@ -50,6 +48,7 @@ class KernelReadReduceEngine final : public ReadReduceEngine {
   ReadReach reach_;
   int offers_;
   int max_blocks_;
+  bool shared_device_;  // ranks of this node share this rank's device
 };
 
 }  // namespace
@@ -96,7 +95,8 @@ xcclResult_t CreateReadReduceEngine(const Params& params, const Topology& topolo
                                                    "windows or xcclMemAlloc memory, else go "
                                                    "through the receive region"
                                                  : "go through the receive region");
-  *out = std::make_unique<KernelReadReduceEngine>(reach, offers.first, max_blocks);
+  *out = std::make_unique<KernelReadReduceEngine>(reach, offers.first, max_blocks,
+                                                  topology.MostRanksOnOneDevice() > 1);
   return xcclSuccess;
 }
 

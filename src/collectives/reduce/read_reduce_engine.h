@@ -16,6 +16,7 @@
 #include "base/params.h"
 #include "base/topology.h"
 #include "collectives/reduce/buffers_as_seen.h"
+#include "collectives/reduce/read_reduce_grid.h"
 #include "transport/slot_map.h"
 #include "transport/transport.h"
 #include "xccl.h"
@@ -29,7 +30,7 @@ struct ReducedPart {
   size_t out_byte = 0;         // in the receive buffer(s)
   bool to_every_rank = false;  // all_reduce: every rank's receive buffer gets the part
   int single_source = -1;      // broadcast: that rank's send buffer alone (bytes, as they are)
-  int most_blocks = 0;         // at most this many blocks (0: the engine's grid), as gemm_rs asks
+  GridLimit grid;              // what the caller asks of the grid (read_reduce_grid.h)
 };
 
 // Which calls the engine runs (the same answer on every rank).

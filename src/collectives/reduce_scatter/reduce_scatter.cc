@@ -15,7 +15,7 @@ namespace xccl {
 
 xcclResult_t ReduceScatter(Communicator* comm, const char* op_name, const void* send, void* recv,
                            size_t count, int datatype, int op, xcclStream_t stream,
-                           uint64_t call_count, int most_blocks) {
+                           uint64_t call_count, const GridLimit& grid) {
   // Nothing to move: no rank takes part in an operation, so the epochs stay in step.
   if (count == 0) return xcclSuccess;
   const size_t size = DataTypeSize(datatype);
@@ -30,7 +30,7 @@ xcclResult_t ReduceScatter(Communicator* comm, const char* op_name, const void* 
     ReducedPart part;
     part.first_byte = comm->rank() * block;
     part.count = count;
-    part.most_blocks = most_blocks;
+    part.grid = grid;
     return ReduceByReading(comm, op_name, buffers, part, datatype, op, stream);
   }
   // Across nodes: each node's partials first, each crossing the network once.

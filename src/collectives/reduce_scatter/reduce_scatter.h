@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "collectives/reduce/read_reduce_grid.h"
 #include "comm/communicator.h"
 #include "xccl.h"
 
@@ -15,10 +16,10 @@ namespace xccl {
 // (api/arg_check.h). `call_count`: the count the ranks' calls must agree on (the user's
 // recvcount, or the count of the all_reduce this is part of; region_reduce.h). `op_name`: the
 // call the user made (xcclReduceScatter, xcclAllReduce, xcclGemmRsRun), which failures name.
-// `most_blocks`: where the GPU read engine runs it, at most this many blocks (0: its grid), so
-// that a GEMM beside it keeps the other SMs (gemm_rs).
+// `grid`: where the GPU read engine runs it, what the caller asks of its grid, so that GEMMs
+// beside it keep SMs (gemm_rs; read_reduce_grid.h).
 xcclResult_t ReduceScatter(Communicator* comm, const char* op_name, const void* send, void* recv,
                            size_t count, int datatype, int op, xcclStream_t stream,
-                           uint64_t call_count, int most_blocks = 0);
+                           uint64_t call_count, const GridLimit& grid = GridLimit{});
 
 }  // namespace xccl

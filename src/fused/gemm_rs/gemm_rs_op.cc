@@ -27,15 +27,17 @@ bool Aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
 }
 
-// Fused mode's GEMMs go on a side stream where they are stream-ordered device work, so that the
-// next chunk's GEMMs run beside this chunk's reduce-scatter; the host's calls are synchronous.
-bool SideStreamHelps(const Communicator& comm) {
+// Fused mode's reduce-scatters go on a stream of their own where calls are stream-ordered device
+// work, so that the next chunk's GEMMs run beside this chunk's reduce-scatter; the host's calls
+// are synchronous.
+bool ReduceStreamHelps(const Communicator& comm) {
   return comm.transport()->device_view() != nullptr && comm.nranks() > 1;
 }
 
 }  // namespace
 
 GemmRsOp::~GemmRsOp() {
+  DestroySideStream(device_, &reduce_side_);  // waits for its reduce-scatters
   gemm_.Close();
   FreeStaging(staging_);
   FreeOpBuffer(device_, self_test_rows_);
@@ -98,10 +100,16 @@ xcclResult_t GemmRsOp::PrepareLocally(std::unique_ptr<GemmPlugin> plugin) {
   // rank decides alike (AnyNodeSharesADevice), since all cut the same chunks.
   const bool shared_device =
       comm_->transport()->device_view() != nullptr && AnyNodeSharesADevice(comm_->topology());
-  chunks_ = shape_.pinned_chunks == 0 && shared_device ? 1 : shape_.pinned_chunks;
-  // One chunk runs as split does, on the caller's stream; m_max's blocks cut the most chunks.
-  if (ChunksOf(shape_.m_max).size() > 1 && SideStreamHelps(*comm_))
-    XCCL_TRY(gemm_.OpenSideStream(problem, kOp));
+  const int asked = static_cast<int>(comm_->params().gemmrs_chunks);  // the same on every rank
+  chunks_ = shape_.pinned_chunks > 0 ? shape_.pinned_chunks
+            : asked > 0              ? asked
+            : shared_device          ? 1
+                                     : 0;
+  // One chunk runs as split does, on the caller's stream; m_max's blocks cut the most chunks. The
+  // reduce stream's blocks go ahead of GEMM blocks not yet running, so that a chunk's
+  // reduce-scatter starts as soon as its partials are written rather than after the next GEMM.
+  if (ChunksOf(shape_.m_max).size() > 1 && ReduceStreamHelps(*comm_))
+    XCCL_TRY(CreateSideStream(device_, &reduce_side_, StreamPriority::kHighest));
   size_t partial_bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(shape_.m_max), static_cast<size_t>(shape_.n),
                              &partial_bytes) ||
@@ -183,15 +191,14 @@ xcclResult_t GemmRsOp::CheckRun(const void* a, const float* a_scale, const void*
 }
 
 xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, const float* a_scale,
-                                int64_t first_row, int64_t rows, void* c, int compute_stream,
-                                xcclStream_t stream) {
+                                int64_t first_row, int64_t rows, void* c, xcclStream_t stream) {
   if (rows == 0) return xcclSuccess;
   xcclGemmProblem call = whole;
   call.m = rows;
   call.a = static_cast<const char*>(a) +
            static_cast<size_t>(first_row) * static_cast<size_t>(shape_.k) * in_size();
   call.c = c;
-  const xcclStream_t on = gemm_.stream(compute_stream, stream);
+  const xcclStream_t on = gemm_.stream(0, stream);
   if (block_scales()) {
     // The rows' tile, packed [KB][rows]: cuBLASLt takes no scale leading dimension (cuBLAS
     // docs, cublasLtMatmulMatrixScale_t). Each call of a run has its own place in the buffer.
@@ -210,8 +217,7 @@ xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, con
     call.a_scale = a_scale + first_row;
   }
   const xcclGemmBand band{0, rows};
-  const xcclResult_t result =
-      gemm_.plugin().api().run(gemm_.context(compute_stream), &call, &band, on);
+  const xcclResult_t result = gemm_.plugin().api().run(gemm_.context(0), &call, &band, on);
   if (result != xcclSuccess)
     return Fail(result, "gemm_rs: GEMM plugin '%s' failed on rows [%lld, %lld)",
                 gemm_.plugin().name(), static_cast<long long>(first_row),
@@ -231,24 +237,38 @@ xcclResult_t GemmRsOp::ReduceChunks(int64_t m, void* out, xcclStream_t stream,
   const size_t n = static_cast<size_t>(shape_.n);
   char* region = static_cast<char*>(partials_);
   const std::vector<GemmRsChunk> chunks = ChunksOf(m);
-  // Chunks' reduce-scatters run beside the next chunk's GEMMs, which a full grid would crowd out.
-  const int most_blocks =
-      chunks.size() > 1 ? static_cast<int>(comm_->params().gemmrs_reduce_blocks) : 0;
-  for (const GemmRsChunk& chunk : chunks) {
+  // Several chunks: each chunk's reduce-scatter on the reduce stream, after the GEMMs enqueued so
+  // far, beside the next chunk's GEMMs; the caller's stream waits for the last at the end.
+  const bool beside = chunks.size() > 1 && reduce_side_.stream != nullptr;
+  xcclResult_t result = xcclSuccess;
+  for (size_t j = 0; j < chunks.size() && result == xcclSuccess; ++j) {
+    const GemmRsChunk& chunk = chunks[j];
     const size_t piece = static_cast<size_t>(chunk.rows) * n;
-    XCCL_TRY(compute(chunk, region));
-    XCCL_TRY(ReduceScatter(
-        comm_, kRunName, region, static_cast<char*>(out) + chunk.first_row * n * out_size(), piece,
-        shape_.out_type, static_cast<int>(RedOp::kSum), stream, piece, most_blocks));
+    result = compute(chunk, region);
+    // A chunk's reduce-scatter waits in the kernel for peers whose GEMMs share the device: its
+    // grid leaves them SMs, the last chunk's only the peers' (read_reduce_grid.h).
+    GridLimit grid;
+    if (chunks.size() > 1) {
+      grid.most_blocks = static_cast<int>(comm_->params().gemmrs_reduce_blocks);
+      grid.beside = j + 1 < chunks.size() ? Beside::kOwnAndPeersCompute : Beside::kPeersCompute;
+    }
+    if (result == xcclSuccess && beside) result = ForkSideStream(reduce_side_, stream);
+    if (result == xcclSuccess)
+      result = ReduceScatter(comm_, kRunName, region,
+                             static_cast<char*>(out) + chunk.first_row * n * out_size(), piece,
+                             shape_.out_type, static_cast<int>(RedOp::kSum),
+                             beside ? reduce_side_.stream : stream, piece, grid);
     region += nranks * piece * out_size();
   }
-  return xcclSuccess;
+  // Joined whatever failed, so the caller's stream never runs ahead of a reduce-scatter enqueued.
+  const xcclResult_t joined = beside ? JoinSideStream(reduce_side_, stream) : xcclSuccess;
+  return result != xcclSuccess ? result : joined;
 }
 
 xcclResult_t GemmRsOp::RunSplit(const xcclGemmProblem& whole, const void* a, const float* a_scale,
                                 int64_t m, void* out, xcclStream_t stream) {
   return ReduceChunks(m, out, stream, [&](const GemmRsChunk&, char* region) {
-    return GemmRows(whole, a, a_scale, 0, m, region, 0, stream);
+    return GemmRows(whole, a, a_scale, 0, m, region, stream);
   });
 }
 
@@ -259,19 +279,16 @@ xcclResult_t GemmRsOp::RunFused(const xcclGemmProblem& whole, const void* a, con
   if (ChunksOf(m).size() == 1) return RunSplit(whole, a, a_scale, m, out, stream);
   const int nranks = comm_->nranks(), rank = comm_->rank();
   const int64_t block_rows = m / nranks;
-  const int compute = gemm_.two_streams() ? 1 : 0;
-  // The side stream starts after the caller's work so far: the last call's reduce-scatters have
-  // read the partials it overwrites (and every peer has, ReduceScatter closes so).
-  if (compute == 1) XCCL_TRY(gemm_.Fork(stream));
+  // The GEMMs on the caller's stream, after the last call's reduce-scatters (joined into it),
+  // which have read the partials they overwrite (and every peer has: ReduceScatter closes so).
   return ReduceChunks(m, out, stream, [&](const GemmRsChunk& chunk, char* region) {
     const size_t piece = static_cast<size_t>(chunk.rows) * static_cast<size_t>(shape_.n);
     for (int position = 0; position < nranks; ++position) {
       const int owner = GemmRsOwnerAt(rank, nranks, position);
       XCCL_TRY(GemmRows(whole, a, a_scale, owner * block_rows + chunk.first_row, chunk.rows,
-                        region + owner * piece * out_size(), compute, stream));
+                        region + owner * piece * out_size(), stream));
     }
-    // The caller's stream waits for this chunk's GEMMs only; the next chunk's follow on the side.
-    return compute == 1 ? gemm_.Join(stream) : xcclSuccess;
+    return xcclSuccess;
   });
 }
 

@@ -4,11 +4,11 @@
 // The op owns the partial products ([m_max][n] of out_type, laid out chunk-major as
 // gemm_rs_plan.h says), for block scales a buffer of packed A scale tiles, and a GEMM plugin
 // context. Split mode: one GEMM over all m rows, then ReduceScatter. Fused mode: chunk by chunk,
-// the GEMM calls of every owner's rows of the chunk (the next rank's first), then the chunk's
-// ReduceScatter on the caller's stream; on GPUs the GEMMs run on a side stream, so the next
-// chunk's GEMMs run beside this chunk's reduce-scatter (one chunk runs as split mode, with no
-// side stream). Both give the same bytes where the plugin computes a band as it computes the
-// whole, since the reductions are ReduceScatter's.
+// the GEMM calls of every owner's rows of the chunk (the next rank's first) on the caller's
+// stream, then the chunk's ReduceScatter; on GPUs those run on a reduce stream of the highest
+// priority, so the next chunk's GEMMs run beside this chunk's reduce-scatter (one chunk runs as
+// split mode, on the caller's stream alone). Both give the same bytes where the plugin computes a
+// band as it computes the whole, since the reductions are ReduceScatter's.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +51,8 @@ class GemmRsOp {
   xcclResult_t SelfTest(int64_t m, xcclStream_t stream);
   // Tests: the next self test damages one element of this rank's partial for the next rank.
   void CorruptPartialForTesting() { corrupt_next_self_test_ = true; }
+  // Tests: the chunks a call of m rows cuts each owner's block into.
+  int ChunkCountForTesting(int64_t m) const { return static_cast<int>(ChunksOf(m).size()); }
 
  private:
   GemmRsOp() = default;
@@ -68,15 +70,15 @@ class GemmRsOp {
   // scales are each GEMM call's).
   xcclGemmProblem ProblemOf(int64_t m, const void* b, const float* b_scale) const;
   // One GEMM call: rows [first_row, first_row + rows) of the caller's A (and scales) into `c`
-  // ([rows][n]) on compute stream `compute_stream`.
+  // ([rows][n]) on `stream`.
   xcclResult_t GemmRows(const xcclGemmProblem& whole, const void* a, const float* a_scale,
-                        int64_t first_row, int64_t rows, void* c, int compute_stream,
-                        xcclStream_t stream);
+                        int64_t first_row, int64_t rows, void* c, xcclStream_t stream);
   // The chunks of a call of m rows: one for split mode (or world 1), GemmRsChunks(chunks_) for
   // fused.
   std::vector<GemmRsChunk> ChunksOf(int64_t m) const;
   // For each chunk: compute(chunk, region) fills the chunk's partials (region: its [owner][rows]
-  // [n] in the partials buffer), then the chunk's ReduceScatter into its rows of `out`.
+  // [n] in the partials buffer) on `stream`, then the chunk's ReduceScatter into its rows of
+  // `out`, on the reduce stream where there is one and several chunks.
   using ChunkFill = std::function<xcclResult_t(const GemmRsChunk&, char*)>;
   xcclResult_t ReduceChunks(int64_t m, void* out, xcclStream_t stream, const ChunkFill& compute);
   // The self test's pattern: rank `rank`'s partial at global row `row`, column `col` (-1, 0, 1,
@@ -96,7 +98,10 @@ class GemmRsOp {
 
   Communicator* comm_ = nullptr;
   Shape shape_;
-  GemmStreams gemm_;
+  GemmStreams gemm_;  // the plugin's context on the caller's stream
+  // Fused mode's reduce-scatters where a call can cut several chunks (GPU platforms): the device's
+  // highest priority, forked from the caller's stream after each chunk's GEMMs.
+  SideStream reduce_side_;
   int device_ = 0;
   void* partials_ = nullptr;     // [m_max][n] of out_type, chunk-major (gemm_rs_plan.h)
   void* scale_tiles_ = nullptr;  // block scales: [m_max][KB] floats, one packed tile per call

@@ -1,6 +1,7 @@
-// The GPU platforms' side stream: a non-blocking stream of the op's device and two events
-// without timing (cheapest to record and wait on). Created at op create and destroyed with the
-// op, never inside a call: stream and event creation may synchronise with the device.
+// The GPU platforms' side stream: a non-blocking stream of the op's device (of the device's
+// greatest priority where asked) and two events without timing (cheapest to record and wait on).
+// Created at op create and destroyed with the op, never inside a call: stream and event creation
+// may synchronise with the device.
 #include "platform/side_stream.h"
 
 #include "base/error.h"
@@ -9,13 +10,21 @@
 
 namespace xccl {
 
-xcclResult_t CreateSideStream(int device, SideStream* side) {
+xcclResult_t CreateSideStream(int device, SideStream* side, StreamPriority priority) {
   *side = SideStream();
   XCCL_GPU_TRY(gpuSetDevice(device));
   gpuStream_t stream = nullptr;
   gpuEvent_t fork = nullptr, join = nullptr;
   const char* failed = "stream creation";
-  gpuError_t err = gpuStreamCreateWithFlags(&stream, gpuStreamNonBlocking);
+  gpuError_t err = gpuSuccess;
+  if (priority == StreamPriority::kHighest) {
+    int least = 0, greatest = 0;
+    err = gpuDeviceGetStreamPriorityRange(&least, &greatest);
+    if (err == gpuSuccess)
+      err = gpuStreamCreateWithPriority(&stream, gpuStreamNonBlocking, greatest);
+  } else {
+    err = gpuStreamCreateWithFlags(&stream, gpuStreamNonBlocking);
+  }
   if (err == gpuSuccess) {
     failed = "event creation";
     err = gpuEventCreateWithFlags(&fork, gpuEventDisableTiming);

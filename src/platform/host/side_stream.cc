@@ -4,7 +4,7 @@
 
 namespace xccl {
 
-xcclResult_t CreateSideStream(int /*device*/, SideStream* side) {
+xcclResult_t CreateSideStream(int /*device*/, SideStream* side, StreamPriority /*priority*/) {
   *side = SideStream();
   return xcclSuccess;
 }
