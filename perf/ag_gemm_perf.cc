@@ -245,6 +245,7 @@ bool AgGemm::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
   };
   CellVariants variants;
   variants.runs = [&](int v) {
+    if (v == kBothHalves) return false;  // not built here yet
     if (v == kVendorSplit) return with_vendor;
     if (v == kAgOnly || v == kGemmOnly) return with_direct;
     return ops[v] != nullptr && !clamped[v];
@@ -306,7 +307,8 @@ void AgGemm::PrintLegend(const FusedGemmSettings& set) const {
   printf(
       "# split-vendor: '-' where no vendor library runs (the host platform). ag-only: "
       "xcclAllGather of A (and scales) alone; gemm-only: the plugin over the gathered rows "
-      "alone; overlap: max(ag-only, gemm-only) / best fused (1.00 = perfect overlap). "
+      "alone; overlap: max(ag-only, gemm-only) / best fused (1.00 = perfect overlap); at-once and "
+      "ceiling: not run here ('-'). "
       "best/split: the best variant against split-vendor, else split-xccl. fused-c2/c4: '-' "
       "also where the op clamps the pinned count to fewer bands (xcclAgGemmChunks; def shows "
       "the default's count): that count is not run and not in best. relL2max: the largest "

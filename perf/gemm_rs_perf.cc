@@ -8,7 +8,10 @@
 // on the host platform), split-xccl (xcclGemmRsSplit: one GEMM, then xcclReduceScatter), fused
 // with 1, 2 and 4 chunks per owner's block and with the default, gemm-only (the plugin over all M
 // rows into the partial, alone) and rs-only (xcclReduceScatter of that partial, bf16 sum, alone),
-// overlap = max(gemm-only, rs-only) / the best fused time, the best fused variant, its ratio to
+// at-once (both at once with nothing between them: rs-only on a second stream of the highest
+// priority over gemm-only's partial while the GEMM makes it again into another buffer), overlap =
+// max(gemm-only, rs-only) / the best fused time, ceiling = the same bound / at-once (the most
+// overlap this device gives the two halves), the best fused variant, its ratio to
 // split-vendor (or split-xccl where there is no vendor), and the largest relative L2 error of the
 // variants' rows against a double-precision reference on sampled rows and columns. Times are the
 // median over --rounds rounds of -n calls each (variants interleaved within a round), each call's
@@ -186,8 +189,10 @@ bool GemmRs::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
   // reduce-scatter of it into `cv`.
   const bool with_direct = rank.DirectRuns();
   const bool with_vendor = rank.VendorRuns();
-  Staged partial, cv;
+  // at-once: the GEMM writes `partial2` while the reduce-scatter reads `partial`.
+  Staged partial, partial2, cv;
   if (with_direct && (!partial.Fill(buffers, poison.data(), partial_bytes) ||
+                      !partial2.Fill(buffers, poison.data(), partial_bytes) ||
                       !cv.Fill(buffers, poison.data(), out_bytes))) {
     ctx.sync->Abort();
     return false;
@@ -203,6 +208,8 @@ bool GemmRs::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
     ctx.sync->Abort();
     return false;
   }
+  xcclGemmProblem vp2 = vp;
+  vp2.c = partial2.ptr;
   const size_t recv_count = static_cast<size_t>(rows * s.n);
   auto run_gemm_only = [&]() { return rank.gemm().Run(vp, stream); };
   auto run_vendor = [&]() {
@@ -214,10 +221,19 @@ bool GemmRs::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
         xcclReduceScatter(partial.ptr, cv.ptr, recv_count, xcclBfloat16, xcclSum, comm, stream),
         "rs-only");
   };
+  // Both halves at once, with nothing between them: rs-only on the side stream over the partial
+  // gemm-only made, while the GEMM makes the same product into `partial2`.
+  auto run_at_once = [&]() {
+    return buffers->ForkSide() &&
+           rank.Ok(xcclReduceScatter(partial.ptr, cv.ptr, recv_count, xcclBfloat16, xcclSum, comm,
+                                     buffers->SideStream()),
+                   "at-once") &&
+           rank.gemm().Run(vp2, stream) && buffers->JoinSide();
+  };
   CellVariants variants;
   variants.runs = [&](int v) {
     if (v == kVendorSplit) return with_vendor;
-    if (v == kGemmOnly || v == kRsOnly) return with_direct;
+    if (v == kGemmOnly || v == kRsOnly || v == kBothHalves) return with_direct;
     return !clamped[v];
   };
   // The vendor split and gemm-only both fill `partial`, which rs-only then reduces: poisoning it
@@ -229,12 +245,16 @@ bool GemmRs::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
     if (v < kOpVariantCount) return reset(in.c, out_bytes);
     if (v == kGemmOnly) return reset(partial, partial_bytes);
     if (v == kRsOnly) return reset(cv, out_bytes);
+    // at-once reduces `partial`: gemm-only's product, made again here so that no order of the
+    // variants can leave it poisoned.
+    if (v == kBothHalves) return reset(cv, out_bytes) && run_gemm_only() && buffers->Synchronize();
     return reset(partial, partial_bytes) && reset(cv, out_bytes);
   };
   variants.call = [&](int v) {
     if (v == kVendorSplit) return run_vendor();
     if (v == kGemmOnly) return run_gemm_only();
     if (v == kRsOnly) return run_rs_only();
+    if (v == kBothHalves) return run_at_once();
     return run(v);
   };
   std::vector<uint8_t> host_c(out_bytes);
@@ -276,7 +296,11 @@ void GemmRs::PrintLegend(const FusedGemmSettings&) const {
       "split-vendor: the plugin over all M rows, then the vendor's reduce-scatter; '-' where no "
       "vendor library runs (the host platform). gemm-only: the plugin over all M rows into an "
       "[M][N] partial alone; rs-only: xcclReduceScatter of that partial alone; overlap: "
-      "max(gemm-only, rs-only) / best fused (1.00 = perfect overlap). best/x split: the best "
+      "max(gemm-only, rs-only) / best fused (1.00 = perfect overlap); at-once: both halves at "
+      "once, "
+      "nothing between them (rs-only on a second stream of the highest priority while the GEMM "
+      "runs again into another buffer); ceiling: max(gemm-only, rs-only) / at-once, the most "
+      "overlap this device gives the halves. best/x split: the best "
       "fused variant against split-vendor, else split-xccl. fused-c2/c4: '-' where a block's rows "
       "(M / world) are fewer than the pinned chunks: not run and not in best. relL2max: the "
       "largest relative L2 error; each variant's rows are checked once, in the first round, on a "

@@ -46,6 +46,13 @@ class DeviceBuffers {
   // The stream collectives are issued on (NULL on the host platform), and a wait for it.
   virtual xcclStream_t Stream() = 0;
   virtual bool Synchronize() = 0;
+  // A second stream, of the device's highest priority, for work that runs beside Stream()'s (GPU
+  // platforms; made at the first ForkSide): ForkSide makes it wait for Stream()'s work so far,
+  // JoinSide makes Stream() wait for its work so far. The host platform: NULL, and calls run in
+  // turn.
+  virtual xcclStream_t SideStream() = 0;
+  virtual bool ForkSide() = 0;
+  virtual bool JoinSide() = 0;
 
   // Marks the start of a timed loop on the stream, and its end: StopTimer waits for everything
   // issued in between and gives the seconds it took where the work runs (GPU time on a GPU, so

@@ -34,6 +34,9 @@ class GpuBuffers final : public DeviceBuffers {
     DropCaptured();
     if (start_ != nullptr) (void)gpuEventDestroy(start_);
     if (stop_ != nullptr) (void)gpuEventDestroy(stop_);
+    if (fork_ != nullptr) (void)gpuEventDestroy(fork_);
+    if (join_ != nullptr) (void)gpuEventDestroy(join_);
+    if (side_ != nullptr) (void)gpuStreamDestroy(side_);
     if (stream_ != nullptr) (void)gpuStreamDestroy(stream_);
     if (bounce_ != nullptr) (void)gpuFreeHost(bounce_);
   }
@@ -111,7 +114,25 @@ class GpuBuffers final : public DeviceBuffers {
   }
 
   xcclStream_t Stream() override { return static_cast<xcclStream_t>(stream_); }
-  bool Synchronize() override { return GPU_OK(gpuStreamSynchronize(stream_)); }
+  bool Synchronize() override {
+    return GPU_OK(gpuStreamSynchronize(stream_)) &&
+           (side_ == nullptr || GPU_OK(gpuStreamSynchronize(side_)));
+  }
+  xcclStream_t SideStream() override { return static_cast<xcclStream_t>(side_); }
+  bool ForkSide() override {
+    if (side_ == nullptr) {
+      int least = 0, greatest = 0;
+      if (!GPU_OK(gpuDeviceGetStreamPriorityRange(&least, &greatest)) ||
+          !GPU_OK(gpuStreamCreateWithPriority(&side_, gpuStreamNonBlocking, greatest)) ||
+          !GPU_OK(gpuEventCreateWithFlags(&fork_, gpuEventDisableTiming)) ||
+          !GPU_OK(gpuEventCreateWithFlags(&join_, gpuEventDisableTiming)))
+        return false;
+    }
+    return GPU_OK(gpuEventRecord(fork_, stream_)) && GPU_OK(gpuStreamWaitEvent(side_, fork_, 0));
+  }
+  bool JoinSide() override {
+    return GPU_OK(gpuEventRecord(join_, side_)) && GPU_OK(gpuStreamWaitEvent(stream_, join_, 0));
+  }
 
   bool StartTimer() override { return GPU_OK(gpuEventRecord(start_, stream_)); }
   bool StopTimer(double* seconds) override {
@@ -173,6 +194,9 @@ class GpuBuffers final : public DeviceBuffers {
   std::string name_;
   std::string bus_id_;
   gpuStream_t stream_ = nullptr;
+  gpuStream_t side_ = nullptr;  // SideStream(), with the fork and join events
+  gpuEvent_t fork_ = nullptr;
+  gpuEvent_t join_ = nullptr;
   void* bounce_ = nullptr;  // pinned, for CopyToDevice / CopyToHost
   size_t bounce_bytes_ = 0;
   gpuEvent_t start_ = nullptr;

@@ -42,6 +42,9 @@ class HostBuffers final : public DeviceBuffers {
   }
   xcclStream_t Stream() override { return nullptr; }
   bool Synchronize() override { return true; }
+  xcclStream_t SideStream() override { return nullptr; }
+  bool ForkSide() override { return true; }
+  bool JoinSide() override { return true; }
   bool StartTimer() override {
     start_ = std::chrono::steady_clock::now();
     return true;

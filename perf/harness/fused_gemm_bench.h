@@ -55,13 +55,17 @@ inline constexpr OpVariant kOpVariants[] = {{"split-xccl", false, 0},
                                             {"fused-c4", true, 4},
                                             {"fused-def", true, 0}};
 constexpr int kOpVariantCount = sizeof(kOpVariants) / sizeof(kOpVariants[0]);
-// After the op's variants, the three columns outside it: the split through the vendor library,
+// After the op's variants, the four columns outside it: the split through the vendor library,
 // then the op's two halves each alone, in the op's order (the first half makes what the second
-// reads, so the second's check covers both). Their times bound the overlap.
+// reads, so the second's check covers both), whose times bound the overlap; then both halves at
+// once with nothing between them (where a binary runs it: the second half on the side stream over
+// the first half's earlier output while the first makes a new one), whose time is the least any
+// fused schedule can take on this device.
 constexpr int kVendorSplit = kOpVariantCount;
 constexpr int kFirstHalf = kOpVariantCount + 1;
 constexpr int kSecondHalf = kOpVariantCount + 2;
-constexpr int kAllVariants = kOpVariantCount + 3;
+constexpr int kBothHalves = kOpVariantCount + 3;
+constexpr int kAllVariants = kOpVariantCount + 4;
 
 // The largest relative L2 error a checked run may show: bf16 rounding of the output (and of
 // gemm_rs's partials) gives about 2e-3 each (docs/PERF.md); a wrong band, chunk, owner, scale or
@@ -108,7 +112,7 @@ struct StagedOperands {
 };
 
 // What the frame runs of one cell (a shape and a global M), by variant index: kOpVariants, then
-// kVendorSplit, kFirstHalf and kSecondHalf.
+// kVendorSplit, kFirstHalf, kSecondHalf and kBothHalves.
 struct CellVariants {
   // Whether v runs in this cell at all ('-' in its column otherwise).
   std::function<bool(int v)> runs;
