@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine, from a cuda build made beforehand (carried): gemm_rs_perf with 2 thread ranks
 # sharing GPU 0, fp8 (ptpc), N x K 7168x2048, M 8192 and 16384, once per grid in SWEEP_BLOCKS of
-# the fused chunks' reduce-scatters (XCCL_GEMMRS_REDUCE_BLOCKS; 0: the reductions' grid, 2 x SMs /
-# ranks on the device), so that split, gemm-only and rs-only run at the full grid and the fused
+# the fused chunks' reduce-scatters (XCCL_GEMMRS_REDUCE_BLOCKS; 0: automatic, on a shared GPU an
+# eighth of the share, 2 x SMs / ranks on the device, before the last chunk), so that split, gemm-only and rs-only run at the full grid and the fused
 # variants with several chunks (c2, c4) held, in the same command; the GEMM's SM target in
 # SWEEP_SM (XCCL_GEMM_CUBLASLT_SM_COUNT, 0: all). The table rows of every run go last, prefixed by
 # the grid.
