@@ -205,8 +205,8 @@ const std::vector<ParamSpec>& Specs() {
        "GPU platforms, gemm_rs fused mode with several chunks: the most blocks of each chunk's "
        "reduce-scatter, which runs beside GEMMs; 0 takes the reductions' grid "
        "(XCCL_REDUCE_BLOCKS), "
-       "where ranks share a GPU an eighth of it before the last chunk and half of it for the last; "
-       "at most 4096",
+       "where ranks share a GPU an eighth of it before the last chunk and half for the last; at "
+       "most 4096",
        [](const char* t, Params* p) { return ParseInt64(t, 0, 4096, &p->gemmrs_reduce_blocks); },
        [](const Params& p) { return std::to_string(p.gemmrs_reduce_blocks); }},
       {"XCCL_GEMMRS_CHUNKS",

@@ -23,9 +23,9 @@ struct GridLimit {
   Beside beside = Beside::kNothing;
 };
 
-// A rank's share is 2 x SMs / ranks on the device. Half of it, SMs / ranks, keeps the grids of
-// all ranks but one (those that can wait while the last still computes) off at least one SM in
-// ranks; an eighth keeps every rank's grid to a quarter of the SMs.
+// A rank's share is 2 x SMs / ranks on the device. With half of it, SMs / ranks, the grids of all
+// ranks but one (those that can wait while the last still computes) leave at least one SM free;
+// with an eighth, the grids of every rank take at most a quarter of the SMs.
 constexpr int kBesidePeersShare = 2;
 constexpr int kBesideOwnShare = 8;
 
