@@ -197,11 +197,14 @@ bool AgGemm::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
   // plugin over the gathered rows.
   const bool with_direct = rank.DirectRuns();
   const bool with_vendor = rank.VendorRuns();
-  Staged gathered, gathered_scales, cv;
+  // at-once: the all-gather fills `gathered2` (and its scales) while the GEMM reads `gathered`.
+  Staged gathered, gathered_scales, gathered2, gathered_scales2, cv;
   if (with_direct &&
       (!gathered.Fill(buffers, poison.data(), gathered_bytes) ||
+       !gathered2.Fill(buffers, poison.data(), gathered_bytes) ||
        !cv.Fill(buffers, poison.data(), cv_bytes) ||
-       (fp8 && !gathered_scales.Fill(buffers, poison.data(), gathered_scale_bytes)))) {
+       (fp8 && (!gathered_scales.Fill(buffers, poison.data(), gathered_scale_bytes) ||
+                !gathered_scales2.Fill(buffers, poison.data(), gathered_scale_bytes))))) {
     ctx.sync->Abort();
     return false;
   }
@@ -235,19 +238,24 @@ bool AgGemm::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
       return false;
     return run_gathered_gemm();
   };
-  auto run_ag_only = [&]() {
-    return rank.Ok(
-               xcclAllGather(in.a.ptr, gathered.ptr, m * s.k * in_size, xcclUint8, comm, stream),
-               "ag-only") &&
-           (!fp8 || rank.Ok(xcclAllGather(in.a_scale.ptr, gathered_scales.ptr, a_scale_count,
-                                          xcclFloat32, comm, stream),
-                            "ag-only scales"));
+  auto gather_into = [&](const Staged& rows, const Staged& scales, xcclStream_t on) {
+    return rank.Ok(xcclAllGather(in.a.ptr, rows.ptr, m * s.k * in_size, xcclUint8, comm, on),
+                   "ag-only") &&
+           (!fp8 ||
+            rank.Ok(xcclAllGather(in.a_scale.ptr, scales.ptr, a_scale_count, xcclFloat32, comm, on),
+                    "ag-only scales"));
+  };
+  auto run_ag_only = [&]() { return gather_into(gathered, gathered_scales, stream); };
+  // Both halves at once, with nothing between them: the all-gather into `gathered2` on the side
+  // stream while the GEMM runs over ag-only's gather.
+  auto run_at_once = [&]() {
+    return buffers->ForkSide() && gather_into(gathered2, gathered_scales2, buffers->SideStream()) &&
+           run_gathered_gemm() && buffers->JoinSide();
   };
   CellVariants variants;
   variants.runs = [&](int v) {
-    if (v == kBothHalves) return false;  // not built here yet
     if (v == kVendorSplit) return with_vendor;
-    if (v == kAgOnly || v == kGemmOnly) return with_direct;
+    if (v == kAgOnly || v == kGemmOnly || v == kBothHalves) return with_direct;
     return ops[v] != nullptr && !clamped[v];
   };
   // The vendor split and ag-only both fill `gathered`, which gemm-only then reads: poisoning it
@@ -258,6 +266,9 @@ bool AgGemm::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
     };
     if (v < kOpVariantCount) return reset(in.c, c_bytes);
     if (v == kGemmOnly) return reset(cv, cv_bytes);
+    // at-once's GEMM reads ag-only's gather, made again here so that no order of the variants can
+    // leave it poisoned.
+    if (v == kBothHalves) return reset(cv, cv_bytes) && run_ag_only() && buffers->Synchronize();
     const bool gathers =
         reset(gathered, gathered_bytes) && (!fp8 || reset(gathered_scales, gathered_scale_bytes));
     return gathers && (v != kVendorSplit || reset(cv, cv_bytes));
@@ -266,12 +277,13 @@ bool AgGemm::MeasureCell(FusedGemmRank& rank, const FusedGemmSettings& set, cons
     if (v == kVendorSplit) return run_vendor();
     if (v == kAgOnly) return run_ag_only();
     if (v == kGemmOnly) return run_gathered_gemm();
+    if (v == kBothHalves) return run_at_once();
     return run(v);
   };
   std::vector<uint8_t> host_c(std::max(c_bytes, cv_bytes));
   variants.output_error = [&](int v, double* error) {
     if (v < kOpVariantCount && !buffers->CopyToHost(host_c.data(), in.c.ptr, c_bytes)) return false;
-    const bool vendor_run = v == kVendorSplit || v == kGemmOnly;
+    const bool vendor_run = v == kVendorSplit || v == kGemmOnly || v == kBothHalves;
     if (vendor_run && !buffers->CopyToHost(host_c.data(), cv.ptr, cv_bytes)) return false;
     *error = RelativeL2(sample, reinterpret_cast<const uint16_t*>(host_c.data()),
                         vendor_run ? m : padded, s.n);
@@ -307,8 +319,11 @@ void AgGemm::PrintLegend(const FusedGemmSettings& set) const {
   printf(
       "# split-vendor: '-' where no vendor library runs (the host platform). ag-only: "
       "xcclAllGather of A (and scales) alone; gemm-only: the plugin over the gathered rows "
-      "alone; overlap: max(ag-only, gemm-only) / best fused (1.00 = perfect overlap); at-once and "
-      "ceiling: not run here ('-'). "
+      "alone; at-once: both at once, nothing between them (the all-gather on a second stream of "
+      "the "
+      "highest priority into another buffer while the GEMM runs over ag-only's gather); overlap: "
+      "max(ag-only, gemm-only) / best fused (1.00 = perfect overlap); ceiling: max(ag-only, "
+      "gemm-only) / at-once, the most overlap this device gives the halves. "
       "best/split: the best variant against split-vendor, else split-xccl. fused-c2/c4: '-' "
       "also where the op clamps the pinned count to fewer bands (xcclAgGemmChunks; def shows "
       "the default's count): that count is not run and not in best. relL2max: the largest "

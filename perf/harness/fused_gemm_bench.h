@@ -58,9 +58,9 @@ constexpr int kOpVariantCount = sizeof(kOpVariants) / sizeof(kOpVariants[0]);
 // After the op's variants, the four columns outside it: the split through the vendor library,
 // then the op's two halves each alone, in the op's order (the first half makes what the second
 // reads, so the second's check covers both), whose times bound the overlap; then both halves at
-// once with nothing between them (where a binary runs it: the second half on the side stream over
-// the first half's earlier output while the first makes a new one), whose time is the least any
-// fused schedule can take on this device.
+// once with nothing between them, on the stream and the side stream (the second half over the
+// first half's earlier output while the first makes a new one), whose time shows how far this
+// device lets the two overlap.
 constexpr int kVendorSplit = kOpVariantCount;
 constexpr int kFirstHalf = kOpVariantCount + 1;
 constexpr int kSecondHalf = kOpVariantCount + 2;
