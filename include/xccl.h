@@ -265,10 +265,11 @@ xcclResult_t xcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
  * xcclMemAlloc: `size` bytes (> 0) that peers of this node can map: device memory of the
  * calling thread's current device on GPU platforms (IPC-exportable), page-aligned heap memory on
  * the host platform. Not zero-filled. A peer process maps it when a zero-copy call first uses
- * it (a GPU size is rounded up to 2 MiB so that no other allocation shares its mapping). xcclMemFree takes only pointers xcclMemAlloc returned (NULL: nothing to do),
- * refuses one that still lies in a registered window (xcclInvalidUsage: deregister it first),
- * and has every peer process drop its map before the memory goes (free it only once no call
- * uses it; on GPUs it waits for the device as cudaFree does). */
+ * it (a GPU size is rounded up to 2 MiB so that no other allocation shares its mapping).
+ * xcclMemFree takes only pointers xcclMemAlloc returned (NULL: nothing to do), refuses one that
+ * still lies in a registered window (xcclInvalidUsage: deregister it first), and has every peer
+ * process drop its map before the memory goes (free it only once no call uses it; on GPUs it waits
+ * for the device as cudaFree does). */
 xcclResult_t xcclMemAlloc(void** ptr, size_t size);
 xcclResult_t xcclMemFree(void* ptr);
 
@@ -416,11 +417,11 @@ typedef enum {
 } xcclGemmRsMode_t;
 
 /* plugin_name, plugin and scales as xcclAgGemmCreateScaled's. chunks: fused mode's chunks per
- * owner's block, 0 to 8 (0: the default, 4, or fewer where a block has fewer rows; 1 where two
- * ranks of a node share a GPU, whose chunks have nothing to overlap with). Refused
- * (nothing allocated): n not a positive multiple of 16, k or m_max < 1, m_max not a multiple of
- * nranks, unsupported types or scales, a mode other than the two, chunks outside 0..8, a plugin
- * that does not support the shape, both plugin_name and plugin. Collective as
+ * owner's block, 0 to 8 (0: XCCL_GEMMRS_CHUNKS where set, else 1 where two ranks of a node share a
+ * GPU, whose chunks have nothing to overlap with, else 4, or fewer where a block has fewer rows).
+ * Refused (nothing allocated): n not a positive multiple of 16, k or m_max < 1, m_max not a
+ * multiple of nranks, unsupported types or scales, a mode other than the two, chunks outside 0..8,
+ * a plugin that does not support the shape, both plugin_name and plugin. Collective as
  * xcclAgGemmCreate: every rank fails where one does, and ranks asking for different ops fail
  * (xcclInvalidUsage naming one). */
 xcclResult_t xcclGemmRsCreate(xcclComm_t comm, int64_t n, int64_t k, int64_t m_max,

@@ -47,7 +47,7 @@ class DeviceBuffers {
   virtual xcclStream_t Stream() = 0;
   virtual bool Synchronize() = 0;
   // A second stream, of the device's highest priority, for work that runs beside Stream()'s (GPU
-  // platforms; made at the first ForkSide): ForkSide makes it wait for Stream()'s work so far,
+  // platforms): ForkSide makes it wait for Stream()'s work so far,
   // JoinSide makes Stream() wait for its work so far. The host platform: NULL, and calls run in
   // turn.
   virtual xcclStream_t SideStream() = 0;

@@ -51,8 +51,14 @@ class GpuBuffers final : public DeviceBuffers {
     bus_id_ = bus;
     // Non-blocking: the legacy default stream, which other code in the process may use, must not
     // serialise with the collectives being timed.
+    // The side stream here too: creating a stream may wait for the device, never in a timed loop.
+    int least = 0, greatest = 0;
     return GPU_OK(gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking)) &&
-           GPU_OK(gpuEventCreate(&start_)) && GPU_OK(gpuEventCreate(&stop_));
+           GPU_OK(gpuEventCreate(&start_)) && GPU_OK(gpuEventCreate(&stop_)) &&
+           GPU_OK(gpuDeviceGetStreamPriorityRange(&least, &greatest)) &&
+           GPU_OK(gpuStreamCreateWithPriority(&side_, gpuStreamNonBlocking, greatest)) &&
+           GPU_OK(gpuEventCreateWithFlags(&fork_, gpuEventDisableTiming)) &&
+           GPU_OK(gpuEventCreateWithFlags(&join_, gpuEventDisableTiming));
   }
 
   void* Allocate(size_t bytes) override {
@@ -115,19 +121,10 @@ class GpuBuffers final : public DeviceBuffers {
 
   xcclStream_t Stream() override { return static_cast<xcclStream_t>(stream_); }
   bool Synchronize() override {
-    return GPU_OK(gpuStreamSynchronize(stream_)) &&
-           (side_ == nullptr || GPU_OK(gpuStreamSynchronize(side_)));
+    return GPU_OK(gpuStreamSynchronize(stream_)) && GPU_OK(gpuStreamSynchronize(side_));
   }
   xcclStream_t SideStream() override { return static_cast<xcclStream_t>(side_); }
   bool ForkSide() override {
-    if (side_ == nullptr) {
-      int least = 0, greatest = 0;
-      if (!GPU_OK(gpuDeviceGetStreamPriorityRange(&least, &greatest)) ||
-          !GPU_OK(gpuStreamCreateWithPriority(&side_, gpuStreamNonBlocking, greatest)) ||
-          !GPU_OK(gpuEventCreateWithFlags(&fork_, gpuEventDisableTiming)) ||
-          !GPU_OK(gpuEventCreateWithFlags(&join_, gpuEventDisableTiming)))
-        return false;
-    }
     return GPU_OK(gpuEventRecord(fork_, stream_)) && GPU_OK(gpuStreamWaitEvent(side_, fork_, 0));
   }
   bool JoinSide() override {

@@ -198,7 +198,6 @@ xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, con
   call.a = static_cast<const char*>(a) +
            static_cast<size_t>(first_row) * static_cast<size_t>(shape_.k) * in_size();
   call.c = c;
-  const xcclStream_t on = gemm_.stream(0, stream);
   if (block_scales()) {
     // The rows' tile, packed [KB][rows]: cuBLASLt takes no scale leading dimension (cuBLAS
     // docs, cublasLtMatmulMatrixScale_t). Each call of a run has its own place in the buffer.
@@ -209,7 +208,7 @@ xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, con
       XCCL_TRY(Copy2DAsync(tile, static_cast<size_t>(rows) * sizeof(float), a_scale + first_row,
                            static_cast<size_t>(whole.m) * sizeof(float),
                            static_cast<size_t>(rows) * sizeof(float),
-                           static_cast<size_t>(k_blocks()), on));
+                           static_cast<size_t>(k_blocks()), stream));
       call.a_scale = tile;
     }
     call.a_scale_ld = rows;
@@ -217,7 +216,7 @@ xcclResult_t GemmRsOp::GemmRows(const xcclGemmProblem& whole, const void* a, con
     call.a_scale = a_scale + first_row;
   }
   const xcclGemmBand band{0, rows};
-  const xcclResult_t result = gemm_.plugin().api().run(gemm_.context(0), &call, &band, on);
+  const xcclResult_t result = gemm_.plugin().api().run(gemm_.context(0), &call, &band, stream);
   if (result != xcclSuccess)
     return Fail(result, "gemm_rs: GEMM plugin '%s' failed on rows [%lld, %lld)",
                 gemm_.plugin().name(), static_cast<long long>(first_row),

@@ -112,8 +112,8 @@ class GemmRsOp {
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
   bool corrupt_next_self_test_ = false;
-  // Fused mode's chunks per block: the pinned count, or 1 where none is pinned and ranks of a
-  // node share a device, else 0 (GemmRsChunks' default).
+  // Fused mode's chunks per block: the pinned count, else XCCL_GEMMRS_CHUNKS, else 1 where ranks
+  // of a node share a device, else 0 (GemmRsChunks' default).
   int chunks_ = 0;
 };
 
