@@ -1,9 +1,8 @@
 // A second stream an op may run work on within one call: forked from the caller's stream (it
 // waits for everything enqueued there so far) and joined back into it (the caller's stream waits
 // for everything enqueued on it), so the call stays one stream-ordered, graph-capturable unit.
-// ag_gemm runs GEMM calls on both in turn (fused/gemm_streams.h), so that one call's tail wave
-// overlaps the next one's start; gemm_rs runs its chunks' reduce-scatters on one of the highest
-// priority beside its GEMMs.
+// Ops run part of a call's work on it beside the rest (docs/ARCHITECTURE.md, "ag_gemm" and
+// "gemm_rs"); a stream of the highest priority gets its blocks onto SMs ahead of the other's.
 //
 // GPU platforms: a non-blocking stream of the device and two events without timing. Host
 // platform: calls are synchronous, so the stream is nullptr and fork and join do nothing.
